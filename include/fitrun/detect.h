@@ -1,0 +1,81 @@
+/* fitrun/detect.h — what may this process really use?
+ *
+ * A pure library over a root prefix: every file is read as sysroot + path,
+ * so tests point it at fixture trees (tests/fixtures/<name>/) and
+ * `fitrun detect --sysroot DIR` does the same by hand. With sysroot "/"
+ * (live mode) affinity comes from sched_getaffinity() and /dev/shm from
+ * statvfs(); under any other sysroot both come from files
+ * (proc/self/status Cpus_allowed_list, proc/self/mountinfo size=).
+ *
+ * Nothing here exits or crashes on bad input: a missing, unreadable or
+ * garbage file is recorded as a note (what was ignored and why) and the
+ * value falls back to "unknown"/"no limit". */
+#ifndef FITRUN_DETECT_H
+#define FITRUN_DETECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FR_SOURCE_MAX 512 /* a path or "ENV_VAR=value" */
+#define FR_NOTE_MAX 320
+#define FR_NOTES_MAX 32
+
+struct fr_detect_opts {
+    const char *sysroot;        /* NULL or "/" = live */
+    char *const *envp;          /* environment for scheduler variables; NULL = environ */
+    double cpus_override;       /* > 0: --cpus N (wins over everything) */
+};
+
+/* A number and where it came from. `known` false = no value (no limit / not found). */
+struct fr_value {
+    bool known;
+    double value;
+    char source[FR_SOURCE_MAX];
+};
+
+struct fr_resources {
+    /* cgroups */
+    int cgroup_version;         /* 0 = none found, 1, 2 */
+    bool cgroup_hybrid;         /* v1 controllers + a controller-less cgroup2 mount */
+
+    /* CPU */
+    int cpu_online;             /* CPUs online (sys/devices/system/cpu/online) */
+    int cpu_affinity;           /* |affinity ∩ cpuset| */
+    char cpu_affinity_source[FR_SOURCE_MAX];
+    struct fr_value cpu_quota;      /* min over ancestors, in CPUs (1.5 = 150000/100000) */
+    struct fr_value cpu_scheduler;  /* batch-scheduler allocation, in CPUs */
+    struct fr_value cpu_override;   /* --cpus or FITRUN_CPUS */
+    struct fr_value cpu_shares;     /* v1 cpu.shares / v2 cpu.weight: reported, never used */
+    double cpu_effective;           /* min(affinity∩cpuset, quota, scheduler, override) */
+
+    /* memory (bytes) */
+    uint64_t mem_total;             /* MemTotal; 0 = unknown */
+    struct fr_value mem_limit;      /* min over ancestors; values >= total = no limit */
+    struct fr_value mem_high;       /* v2 memory.high, reported */
+
+    /* pids */
+    struct fr_value pids_limit;     /* pids.max (min over ancestors) */
+    struct fr_value pids_current;   /* pids.current of the own cgroup */
+
+    /* /dev/shm (bytes) */
+    struct fr_value shm_size;
+    struct fr_value shm_free;
+
+    /* What was ignored and why ("cpu.max: garbage 'abc' in /sys/...: ignored"). */
+    int nnotes;
+    char notes[FR_NOTES_MAX][FR_NOTE_MAX];
+};
+
+/* Fill *out. Always succeeds (returns 0); problems become notes. */
+int fr_detect(const struct fr_detect_opts *opts, struct fr_resources *out);
+
+/* Append a note (printf-style); silently drops notes past FR_NOTES_MAX. */
+void fr_detect_note(struct fr_resources *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --- pure parsers, exposed for unit tests --- */
+
+/* "0-3,8,10-11" -> count of CPUs; fills `mask` (bit i = CPU i) up to
+ * nbits when mask != NULL. Returns the count, or -1 on syntax error. */
+int fr_cpulist_parse(const char *s, uint64_t *mask, int nbits);
+
+#endif

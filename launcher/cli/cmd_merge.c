@@ -1,0 +1,11 @@
+/* cmd_merge.c — placeholder until its module lands. */
+#include "fitrun/cli.h"
+#include "fitrun/util.h"
+
+int fr_cmd_merge(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fr_warn("'merge' is not implemented yet");
+    return FR_EXIT_USAGE;
+}

@@ -1,0 +1,11 @@
+/* cmd_submit.c — placeholder until its module lands. */
+#include "fitrun/cli.h"
+#include "fitrun/util.h"
+
+int fr_cmd_submit(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fr_warn("'submit' is not implemented yet");
+    return FR_EXIT_USAGE;
+}
