@@ -14,16 +14,31 @@
 #define FITRUN_DETECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define FR_SOURCE_MAX 512 /* a path or "ENV_VAR=value" */
 #define FR_NOTE_MAX 320
 #define FR_NOTES_MAX 32
+#define FR_CPU_BITS 8192  /* CPU ids 0..8191: the kernel's largest NR_CPUS */
 
 struct fr_detect_opts {
     const char *sysroot;        /* NULL or "/" = live */
     char *const *envp;          /* environment for scheduler variables; NULL = environ */
     double cpus_override;       /* > 0: --cpus N (wins over everything) */
+};
+
+/* The controllers detection reads, in the order of fr_resources.cgroup[]. */
+enum fr_controller { FR_CTL_CPU = 0, FR_CTL_CPUSET, FR_CTL_MEMORY, FR_CTL_PIDS, FR_CTL_COUNT };
+
+/* Where one controller's cgroup lives, as the process sees it (no sysroot
+ * prefix). version 0 = controller not found. `dir` is where the limit
+ * files of the own cgroup are read; `mount` is where the ancestor walk
+ * stops. Other modules create per-worker cgroups as children of `dir`. */
+struct fr_cgroup_loc {
+    int version;
+    char mount[FR_SOURCE_MAX];
+    char dir[FR_SOURCE_MAX];
 };
 
 /* A number and where it came from. `known` false = no value (no limit / not found). */
@@ -37,25 +52,34 @@ struct fr_resources {
     /* cgroups */
     int cgroup_version;         /* 0 = none found, 1, 2 */
     bool cgroup_hybrid;         /* v1 controllers + a controller-less cgroup2 mount */
+    struct fr_cgroup_loc cgroup[FR_CTL_COUNT];
 
     /* CPU */
     int cpu_online;             /* CPUs online (sys/devices/system/cpu/online) */
     int cpu_affinity;           /* |affinity ∩ cpuset| */
     char cpu_affinity_source[FR_SOURCE_MAX];
+    char cpu_affinity_list[FR_SOURCE_MAX]; /* "0-3,8" (affinity ∩ cpuset), "" = unknown */
+    struct fr_value cpu_cpuset;     /* CPUs in the cgroup cpuset (count), reported */
+    char cpu_cpuset_list[FR_SOURCE_MAX];
     struct fr_value cpu_quota;      /* min over ancestors, in CPUs (1.5 = 150000/100000) */
     struct fr_value cpu_scheduler;  /* batch-scheduler allocation, in CPUs */
     struct fr_value cpu_override;   /* --cpus or FITRUN_CPUS */
     struct fr_value cpu_shares;     /* v1 cpu.shares / v2 cpu.weight: reported, never used */
+    double cpu_detected;            /* min(affinity∩cpuset, quota, scheduler): before the override */
     double cpu_effective;           /* min(affinity∩cpuset, quota, scheduler, override) */
 
     /* memory (bytes) */
     uint64_t mem_total;             /* MemTotal; 0 = unknown */
     struct fr_value mem_limit;      /* min over ancestors; values >= total = no limit */
     struct fr_value mem_high;       /* v2 memory.high, reported */
+    struct fr_value mem_scheduler;  /* HTCondor machine ad Memory / SLURM_MEM_PER_NODE;
+                                       also a mem_limit source when smaller */
 
     /* pids */
     struct fr_value pids_limit;     /* pids.max (min over ancestors) */
     struct fr_value pids_current;   /* pids.current of the own cgroup */
+    struct fr_value pids_available; /* min over limited levels of pids.max - pids.current
+                                       (a parent's limit is shared by its whole subtree) */
 
     /* /dev/shm (bytes) */
     struct fr_value shm_size;
@@ -73,6 +97,10 @@ int fr_detect(const struct fr_detect_opts *opts, struct fr_resources *out);
 void fr_detect_note(struct fr_resources *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --- pure parsers, exposed for unit tests --- */
+
+/* Write the CPUs set in `mask` (nbits bits) as a list ("0-3,8") into buf.
+ * Returns buf ("" for an empty mask; truncated lists end in "..."). */
+char *fr_cpulist_format(const uint64_t *mask, int nbits, char *buf, size_t n);
 
 /* "0-3,8,10-11" -> count of CPUs; fills `mask` (bit i = CPU i) up to
  * nbits when mask != NULL. Returns the count, or -1 on syntax error. */

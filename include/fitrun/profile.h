@@ -36,6 +36,9 @@ struct fr_profile {
     uint64_t memory;                /* bytes, per job (RLIMIT_AS) */
     uint64_t output;                /* bytes, cap on stdout and on stderr each */
     uint64_t processes;
+    uint64_t fsize;                 /* bytes, RLIMIT_FSIZE; 0 = inherited */
+    uint64_t nofile;                /* RLIMIT_NOFILE; 0 = inherited */
+    uint64_t stack;                 /* bytes, RLIMIT_STACK; 0 = inherited */
     char *allow[FR_PROFILE_MAX_NAMES + 1];  /* NULL-terminated, owned */
     char *deny[FR_PROFILE_MAX_NAMES + 1];
     char *keep_caps[FR_PROFILE_MAX_NAMES + 1];
@@ -58,5 +61,35 @@ void fr_profile_defaults(struct fr_profile *p);
  * "path:line: message" in err. */
 int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t errlen);
 void fr_profile_free(struct fr_profile *p);
+
+/* Additions (stable) ------------------------------------------------------
+ *
+ * Every value is checked when it is read; durations take fr_parse_duration_ms
+ * units ("2s", "500ms"), sizes fr_parse_size units ("512M"), and "none" (or
+ * 0) means "no limit" for the limits that allow it. Lists (allow, deny,
+ * keep_caps) are names separated by commas and/or spaces. See
+ * profiles/README.md for every key. */
+
+/* Pure: parse INI `text` over *p. `name` is used in messages ("name:line:")
+ * and, when it contains a '/', relative prelude paths are resolved against
+ * its directory. fr_profile_load() = read the file + make its path absolute
+ * + this. Returns 0, or -1 with "name:line: message" in err; *p may then
+ * hold part of the file's values (callers exit). */
+int fr_profile_parse(struct fr_profile *p, const char *text, const char *name, char *err, size_t errlen);
+
+/* One setting, as from the command line ("--set sandbox.cpu_time=1s"):
+ * section and key as in the file. Relative prelude paths stay relative to
+ * the working directory. Returns 0, or -1 with a message (no location) in
+ * err, e.g. "unknown key 'cpu_tme' in [sandbox]". */
+int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value,
+                   char *err, size_t errlen);
+
+/* The sandbox request for one job under this profile. The spec's lists
+ * point into *p (valid while p is). */
+void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec);
+
+/* "exec" / "python"; parse returns 0 or -1. */
+const char *fr_runtime_kind_name(enum fr_runtime_kind k);
+int fr_runtime_kind_parse(const char *s, enum fr_runtime_kind *out);
 
 #endif

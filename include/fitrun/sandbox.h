@@ -8,6 +8,26 @@
  *
  * This header is the contract used by the launcher's runtimes and, through
  * libfitrun_sandbox.so + ctypes, by the warm Python runtime.
+ *
+ * Kernel behaviours that matter (measured in docs/sandbox.md):
+ *  - Before Linux 5.16, installing a seccomp filter also forces the SSBD
+ *    (and, with it, STIBP) Spectre mitigations on the process unless the
+ *    filter is installed with SECCOMP_FILTER_FLAG_SPEC_ALLOW — a large
+ *    slowdown for CPU-bound code. spec_allow sets that flag: faster on old
+ *    kernels, at the price of leaving the job exposed to (and able to
+ *    mount) speculative store-bypass attacks. Off by default; 5.16+ no
+ *    longer ties the mitigation to seccomp, so it changes nothing there.
+ *  - RLIMIT_NPROC counts all processes of the job's real uid, system-wide,
+ *    and is not enforced for uid 0: it is not a per-job process cap. The
+ *    presets deny process creation outright instead.
+ *  - RLIMIT_AS limits reserved address space: allocators and runtimes that
+ *    reserve large ranges (Go, the JVM, ASan, glibc's 64 MiB per-thread
+ *    arenas) fail well below the memory they actually use.
+ *  - Violations: python preset = SECCOMP_RET_TRAP + a SIGSYS handler that
+ *    reports the syscall on report_fd; exec preset = SECCOMP_RET_USER_NOTIF
+ *    read by a relay process (a handler does not survive execve). A job
+ *    that blocks SIGSYS, or uses a foreign syscall ABI (int 0x80), dies of
+ *    SIGSYS without a name: classified `violation` with syscall "unknown".
  * (Owner: sandbox/. Extend, but do not rename what is here.) */
 #ifndef FITRUN_SANDBOX_H
 #define FITRUN_SANDBOX_H
@@ -49,12 +69,41 @@ void fr_policy_free(struct fr_policy *p);
 
 /* In the child, after fork and before exec/running the job. report_fd is a
  * pre-opened descriptor on which a violation record is written (may be -1).
- * Async-signal-safe. Returns 0 or -errno of the first failing step. */
+ * Async-signal-safe. Returns 0 or -errno of the first failing step.
+ *
+ * Notes for callers (docs/sandbox.md has the details):
+ *  - call it last, right before execve/the job: the filter denies most of
+ *    what set-up code uses (setpgid, dup2 is fine, pipe, ...).
+ *  - the child must own its memory (fork/_Fork, not vfork/CLONE_VM).
+ *  - report_fd: the write end of a pipe; the parent closes its copy of the
+ *    write end after fork and reads with fr_report_read after the child
+ *    has been reaped.
+ *  - exec preset with report_fd >= 0: the calling process becomes a relay
+ *    that never returns; the job runs in a new child of it, in which this
+ *    call returns 0 (the relay mirrors the job's exit status or fatal
+ *    signal, so the caller's wait4 sees the job; getpid() in the job is not
+ *    the pid the caller forked). The job's copy of report_fd is closed.
+ *  - on failure the caller should _exit (e.g. 125) without running the job. */
 int fr_policy_apply(const struct fr_policy *p, int report_fd);
 
 /* Parent side: read the child's report (non-blocking is fine) after it has
  * exited. Returns the violating syscall number, or -1 if none was reported. */
 int fr_report_read(int report_fd);
+
+/* ---- additions (sandbox owner) ---- */
+
+/* One line for logs and `describe`: "preset=python seccomp=trap(301 insns)
+ * spec_allow=no cpu=2s(hard 3s) as=1.0 GiB core=0 caps=none". Returns the
+ * length it needed (snprintf-style), or -1. */
+int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len);
+/* The compiled seccomp program (struct sock_filter[], 8 bytes each) as the
+ * parent holds it — kill/tkill/tgkill compare against a pid placeholder the
+ * child patches. NULL with *ninsns = 0 when the policy has no filter. */
+const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns);
+/* Names: "socket" (libseccomp, native arch; "unknown" for nr < 0,
+ * "syscall_<nr>" if unnamed) and "SIGSEGV" / "SIGRTMIN+3". Return buf. */
+const char *fr_syscall_name(int nr, char *buf, size_t n);
+const char *fr_signal_name(int sig, char *buf, size_t n);
 
 /* Outcome classification. */
 enum fr_status {

@@ -1,11 +1,366 @@
-/* cmd_detect.c — placeholder until its module lands. */
+/* cmd_detect.c — `fitrun detect`: what may this process really use, and why.
+ *
+ *   fitrun detect [--json] [--sysroot DIR] [--cpus N] [--rounding floor|ceil|nearest]
+ *                 [--memory-per-worker SIZE] [--workers N]
+ *
+ * Prints a table (each value with the file or variable it came from, then
+ * the plan's reasons and the notes on what was ignored), or with --json one
+ * object whose keys docs/detect.md describes. The report is built from
+ * sections (cgroup, cpu, memory, pids, shm, plan, notes); a later
+ * `--profile` (Python start-up) adds one more section in both outputs. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "fitrun/cli.h"
+#include "fitrun/detect.h"
+#include "fitrun/plan.h"
 #include "fitrun/util.h"
+
+struct detect_args {
+    bool json;
+    const char *sysroot;
+    double cpus;
+    struct fr_plan_opts plan;
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: fitrun detect [--json] [--sysroot DIR] [--cpus N] [--rounding floor|ceil|nearest]\n"
+          "                     [--memory-per-worker SIZE] [--workers N]\n"
+          "What may this process really use (cgroup v1/v2 quota, cpuset, memory and pids\n"
+          "limits, /dev/shm, batch-scheduler allocations), and how many workers fit.\n"
+          "  --json                  one JSON object (keys: docs/detect.md)\n"
+          "  --sysroot DIR           read every file under DIR (fixture trees); no live syscalls\n"
+          "  --cpus N                override the CPU count (also FITRUN_CPUS); can only lower it\n"
+          "  --rounding R            CPUs -> workers: floor (default), ceil or nearest\n"
+          "  --memory-per-worker S   cap workers at memory limit / S (512M, 2G, ...)\n"
+          "  --workers N             use N workers whatever the plan says (reported)\n"
+          "Exit status: 0, or 125 for a bad option.\n",
+          f);
+}
+
+/* "fitrun: detect: <option> '<arg>': <why> (see fitrun detect --help)" -> 125 */
+static int bad(const char *what, const char *arg, const char *why)
+{
+    fr_warn("detect: %s '%s': %s (see fitrun detect --help)", what, arg, why);
+    return FR_EXIT_USAGE;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct detect_args *a)
+{
+    enum { O_JSON = 1, O_SYSROOT, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, O_JSON},
+        {"sysroot", required_argument, NULL, O_SYSROOT},
+        {"cpus", required_argument, NULL, O_CPUS},
+        {"rounding", required_argument, NULL, O_ROUNDING},
+        {"memory-per-worker", required_argument, NULL, O_MPW},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"help", no_argument, NULL, O_HELP},
+        /* --profile FILE (Python start-up report) goes here. */
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0; /* our own messages, naming fitrun */
+    optind = 0; /* full re-initialisation (GNU) */
+    int c;
+    int64_t n;
+    struct stat st;
+    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_JSON: a->json = true; break;
+        case O_SYSROOT:
+            errno = 0;
+            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode))
+                return bad("--sysroot", optarg, errno ? strerror(errno) : "not a directory");
+            a->sysroot = optarg;
+            break;
+        case O_CPUS:
+            if (fr_parse_double(optarg, &a->cpus) < 0 || a->cpus <= 0 || a->cpus > FR_CPU_BITS)
+                return bad("--cpus", optarg, "not a positive number of CPUs");
+            break;
+        case O_ROUNDING:
+            if (fr_rounding_parse(optarg, &a->plan.rounding) < 0)
+                return bad("--rounding", optarg, "expected floor, ceil or nearest");
+            break;
+        case O_MPW:
+            if (fr_parse_size(optarg, &a->plan.memory_per_worker) < 0 || a->plan.memory_per_worker == 0)
+                return bad("--memory-per-worker", optarg, "not a size like 512M or 2G");
+            break;
+        case O_WORKERS:
+            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > 100000)
+                return bad("--workers", optarg, "not a number of workers (1..100000)");
+            a->plan.workers_override = (int)n;
+            break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': return bad("option", argv[optind - 1], "missing argument");
+        default: return bad("option", argv[optind - 1], "unknown option");
+        }
+    }
+    if (optind < argc)
+        return bad("argument", argv[optind], "unexpected");
+    return -1;
+}
+
+/* ---- JSON ---- */
+
+static json_t *jnum(const struct fr_value *v)
+{
+    return v->known ? json_real(v->value) : json_null();
+}
+
+static json_t *jint(const struct fr_value *v)
+{
+    return v->known ? json_integer((json_int_t)v->value) : json_null();
+}
+
+static json_t *jsrc(const struct fr_value *v)
+{
+    return v->known ? json_string(v->source) : json_null();
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+    return s && s[0] ? json_string(s) : json_null();
+}
+
+static json_t *json_cgroup(const struct fr_resources *r)
+{
+    static const char *names[FR_CTL_COUNT] = {"cpu", "cpuset", "memory", "pids"};
+    json_t *ctl = json_object();
+    for (int i = 0; i < FR_CTL_COUNT; i++) {
+        const struct fr_cgroup_loc *l = &r->cgroup[i];
+        json_object_set_new(ctl, names[i], l->version ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
+                                                      : json_null());
+    }
+    return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
+}
+
+static json_t *json_cpu(const struct fr_resources *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "online", json_integer(r->cpu_online));
+    json_object_set_new(o, "affinity", json_integer(r->cpu_affinity));
+    json_object_set_new(o, "affinity_source", json_string(r->cpu_affinity_source));
+    json_object_set_new(o, "affinity_list", jstr_or_null(r->cpu_affinity_list));
+    json_object_set_new(o, "cpuset", jint(&r->cpu_cpuset));
+    json_object_set_new(o, "cpuset_list", r->cpu_cpuset.known ? json_string(r->cpu_cpuset_list) : json_null());
+    json_object_set_new(o, "cpuset_source", jsrc(&r->cpu_cpuset));
+    json_object_set_new(o, "quota", jnum(&r->cpu_quota));
+    json_object_set_new(o, "quota_source", jsrc(&r->cpu_quota));
+    json_object_set_new(o, "scheduler", jnum(&r->cpu_scheduler));
+    json_object_set_new(o, "scheduler_source", jsrc(&r->cpu_scheduler));
+    json_object_set_new(o, "override", jnum(&r->cpu_override));
+    json_object_set_new(o, "override_source", jsrc(&r->cpu_override));
+    json_object_set_new(o, "shares", jint(&r->cpu_shares));
+    json_object_set_new(o, "shares_source", jsrc(&r->cpu_shares));
+    json_object_set_new(o, "detected", json_real(r->cpu_detected));
+    json_object_set_new(o, "effective", json_real(r->cpu_effective));
+    return o;
+}
+
+static json_t *json_memory(const struct fr_resources *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "total", json_integer((json_int_t)r->mem_total));
+    json_object_set_new(o, "limit", jint(&r->mem_limit));
+    json_object_set_new(o, "limit_source", jsrc(&r->mem_limit));
+    json_object_set_new(o, "high", jint(&r->mem_high));
+    json_object_set_new(o, "high_source", jsrc(&r->mem_high));
+    json_object_set_new(o, "scheduler", jint(&r->mem_scheduler));
+    json_object_set_new(o, "scheduler_source", jsrc(&r->mem_scheduler));
+    return o;
+}
+
+static json_t *json_pids(const struct fr_resources *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "limit", jint(&r->pids_limit));
+    json_object_set_new(o, "limit_source", jsrc(&r->pids_limit));
+    json_object_set_new(o, "current", jint(&r->pids_current));
+    json_object_set_new(o, "current_source", jsrc(&r->pids_current));
+    json_object_set_new(o, "available", jint(&r->pids_available));
+    json_object_set_new(o, "available_source", jsrc(&r->pids_available));
+    return o;
+}
+
+static json_t *json_shm(const struct fr_resources *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string("/dev/shm"));
+    json_object_set_new(o, "size", jint(&r->shm_size));
+    json_object_set_new(o, "size_source", jsrc(&r->shm_size));
+    json_object_set_new(o, "free", jint(&r->shm_free));
+    return o;
+}
+
+static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
+{
+    json_t *reasons = json_array();
+    for (int i = 0; i < p->nreasons; i++)
+        json_array_append_new(reasons, json_string(p->reasons[i]));
+    json_t *j = json_object();
+    json_object_set_new(j, "workers", json_integer(p->workers));
+    json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
+    json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
+    json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
+    json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
+    json_object_set_new(j, "reasons", reasons);
+    return j;
+}
+
+static int print_json(const struct fr_resources *r, const struct fr_plan *p, const struct fr_plan_opts *o)
+{
+    json_t *notes = json_array();
+    for (int i = 0; i < r->nnotes; i++)
+        json_array_append_new(notes, json_string(r->notes[i]));
+    json_t *root = json_object();
+    json_object_set_new(root, "cgroup", json_cgroup(r));
+    json_object_set_new(root, "cpu", json_cpu(r));
+    json_object_set_new(root, "memory", json_memory(r));
+    json_object_set_new(root, "pids", json_pids(r));
+    json_object_set_new(root, "shm", json_shm(r));
+    json_object_set_new(root, "plan", json_plan(p, o));
+    json_object_set_new(root, "notes", notes);
+    /* 15 digits: 0.1 prints as 0.1, not 0.10000000000000001. */
+    int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    json_decref(root);
+    if (rc < 0 || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
+        fr_warn("detect: cannot write the JSON report to stdout: %s", strerror(errno));
+        return FR_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- table ---- */
+
+static void row(const char *label, const char *value, const char *source)
+{
+    if (source && source[0])
+        printf("  %-11s %-28s %s\n", label, value, source);
+    else
+        printf("  %-11s %s\n", label, value);
+}
+
+static void row_value(const char *label, const struct fr_value *v, bool bytes, const char *none)
+{
+    char buf[64];
+    if (!v->known)
+        snprintf(buf, sizeof buf, "%s", none);
+    else if (bytes) {
+        char h[32];
+        snprintf(buf, sizeof buf, "%s (%.0f)", fr_format_size((uint64_t)v->value, h, sizeof h), v->value);
+    } else
+        snprintf(buf, sizeof buf, "%g", v->value);
+    row(label, buf, v->known ? v->source : NULL);
+}
+
+static void print_cgroups(const struct fr_resources *r)
+{
+    static const char *names[FR_CTL_COUNT] = {"cpu", "cpuset", "memory", "pids"};
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%s", r->cgroup_version ? (r->cgroup_version == 1 ? "v1" : "v2") : "none",
+             r->cgroup_hybrid ? " (hybrid)" : "");
+    printf("cgroup\n");
+    row("version", buf, r->cgroup_hybrid ? "v1 controllers beside a controller-less cgroup2 mount" : NULL);
+    for (int i = 0; i < FR_CTL_COUNT; i++) {
+        const struct fr_cgroup_loc *l = &r->cgroup[i];
+        char v[16];
+        snprintf(v, sizeof v, "v%d", l->version);
+        row(names[i], l->version ? v : "not found", l->version ? l->dir : NULL);
+    }
+}
+
+static void print_cpu(const struct fr_resources *r)
+{
+    char buf[FR_SOURCE_MAX + 32];
+    printf("CPU\n");
+    snprintf(buf, sizeof buf, "%d", r->cpu_online);
+    row("online", r->cpu_online ? buf : "unknown", r->cpu_online ? "/sys/devices/system/cpu/online" : NULL);
+    if (r->cpu_affinity_list[0])
+        snprintf(buf, sizeof buf, "%d [%.200s]", r->cpu_affinity, r->cpu_affinity_list);
+    else
+        snprintf(buf, sizeof buf, "%d", r->cpu_affinity);
+    row("affinity", buf, r->cpu_affinity_source);
+    if (r->cpu_cpuset.known) {
+        snprintf(buf, sizeof buf, "%g [%.200s]", r->cpu_cpuset.value, r->cpu_cpuset_list);
+        row("cpuset", buf, r->cpu_cpuset.source);
+    } else
+        row("cpuset", "none", NULL);
+    row_value("quota", &r->cpu_quota, false, "none");
+    row_value("scheduler", &r->cpu_scheduler, false, "none");
+    row_value("override", &r->cpu_override, false, "none");
+    row_value("shares", &r->cpu_shares, false, "unknown");
+    snprintf(buf, sizeof buf, "%g", r->cpu_effective);
+    row("effective", buf, "min(affinity, quota, scheduler, override)");
+}
+
+static void print_memory(const struct fr_resources *r)
+{
+    struct fr_value total = {r->mem_total > 0, (double)r->mem_total, "/proc/meminfo"};
+    printf("memory\n");
+    row_value("total", &total, true, "unknown");
+    row_value("limit", &r->mem_limit, true, "none");
+    row_value("high", &r->mem_high, true, "none");
+    row_value("scheduler", &r->mem_scheduler, true, "none");
+    printf("pids\n");
+    row_value("limit", &r->pids_limit, false, "none");
+    row_value("current", &r->pids_current, false, "unknown");
+    row_value("available", &r->pids_available, false, "unlimited");
+    printf("/dev/shm\n");
+    row_value("size", &r->shm_size, true, "unknown");
+    row_value("free", &r->shm_free, true, "unknown");
+}
+
+static void print_table(const struct fr_resources *r, const struct fr_plan *p, const char *sysroot)
+{
+    printf("fitrun detect%s%s\n", sysroot ? " --sysroot " : "", sysroot ? sysroot : "");
+    print_cgroups(r);
+    print_cpu(r);
+    print_memory(r);
+    printf("plan        %d worker%s x %d thread%s (rounding %s)\n", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
+           p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    for (int i = 0; i < p->nreasons; i++)
+        printf("  - %s\n", p->reasons[i]);
+    if (r->nnotes) {
+        printf("notes (what was ignored, and why)\n");
+        for (int i = 0; i < r->nnotes; i++)
+            printf("  - %s\n", r->notes[i]);
+    }
+    fflush(stdout);
+}
 
 int fr_cmd_detect(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fr_warn("'detect' is not implemented yet");
-    return FR_EXIT_USAGE;
+    struct detect_args a = {.json = false};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    struct fr_detect_opts opts = {.sysroot = a.sysroot, .envp = NULL, .cpus_override = a.cpus};
+    /* ~20 KiB each: on the heap, like any caller on a small thread stack should. */
+    struct fr_resources *res = malloc(sizeof *res);
+    struct fr_plan *plan = malloc(sizeof *plan);
+    if (!res || !plan) {
+        free(res);
+        free(plan);
+        fr_warn("detect: out of memory");
+        return FR_EXIT_USAGE;
+    }
+    fr_detect(&opts, res);
+    fr_plan_make(res, &a.plan, plan);
+    if (a.json)
+        rc = print_json(res, plan, &a.plan);
+    else {
+        print_table(res, plan, a.sysroot);
+        rc = 0;
+    }
+    free(res);
+    free(plan);
+    return rc;
 }

@@ -1,11 +1,382 @@
-/* cmd_run.c — placeholder until its module lands. */
+/* cmd_run.c — `fitrun run`: profile + command line -> plan, sandbox policy,
+ * job environment, files -> the pool (launcher/pool/). docs/run.md is the
+ * user's documentation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "fitrun/cli.h"
+#include "fitrun/detect.h"
+#include "fitrun/envexport.h"
+#include "fitrun/plan.h"
+#include "fitrun/pool.h"
+#include "fitrun/profile.h"
+#include "fitrun/sandbox.h"
+#include "fitrun/shard.h"
 #include "fitrun/util.h"
+
+extern char **environ;
+
+#define MAX_OVERRIDES 64
+
+static void usage(FILE *f)
+{
+    fputs("usage: fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
+          "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [--quiet]\n"
+          "                  [--cpus N] [--cpu-time T] [--wall-time T] [--memory SIZE] [--output SIZE]\n"
+          "                  [--preset python|exec|none] [--set SECTION.KEY=VALUE]...\n"
+          "Runs every job (one JSON object per line) in the sandbox on a pool sized by the plan,\n"
+          "and writes one result line per job. Options override the profile. See docs/run.md.\n"
+          "  --jobs FILE|-     jobs to run (default: - = stdin, streamed)\n"
+          "  --out FILE|-      results (default: - = stdout); FILE is replaced unless --resume;\n"
+          "                    {shard} in FILE becomes the shard number\n"
+          "  --resume          keep FILE's results, run only the jobs that have none, append\n"
+          "  --progress MODE   auto (bar on a terminal, else none), bar, plain, none\n"
+          "  --shard K/N|auto  run only input lines L with (L-1) mod N = K\n"
+          "  --quiet           no plan line, progress or summary (errors still print)\n"
+          "Exit status: 0 every job got a result, 1 some input line was invalid,\n"
+          "125 fitrun's own error, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM).\n",
+          f);
+}
+
+struct override {
+    const char *opt;
+    char section[32];
+    char key[64];
+    const char *value;
+};
+
+struct run_args {
+    const char *profile;
+    const char *jobs;
+    const char *out;
+    const char *shard;
+    bool resume;
+    enum fr_progress progress;
+    int noverrides;
+    struct override overrides[MAX_OVERRIDES];
+};
+
+static int add_override(struct run_args *a, const char *opt, const char *section, const char *key,
+                        const char *value)
+{
+    if (a->noverrides == MAX_OVERRIDES) {
+        fr_warn("%s: too many overrides (at most %d)", opt, MAX_OVERRIDES);
+        return -1;
+    }
+    struct override *o = &a->overrides[a->noverrides++];
+    o->opt = opt;
+    snprintf(o->section, sizeof o->section, "%s", section);
+    snprintf(o->key, sizeof o->key, "%s", key);
+    o->value = value;
+    return 0;
+}
+
+/* --set sandbox.cpu_time=1s */
+static int add_set(struct run_args *a, const char *arg)
+{
+    const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
+    if (!dot || !eq || dot > eq || dot == arg || eq == dot + 1 || (size_t)(dot - arg) >= 32 ||
+        (size_t)(eq - dot - 1) >= 64) {
+        fr_warn("--set '%s': expected SECTION.KEY=VALUE (e.g. sandbox.cpu_time=1s)", arg);
+        return -1;
+    }
+    char section[32], key[64];
+    snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
+    snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+    return add_override(a, "--set", section, key, eq + 1);
+}
+
+enum {
+    OPT_PROFILE = 256, OPT_JOBS, OPT_OUT, OPT_WORKERS, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET,
+    OPT_CPUS, OPT_CPU_TIME, OPT_WALL_TIME, OPT_MEMORY, OPT_OUTPUT, OPT_PRESET, OPT_SET, OPT_HELP,
+};
+
+/* Returns 0, 1 (--help printed) or -1. */
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+    static const struct option opts[] = {
+        {"profile", required_argument, NULL, OPT_PROFILE},     {"jobs", required_argument, NULL, OPT_JOBS},
+        {"out", required_argument, NULL, OPT_OUT},             {"workers", required_argument, NULL, OPT_WORKERS},
+        {"resume", no_argument, NULL, OPT_RESUME},             {"progress", required_argument, NULL, OPT_PROGRESS},
+        {"shard", required_argument, NULL, OPT_SHARD},         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"cpus", required_argument, NULL, OPT_CPUS},           {"cpu-time", required_argument, NULL, OPT_CPU_TIME},
+        {"wall-time", required_argument, NULL, OPT_WALL_TIME}, {"memory", required_argument, NULL, OPT_MEMORY},
+        {"output", required_argument, NULL, OPT_OUTPUT},       {"preset", required_argument, NULL, OPT_PRESET},
+        {"set", required_argument, NULL, OPT_SET},             {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->jobs = "-";
+    a->out = "-";
+    optind = 1;
+    opterr = 0;
+    int c, r = 0;
+    while (r == 0 && (c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PROFILE: a->profile = optarg; break;
+        case OPT_JOBS: a->jobs = optarg; break;
+        case OPT_OUT: a->out = optarg; break;
+        case OPT_RESUME: a->resume = true; break;
+        case OPT_SHARD: a->shard = optarg; break;
+        case 'q':
+        case OPT_QUIET: fr_quiet = true; break;
+        case OPT_PROGRESS:
+            if (fr_progress_parse(optarg, &a->progress) < 0) {
+                fr_warn("--progress '%s': expected auto, bar, plain or none", optarg);
+                r = -1;
+            }
+            break;
+        case OPT_WORKERS: r = add_override(a, "--workers", "resources", "workers", optarg); break;
+        case OPT_CPUS: r = add_override(a, "--cpus", "resources", "cpus", optarg); break;
+        case OPT_CPU_TIME: r = add_override(a, "--cpu-time", "sandbox", "cpu_time", optarg); break;
+        case OPT_WALL_TIME: r = add_override(a, "--wall-time", "sandbox", "wall_time", optarg); break;
+        case OPT_MEMORY: r = add_override(a, "--memory", "sandbox", "memory", optarg); break;
+        case OPT_OUTPUT: r = add_override(a, "--output", "sandbox", "output", optarg); break;
+        case OPT_PRESET: r = add_override(a, "--preset", "sandbox", "preset", optarg); break;
+        case OPT_SET: r = add_set(a, optarg); break;
+        case OPT_HELP: usage(stdout); return 1;
+        default:
+            fr_warn("run: %s '%s' (see fitrun run --help)",
+                    optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
+            r = -1;
+        }
+    }
+    if (r == 0 && optind < argc) {
+        fr_warn("run: unexpected argument '%s' (see fitrun run --help)", argv[optind]);
+        r = -1;
+    }
+    return r;
+}
+
+static int load_profile(const struct run_args *a, struct fr_profile *p)
+{
+    char err[1024];
+    fr_profile_defaults(p);
+    if (a->profile && fr_profile_load(p, a->profile, err, sizeof err) < 0) {
+        fr_warn("%s", err);
+        return -1;
+    }
+    for (int i = 0; i < a->noverrides; i++) {
+        const struct override *o = &a->overrides[i];
+        if (fr_profile_set(p, o->section, o->key, o->value, err, sizeof err) < 0) {
+            if (!strcmp(o->opt, "--set"))
+                fr_warn("--set %s.%s=%s: %s", o->section, o->key, o->value, err);
+            else
+                fr_warn("%s %s: %s", o->opt, o->value, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --shard, or the SLURM array task we are in. */
+static int pick_shard(const struct run_args *a, struct fr_shard *shard)
+{
+    char err[512];
+    memset(shard, 0, sizeof *shard);
+    if (a->shard) {
+        if (fr_shard_parse(a->shard, environ, shard, err, sizeof err) < 0) {
+            fr_warn("%s", err);
+            return -1;
+        }
+    } else if (fr_shard_auto(environ, shard, err, sizeof err) < 0) {
+        fr_warn("%s", err);
+        return -1;
+    }
+    if (shard->enabled)
+        fr_info("shard %d/%d: running input lines L with (L-1) mod %d = %d", shard->index, shard->count,
+                shard->count, shard->index);
+    return 0;
+}
+
+static int open_input(const char *name)
+{
+    if (!strcmp(name, "-"))
+        return STDIN_FILENO;
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fr_warn("cannot open jobs file %s: %s", name, strerror(errno));
+    return fd;
+}
+
+static bool same_file(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Results: appended (O_APPEND, one write per line) so a crash loses at most
+ * the line being written; replaced unless --resume. */
+static int open_output(const char *name, bool resume, int in_fd)
+{
+    if (!strcmp(name, "-")) {
+        if (resume) {
+            fr_warn("--resume needs --out FILE (the results to continue)");
+            return -1;
+        }
+        return STDOUT_FILENO;
+    }
+    /* --resume reads the file back through the same descriptor. */
+    int fd = open(name, (resume ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fr_warn("cannot open results file %s: %s", name, strerror(errno));
+        return -1;
+    }
+    if (same_file(fd, in_fd)) {
+        fr_warn("--out %s is the jobs file", name);
+        close(fd);
+        return -1;
+    }
+    if (!resume && ftruncate(fd, 0) < 0) {
+        struct stat st;
+        /* a FIFO or a device cannot be truncated, and need not be */
+        if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode)) {
+            fr_warn("cannot truncate results file %s: %s", name, strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* Job environment: fitrun's own, with thread variables sized to one
+ * worker's share and the profile's [env] forced (envexport.h). */
+static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan,
+                              const struct fr_profile *p)
+{
+    struct fr_env_export ex;
+    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
+                                   .origin = p->path[0] ? p->path : "profile"};
+    struct fr_env_opts eo = {.uid = getuid()};
+    char **envp = NULL;
+    if (fr_env_compute(res, plan, plan->threads_per_worker, environ, &forced, &eo, &ex) == 0) {
+        char err[512];
+        if (fr_env_make_dirs(&ex, err, sizeof err) < 0)
+            fr_warn("%s", err);
+        envp = fr_env_build_envp(&ex, environ);
+    } else
+        fr_warn("cannot compute the job environment: %s", strerror(errno));
+    fr_env_free(&ex);
+    return envp;
+}
+
+struct run_state {
+    struct fr_profile profile;
+    struct fr_policy *policy;
+    char **envp;
+    int in_fd, out_fd;
+    struct fr_resume resume;
+    bool has_resume;
+};
+
+static void cleanup(struct run_state *s)
+{
+    if (s->policy)
+        fr_policy_free(s->policy);
+    if (s->envp)
+        fr_envp_free(s->envp);
+    if (s->in_fd > STDERR_FILENO)
+        close(s->in_fd);
+    if (s->out_fd > STDERR_FILENO)
+        close(s->out_fd);
+    if (s->has_resume)
+        fr_resume_free(&s->resume);
+    fr_profile_free(&s->profile);
+}
+
+static int run(const struct run_args *a, struct run_state *s)
+{
+    char err[1024], out_name[PATH_MAX], exe[PATH_MAX];
+    struct fr_shard shard;
+    if (load_profile(a, &s->profile) < 0 || pick_shard(a, &shard) < 0)
+        return FR_EXIT_USAGE;
+    const char *out = a->out;
+    if (strstr(out, "{shard}")) {
+        if (!shard.enabled) {
+            fr_warn("--out %s: {shard} needs --shard (or a SLURM array task)", out);
+            return FR_EXIT_USAGE;
+        }
+        if (fr_shard_expand(out, &shard, out_name, sizeof out_name) < 0) {
+            fr_warn("--out %s: name too long", out);
+            return FR_EXIT_USAGE;
+        }
+        out = out_name;
+    }
+
+    struct fr_resources res;
+    struct fr_detect_opts dopts = {.sysroot = NULL, .envp = environ, .cpus_override = s->profile.cpus};
+    fr_detect(&dopts, &res);
+    struct fr_plan plan;
+    struct fr_plan_opts popts = {.rounding = s->profile.rounding,
+                                 .memory_per_worker = s->profile.memory_per_worker,
+                                 .workers_override = s->profile.workers};
+    fr_plan_make(&res, &popts, &plan);
+    char summary[2048];
+    fr_info("%s", fr_plan_summary(&res, &plan, summary, sizeof summary));
+
+    struct fr_policy_spec spec;
+    fr_profile_policy_spec(&s->profile, &spec);
+    if (fr_policy_build(&spec, &s->policy, err, sizeof err) < 0) {
+        fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
+        return FR_EXIT_USAGE;
+    }
+    if (!(s->envp = job_environment(&res, &plan, &s->profile)))
+        return FR_EXIT_USAGE;
+
+    if ((s->in_fd = open_input(a->jobs)) < 0 || (s->out_fd = open_output(out, a->resume, s->in_fd)) < 0)
+        return FR_EXIT_USAGE;
+    if (a->resume) {
+        if (fr_resume_scan(s->out_fd, out, &s->resume, err, sizeof err) < 0) {
+            fr_warn("%s", err);
+            return FR_EXIT_USAGE;
+        }
+        s->has_resume = true;
+        fr_info("resuming %s: %ld result%s kept", out, s->resume.results, s->resume.results == 1 ? "" : "s");
+    }
+
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[l > 0 ? l : 0] = '\0';
+    struct fr_runtime_config rtcfg = {
+        .profile = &s->profile,
+        .policy = s->policy,
+        .envp = s->envp,
+        .output_cap = s->profile.output,
+        .self_exe = exe,
+    };
+    struct fr_pool_opts o = {
+        .workers = plan.workers > 0 ? plan.workers : 1,
+        .ops = fr_runtime_ops_for(s->profile.kind),
+        .rtcfg = &rtcfg,
+        .cpu_ms = s->profile.cpu_time_ms,
+        .wall_ms = s->profile.wall_time_ms,
+        .in_fd = s->in_fd,
+        .in_name = strcmp(a->jobs, "-") ? a->jobs : "stdin",
+        .out_fd = s->out_fd,
+        .out_name = strcmp(out, "-") ? out : "stdout",
+        .shard = shard,
+        .resume = s->has_resume ? &s->resume : NULL,
+        .progress = a->progress,
+        .quiet = fr_quiet,
+    };
+    return fr_pool_run(&o);
+}
 
 int fr_cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fr_warn("'run' is not implemented yet");
-    return FR_EXIT_USAGE;
+    struct run_args a;
+    int r = parse_args(argc, argv, &a);
+    if (r != 0)
+        return r > 0 ? 0 : FR_EXIT_USAGE;
+    struct run_state s = {.in_fd = -1, .out_fd = -1};
+    int rc = run(&a, &s);
+    cleanup(&s);
+    return rc;
 }

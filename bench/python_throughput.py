@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""python_throughput.py — benchmark 1: ARC predictions per second, fitrun
+(full sandbox, a fresh child per prediction) against the ways researchers
+run them today, same workload, same number of workers, same timeout:
+
+  fitrun             fitrun run, kind = python, preset python, cpu_time = T
+  joblib/loky        Parallel(n_jobs=W, backend="loky") of exec-in-process
+                     with a SIGALRM (setitimer) timeout T — the usual approach
+  mp.Pool            multiprocessing.Pool(W).imap_unordered, same function
+  Process/pred       one multiprocessing.Process (fork) per prediction, W at a time
+  fresh interpreter  one `python3` per prediction, W at a time (on a subset:
+                     it is slow; its rate is extrapolated)
+
+    FITRUN=build/fitrun /usr/bin/python3 bench/python_throughput.py [--n 3200] [--workers 2]
+
+Prints one table: seconds, predictions/s, and fitrun's speed-up over each
+peer (goal: >= 1.2x joblib). Not a test: timings on a shared machine vary.
+"""
+import argparse
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import python_common as pc  # noqa: E402
+
+
+def peer_joblib(jobs, workers, timeout):
+    from joblib import Parallel, delayed
+    t0 = time.monotonic()
+    out = Parallel(n_jobs=workers, backend="loky", batch_size="auto")(
+        delayed(pc.run_in_process)(j, timeout) for j in jobs)
+    return time.monotonic() - t0, out
+
+
+def _pool_init():
+    import numpy  # noqa: F401  (what a researcher's worker imports)
+
+
+def _pool_run(args):
+    return pc.run_in_process(*args)
+
+
+def peer_pool(jobs, workers, timeout):
+    t0 = time.monotonic()
+    with mp.get_context("fork").Pool(workers, initializer=_pool_init) as pool:
+        out = list(pool.imap_unordered(_pool_run, [(j, timeout) for j in jobs], chunksize=8))
+    return time.monotonic() - t0, out
+
+
+def _one_process(job, timeout, conn):
+    conn.send(pc.run_in_process(job, timeout))
+    conn.close()
+
+
+def peer_process(jobs, workers, timeout):
+    import numpy  # noqa: F401  (the parent has it loaded; children are forked)
+    ctx = mp.get_context("fork")
+    t0 = time.monotonic()
+    out, running, it = [], [], iter(jobs)
+    while True:
+        while len(running) < workers:
+            j = next(it, None)
+            if j is None:
+                break
+            r, w = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_one_process, args=(j, timeout, w))
+            p.start()
+            w.close()
+            running.append((p, r, j))
+        if not running:
+            break
+        p, r, j = running.pop(0)
+        try:
+            out.append(r.recv())
+        except EOFError:
+            out.append((j["id"], "crash", False))
+        p.join()
+        r.close()
+    return time.monotonic() - t0, out
+
+
+def peer_fresh(jobs, workers, timeout):
+    src = pc.fresh_interpreter_runner()
+    t0 = time.monotonic()
+    out, running, it = [], [], iter(jobs)
+    while True:
+        while len(running) < workers:
+            j = next(it, None)
+            if j is None:
+                break
+            p = subprocess.Popen([pc.PYTHON, "-c", src, str(timeout)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            running.append((p, json.dumps(j)))
+        if not running:
+            break
+        p, data = running.pop(0)
+        stdout, _ = p.communicate(data)
+        out.append(tuple(json.loads(stdout)) if stdout.strip() else ("?", "crash", False))
+    return time.monotonic() - t0, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=3200, help="predictions (default 3200)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=0.5, help="seconds per prediction (default 0.5)")
+    ap.add_argument("--fresh-n", type=int, default=200, help="predictions for the fresh-interpreter peer")
+    ap.add_argument("--peers", default="fitrun,joblib,pool,process,fresh")
+    a = ap.parse_args()
+    peers = a.peers.split(",")
+    fitrun = pc.find_fitrun()
+    jobs = pc.make_jobs(a.n)
+    kinds = {}
+    for j in jobs:
+        kinds[j["kind"]] = kinds.get(j["kind"], 0) + 1
+    print(f"# {pc.machine()}")
+    print(f"# {len(jobs)} ARC predictions over {len({j['id'].split('#')[0] for j in jobs})} tasks, "
+          f"{a.workers} workers, timeout {a.timeout} s; mix: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    rows = []
+    ref = None
+    with pc.tmpdir() as tmp:
+        jpath, opath, prof = (os.path.join(tmp, n) for n in ("jobs.jsonl", "out.jsonl", "p.ini"))
+        pc.write_jobs(jpath, jobs)
+        pc.write_profile(prof, a.workers, a.timeout)
+        if "fitrun" in peers:
+            dt, res, _ = pc.run_fitrun(fitrun, prof, jpath, opath)
+            ref = {k: v[1] for k, v in res.items()}
+            rows.append(("fitrun (sandbox, fork/prediction)", len(jobs), dt, ref))
+        for name, fn, sub in (("joblib/loky + SIGALRM", peer_joblib, None),
+                              ("multiprocessing.Pool", peer_pool, None),
+                              ("Process per prediction", peer_process, None),
+                              ("fresh interpreter/prediction", peer_fresh, a.fresh_n)):
+            key = {"joblib/loky + SIGALRM": "joblib", "multiprocessing.Pool": "pool",
+                   "Process per prediction": "process", "fresh interpreter/prediction": "fresh"}[name]
+            if key not in peers:
+                continue
+            part = jobs[:sub] if sub else jobs
+            dt, out = fn(part, a.workers, a.timeout)
+            rows.append((name, len(part), dt, {i: p for i, _, p in out}))
+    fit_rate = rows[0][1] / rows[0][2] if ref is not None else None
+    print(f"{'runner':34} {'preds':>6} {'seconds':>8} {'preds/s':>8} {'fitrun speed-up':>16} {'same verdicts':>14}")
+    for name, n, dt, verdicts in rows:
+        rate = n / dt
+        speed = f"{fit_rate / rate:.2f}x" if fit_rate else "-"
+        same = "-"
+        if ref is not None:
+            same = f"{sum(ref.get(i) == v for i, v in verdicts.items())}/{len(verdicts)}"
+        print(f"{name:34} {n:6d} {dt:8.2f} {rate:8.1f} {speed:>16} {same:>14}")
+
+
+if __name__ == "__main__":
+    main()

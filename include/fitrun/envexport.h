@@ -1,0 +1,118 @@
+/* fitrun/envexport.h — which environment variables a wrapped command (or a
+ * pool job) gets, and why.
+ *
+ * fr_env_compute() is a pure function over (resources, plan, thread count,
+ * the user's environment, the profile's forced [env] values, options): no
+ * I/O, no getenv(), no mutation of the process environment. It returns one
+ * entry per variable with the action taken and a human-readable reason, so
+ * `fitrun --explain` can print exactly what the real run would do.
+ *
+ * Rules:
+ *  - thread/CPU-count variables (OMP_NUM_THREADS ... PYTHON_CPU_COUNT) and
+ *    FITRUN_CPUS / FITRUN_WORKERS / FITRUN_MEMORY_LIMIT are exported unless
+ *    the variable is already present in envp — even with an empty value: an
+ *    existing variable is the user's decision and is never overridden;
+ *  - a profile's [env] entries are exported as given and win over envp and
+ *    over fitrun's own values ("forced");
+ *  - the /dev/shm rule: when /dev/shm is known to be smaller than
+ *    opts->shm_threshold and JOBLIB_TEMP_FOLDER is not set, joblib's memmap
+ *    folder is pointed at a disk-backed per-user directory
+ *    (<TMPDIR or /var/tmp>/fitrun-joblib-<uid>); the entry carries
+ *    `make_dir`, and fr_env_make_dirs() creates it (the only step that
+ *    touches the file system, kept out of the pure function).
+ *
+ * fr_env_build_envp() then produces a fresh envp array for execve(); the
+ * run pool calls the same two functions per job with threads =
+ * plan->threads_per_worker. (Owner: launcher/init/.) */
+#ifndef FITRUN_ENVEXPORT_H
+#define FITRUN_ENVEXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "fitrun/detect.h"
+#include "fitrun/plan.h"
+
+/* joblib only uses /dev/shm for memmapped arrays when it has more than
+ * 2e9 bytes available; fitrun's default threshold is 2 GiB. */
+#define FR_ENV_SHM_THRESHOLD_DEFAULT (2ull << 30)
+
+#define FR_ENV_MAX 96            /* our 15 + up to FR_PROFILE_MAX_ENV forced */
+#define FR_ENV_REASON_MAX 320
+
+enum fr_env_action {
+    FR_ENV_SET = 0,   /* exported: fitrun's value */
+    FR_ENV_KEPT,      /* already in the environment: left as the user set it */
+    FR_ENV_FORCED,    /* profile [env]: exported, overrides the environment */
+    FR_ENV_SKIPPED,   /* not exported (nothing to say, e.g. no memory limit) */
+};
+
+struct fr_env_entry {
+    char *name;                    /* owned */
+    char *value;                   /* owned; the value the child sees (user's for KEPT, "" for SKIPPED) */
+    enum fr_env_action action;
+    bool make_dir;                 /* value is a directory fr_env_make_dirs() must create */
+    char reason[FR_ENV_REASON_MAX];
+};
+
+struct fr_env_export {
+    int threads;                   /* the thread count fitrun computed (before KEPT/FORCED) */
+    size_t n;
+    struct fr_env_entry e[FR_ENV_MAX];
+};
+
+/* Values that win over everything (a profile's [env] section). Parallel
+ * arrays so struct fr_profile's env_name/env_value can be passed as is. */
+struct fr_env_forced {
+    int n;
+    char *const *name;
+    char *const *value;
+    const char *origin;            /* for reasons: "profile my.ini"; NULL = "profile" */
+};
+
+struct fr_env_opts {
+    uint64_t shm_threshold;        /* bytes; 0 = FR_ENV_SHM_THRESHOLD_DEFAULT */
+    uid_t uid;                     /* names the per-user joblib directory */
+};
+
+/* Compute the export list into *out (which must be fr_env_free()d, even on
+ * failure). threads > 0: the thread count for one process (pool jobs pass
+ * plan->threads_per_worker, which FITRUN_CPUS then also reports); threads
+ * <= 0: derived from res->cpu_effective rounded with plan->rounding (at
+ * least 1) — the wrapper case, where CMD owns the whole allocation.
+ * forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or EINVAL for a
+ * forced name that is empty or contains '='). */
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
+                   char *const *envp, const struct fr_env_forced *forced,
+                   const struct fr_env_opts *opts, struct fr_env_export *out);
+void fr_env_free(struct fr_env_export *ex);
+
+/* The entry for `name`, or NULL. */
+const struct fr_env_entry *fr_env_find(const struct fr_env_export *ex, const char *name);
+
+/* Value of `name` in envp ("NAME=value"), or NULL when absent. */
+const char *fr_env_lookup(char *const *envp, const char *name);
+
+/* Create the directories of entries marked make_dir (mode 0700; an
+ * existing one must be a real directory owned by us and not accessible to
+ * others). On failure the entry becomes SKIPPED with the reason, a message
+ * naming the path goes to err, and -1 is returned; the other entries stay
+ * valid, so callers may warn and continue. */
+int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen);
+
+/* A new NULL-terminated envp: envp without the variables fitrun exports
+ * (SET/FORCED), followed by "NAME=value" for each of them. Every string is
+ * a copy; free with fr_envp_free(). Returns NULL on ENOMEM. */
+char **fr_env_build_envp(const struct fr_env_export *ex, char *const *envp);
+void fr_envp_free(char **envp);
+
+/* "set" / "kept" / "forced" / "skipped". */
+const char *fr_env_action_name(enum fr_env_action a);
+
+/* One line per entry: "<action> NAME=value  # reason" (`--explain`). */
+void fr_env_print(const struct fr_env_export *ex, FILE *f);
+
+#endif

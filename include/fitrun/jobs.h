@@ -1,0 +1,104 @@
+/* fitrun/jobs.h — the JSON Lines formats of `fitrun run`: jobs in, results
+ * out (jansson). Pure functions over strings; no I/O.
+ *
+ * A job is one JSON object per input line with a non-empty string "id";
+ * which other fields it needs is the runtime's business (exec: "argv",
+ * optional "stdin"; python: "code", "inputs", ...).
+ *
+ * A result is one JSON object per line with the fixed fields, always all
+ * present and always in this order (null where they do not apply):
+ *   id, status, exit_code, signal, syscall, error_type, error_message,
+ *   stdout, stderr, cpu_ms, wall_ms, max_rss_kb, worker
+ * then
+ *   line      the job's 1-based physical input line (always; --resume and
+ *             `fitrun merge` rely on it)
+ * followed, only when they apply, by
+ *   timeout   "cpu" | "wall"        (status "timeout")
+ *   attempts  2                     (the job was retried after a crash)
+ * and then the runtime's own fields (python: outputs, passed).
+ * docs/run.md describes every field. (Owner: launcher/pool/.) */
+#ifndef FITRUN_JOBS_H
+#define FITRUN_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fitrun/sandbox.h"
+
+/* Longest input line accepted (a job with a long program and big inputs is
+ * still far below this); longer lines are `invalid`. */
+#define FR_JOB_MAX_LINE (64u << 20)
+
+struct fr_job {
+    long line;          /* 1-based physical line of the input */
+    char *id;           /* owned; NULL when the line has no usable id */
+    json_t *obj;        /* owned reference to the parsed object; NULL when not JSON */
+    int attempts;       /* times the pool has started it (crash retry policy) */
+};
+
+/* Parse one input line (without its '\n'). Returns 0 for an object with a
+ * usable id. Returns -1 for an invalid line with the reason in err and the
+ * error type in *type ("InvalidJSON", "MissingId"); out->id is still set
+ * when the object had a usable id. In both cases *out must be cleared with
+ * fr_job_clear(). */
+int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, const char **type, char *err,
+                 size_t errlen);
+void fr_job_clear(struct fr_job *j);
+
+/* A JSON string from arbitrary bytes: valid UTF-8 is kept as is (NUL bytes
+ * included), every byte that is not part of a valid UTF-8 sequence becomes
+ * U+FFFD, so captured output always serialises. New reference, NULL only
+ * on ENOMEM. */
+json_t *fr_json_bytes(const char *s, size_t n);
+
+/* Everything a result line says. Pointers are borrowed. */
+struct fr_result {
+    const char *id;                 /* NULL -> null */
+    enum fr_status status;
+    enum fr_timeout_kind timeout;   /* status timeout: cpu or wall */
+    bool has_exit;                  /* exit_code applies */
+    int exit_code;
+    const char *signal;             /* "SIGSEGV" or NULL */
+    const char *syscall;            /* violation: syscall name, or NULL */
+    const char *error_type;         /* NULL -> null */
+    const char *error_message;
+    bool has_output;                /* stdout/stderr apply (false -> null) */
+    const char *out;
+    size_t out_len;
+    const char *err;
+    size_t err_len;
+    bool has_usage;                 /* cpu_ms/wall_ms/max_rss_kb apply */
+    uint64_t cpu_ms, wall_ms, max_rss_kb;
+    int worker;                     /* slot index; -1 -> null */
+    long line;                      /* input line; <= 0 -> null */
+    int attempts;                   /* > 1: "attempts" */
+    json_t *extra;                  /* object whose fields follow (borrowed), or NULL */
+};
+
+/* The result as one JSON line ending in '\n' (malloc'd; *len without the
+ * NUL). NULL on ENOMEM. */
+char *fr_result_line(const struct fr_result *r, size_t *len);
+
+/* What --resume needs from a line of an existing results file. */
+struct fr_result_key {
+    char *id;           /* owned, NULL when the result has no id */
+    bool duplicate;     /* an `invalid` result for a repeated id: the id's own result is elsewhere */
+    long line;          /* its "line", 0 when absent */
+};
+/* Returns 0, or -1 when the line is not a result object (message in err). */
+int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen);
+
+/* A set of strings (job ids; line numbers as decimal text). */
+struct fr_idset;
+struct fr_idset *fr_idset_new(void);
+void fr_idset_free(struct fr_idset *s);
+/* 1 = added, 0 = already there, -1 = ENOMEM. */
+int fr_idset_add(struct fr_idset *s, const char *key);
+bool fr_idset_has(const struct fr_idset *s, const char *key);
+/* Add every key of src to dst. 0, or -1 on ENOMEM. */
+int fr_idset_merge(struct fr_idset *dst, const struct fr_idset *src);
+size_t fr_idset_size(const struct fr_idset *s);
+
+#endif

@@ -1,0 +1,204 @@
+/* fitrun/runtime.h — how the pool drives a runtime.
+ *
+ * The pool (launcher/pool/) owns everything that is the same for every
+ * kind of job: reading jobs, slots, the event loop, wall-time deadlines and
+ * CPU-time checks, killing on interrupt, classification (fr_classify),
+ * writing results, the crash/retry policy, orphan reaping, progress and the
+ * summary. A runtime owns how one job is started, observed and collected:
+ *
+ *   exec   (launcher/runtime/exec.c)   fork + sandbox + execvp per job
+ *   python (launcher/runtime/python.c) one warm interpreter, long-lived
+ *           workers forked from it (one per slot), each forking a
+ *           sandboxed child per job and sending back one JSON line of raw
+ *           facts (wait status, rusage, violation, stdout, stderr,
+ *           outputs, passed, error_type, ...)
+ *
+ * Everything runs in the pool's single thread. A runtime never blocks: it
+ * registers file descriptors with the host (fr_host_watch) and is called
+ * back (ops->event) when one is ready. The life of one job in slot s:
+ *
+ *   ops->check(job)             may refuse a job before it is scheduled
+ *                               (missing/ill-typed fields) -> `invalid`
+ *   ops->begin(s, job)          start it; register fds; return 0
+ *   ops->event(s, fd, events)   ... any number of times ...
+ *   fr_host_complete(h, s, raw) exactly once per successful begin(), from
+ *                               inside ops->event or ops->abort (never
+ *                               from inside begin)
+ *
+ * and possibly, while it runs,
+ *
+ *   ops->abort(s, why)          the pool wants it dead (wall time, CPU
+ *                               time, interrupt): kill it; completion
+ *                               still follows (immediately, or when the
+ *                               kill has been observed).
+ *
+ * Slots are numbered 0..nslots-1 and are the `worker` field of results; a
+ * slot runs one job at a time. A python worker belongs to one slot.
+ *
+ * Crashes. If the machinery itself fails (a worker dies mid-job, fork
+ * fails, a protocol line is garbage), complete the job with kind
+ * FR_RAW_CRASHED and a message: the pool starts the job once more (on any
+ * slot) and reports `crash` if it crashes again. Replacing a dead worker
+ * is the runtime's job; if it cannot (the interpreter is gone), call
+ * fr_host_fail(): the run stops with status 125 and jobs without a result
+ * are simply not written, so `--resume` completes them later.
+ *
+ * Processes. The pool is a child subreaper (PR_SET_CHILD_SUBREAPER): any
+ * process orphaned below it is re-parented to fitrun. Its reaper kills and
+ * reaps every child of fitrun that is neither registered with
+ * fr_host_own() (the processes a runtime waits for itself: exec job
+ * leaders, python workers) nor in the session of a running job
+ * (fr_host_session()). So a job's escaped descendants die at the latest
+ * when its session is released. A python worker should itself be a
+ * subreaper for its job children and kill their whole tree before it
+ * reports, so that per-job accounting stays with the worker.
+ * (Owner of this header: launcher/pool/.) */
+#ifndef FITRUN_RUNTIME_H
+#define FITRUN_RUNTIME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h> /* EPOLLIN, EPOLLOUT: the events of fr_host_watch() */
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "fitrun/jobs.h"
+#include "fitrun/profile.h"
+#include "fitrun/sandbox.h"
+
+struct fr_host; /* the pool, as a runtime sees it */
+
+/* What a runtime gets to work with; valid from ops->start to ops->stop. */
+struct fr_runtime_config {
+    const struct fr_profile *profile;   /* [runtime] interpreter/prelude/entry, limits */
+    const struct fr_policy *policy;     /* built once from [sandbox]; fr_policy_apply() in each job's child */
+    char *const *envp;                  /* environment of every job: fitrun's own, plus thread variables,
+                                           FITRUN_CPUS/WORKERS and the profile's [env] (fr_env_build_envp) */
+    uint64_t output_cap;                /* bytes kept per stream (stdout, stderr); more = output_limit */
+    const char *self_exe;               /* absolute path of the running fitrun (to find share/fitrun/) */
+};
+
+enum fr_abort_reason {
+    FR_ABORT_WALL = 1,      /* the job's wall-time deadline passed: reported as timeout (wall) */
+    FR_ABORT_CPU,           /* the pool read the CPU clock of the pid given to fr_host_watch_cpu()
+                               above the limit: reported as timeout (cpu) */
+    FR_ABORT_INTERRUPT,     /* SIGINT/SIGTERM/SIGHUP or a fatal error: the result is discarded
+                               (not written, so --resume runs the job again) */
+};
+
+enum fr_raw_kind {
+    FR_RAW_FINISHED = 0,    /* the job's process ran and was waited for: wstatus (and rusage) are valid */
+    FR_RAW_CRASHED,         /* the machinery failed; the job's outcome is unknown (retried once) */
+    FR_RAW_REJECTED,        /* the runtime refused the job after all: status invalid, message required */
+};
+
+/* Raw facts about one finished job; the pool classifies them. Pointers are
+ * borrowed for the duration of fr_host_complete() only. */
+struct fr_raw {
+    enum fr_raw_kind kind;
+    int wstatus;                /* from wait4() on the job's process */
+    struct rusage ru;           /* from the same wait4() */
+    bool has_rusage;
+    uint64_t wall_ms;           /* the job's own wall time; 0 = the pool's begin->complete time */
+    int violation_nr;           /* fr_report_read(); -1 = none */
+    bool output_exceeded;       /* a stream went over output_cap; the job was killed */
+    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
+    bool oom_killed;            /* a memory cgroup OOM-killed it */
+    bool cpu_exceeded;          /* the runtime itself killed it for CPU time */
+    bool wall_exceeded;         /* the runtime itself killed it for wall time */
+    const char *out;            /* captured stdout (at most output_cap bytes, any bytes) */
+    size_t out_len;
+    const char *err;            /* captured stderr */
+    size_t err_len;
+    int status;                 /* -1 = classify; or an enum fr_status that wins (python: a
+                                   prediction that raised is FR_STATUS_ERROR even if the child exited 0) */
+    const char *error_type;     /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
+    const char *error_message;  /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
+    json_t *extra;              /* object: fields appended to the result (python: outputs, passed);
+                                   the pool steals this reference */
+};
+
+/* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
+void fr_raw_init(struct fr_raw *raw);
+
+struct fr_runtime;
+
+struct fr_runtime_ops {
+    const char *name;
+    /* Before any job: allocate nslots slots, start long-lived processes
+     * (python: the warm interpreter and its workers, running the prelude).
+     * Return -1 with a message (the run stops with 125 before any job; a
+     * prelude that fails reports here, once). */
+    int (*start)(struct fr_runtime *rt, int nslots, char *err, size_t errlen);
+    /* Is this job well-formed for this runtime? -1 + message -> `invalid`
+     * with error_type "InvalidJob". Must not start anything. */
+    int (*check)(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);
+    /* Start `job` in idle slot `slot`. The job stays valid until the slot
+     * completes. Return -1 + message when it could not be started at all
+     * (handled like FR_RAW_CRASHED; do not call fr_host_complete then). */
+    int (*begin)(struct fr_runtime *rt, int slot, const struct fr_job *job, char *err, size_t errlen);
+    /* A watched fd is ready (EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR bits).
+     * slot is what was given to fr_host_watch (-1 for runtime-wide fds). */
+    void (*event)(struct fr_runtime *rt, int slot, int fd, uint32_t events);
+    /* Kill the job in `slot` (all its processes). Completion must follow:
+     * from here, or from a later event. May be called more than once. */
+    void (*abort)(struct fr_runtime *rt, int slot, enum fr_abort_reason why);
+    /* After the last job (every slot idle): stop and reap long-lived
+     * processes, unwatch and close everything, free rt->priv. */
+    void (*stop)(struct fr_runtime *rt);
+};
+
+struct fr_runtime {
+    const struct fr_runtime_ops *ops;
+    const struct fr_runtime_config *cfg;
+    struct fr_host *host;
+    void *priv;                 /* the runtime's own state */
+};
+
+extern const struct fr_runtime_ops fr_runtime_exec_ops;
+extern const struct fr_runtime_ops fr_runtime_python_ops;
+/* The ops for a profile's [runtime] kind. */
+const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind);
+
+/* ---- the host: what the pool offers a runtime --------------------------- */
+
+/* Watch fd (level-triggered) for `events` (EPOLLIN and/or EPOLLOUT; hang-up
+ * and errors are always reported). fr_host_rewatch changes the events (0 =
+ * keep registered, report nothing). Unwatch before closing. Return 0 or -1
+ * (errno). */
+int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot);
+int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events);
+void fr_host_unwatch(struct fr_host *h, int fd);
+
+/* The job in `slot` is over. Copies what it needs; *raw may be freed when
+ * this returns, and the slot may be given a new job right after the
+ * current event callback returns. */
+void fr_host_complete(struct fr_host *h, int slot, struct fr_raw *raw);
+
+/* Processes the runtime waits for itself (never killed or reaped by the
+ * pool's orphan reaper). Disown after reaping. */
+int fr_host_own(struct fr_host *h, pid_t pid);
+void fr_host_disown(struct fr_host *h, pid_t pid);
+
+/* The session id of the job running in `slot` (exec: the job's pid, it
+ * calls setsid()); 0 = none. Orphans in a registered session are left
+ * alone; releasing it (0) lets the reaper kill them. */
+void fr_host_session(struct fr_host *h, int slot, pid_t sid);
+/* Run the orphan reaper now (after killing a job's process group). */
+void fr_host_reap(struct fr_host *h);
+
+/* Enforce the profile's cpu_time on `pid` (a process of the job in
+ * `slot`) by reading CPU clocks: ms resolution, where RLIMIT_CPU has 1 s
+ * granularity. Counted: the process (all threads) plus its direct children
+ * alive at each check (the exec preset's relay runs the job as its child;
+ * `sh -c` wrappers do the same). Deeper descendants are held by their own
+ * RLIMIT_CPU and the wall time. 0 = stop. */
+void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid);
+
+/* Fatal runtime error: the pool kills running jobs (their results are
+ * discarded), prints the message and the summary, and exits 125. */
+void fr_host_fail(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

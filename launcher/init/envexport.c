@@ -1,0 +1,487 @@
+/* envexport.c — the environment a wrapped command or pool job gets, with a
+ * reason for every variable. See include/fitrun/envexport.h for the rules.
+ *
+ * Everything except fr_env_make_dirs() is pure: values come from the
+ * arguments only, so unit tests drive it with literal resources and envp
+ * arrays. */
+#include "fitrun/envexport.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fitrun/util.h"
+
+/* The thread-count variables, and who reads each one. Every one of these
+ * runtimes sizes itself from the online CPU count (or, at best, affinity)
+ * and ignores cgroup CPU quotas unless told. */
+static const struct {
+    const char *name;
+    const char *reader;
+} thread_vars[] = {
+    {"OMP_NUM_THREADS", "OpenMP runtimes (libgomp, libomp)"},
+    {"OPENBLAS_NUM_THREADS", "OpenBLAS"},
+    {"MKL_NUM_THREADS", "Intel MKL"},
+    {"NUMEXPR_NUM_THREADS", "numexpr"},
+    {"VECLIB_MAXIMUM_THREADS", "Apple Accelerate (vecLib)"},
+    {"BLIS_NUM_THREADS", "BLIS"},
+    {"RAYON_NUM_THREADS", "Rust rayon pools (polars, tokenizers)"},
+    {"GOMAXPROCS", "the Go runtime"},
+    {"JULIA_NUM_THREADS", "Julia"},
+    {"LOKY_MAX_CPU_COUNT", "loky/joblib cpu_count()"},
+    {"PYTHON_CPU_COUNT", "Python >= 3.13 os.cpu_count()"},
+};
+
+#define JOBLIB_VAR "JOBLIB_TEMP_FOLDER"
+
+const char *fr_env_action_name(enum fr_env_action a)
+{
+    switch (a) {
+    case FR_ENV_SET: return "set";
+    case FR_ENV_KEPT: return "kept";
+    case FR_ENV_FORCED: return "forced";
+    case FR_ENV_SKIPPED: return "skipped";
+    }
+    return "?";
+}
+
+const char *fr_env_lookup(char *const *envp, const char *name)
+{
+    if (!envp || !name)
+        return NULL;
+    size_t l = strlen(name);
+    for (char *const *p = envp; *p; p++)
+        if (!strncmp(*p, name, l) && (*p)[l] == '=')
+            return *p + l + 1;
+    return NULL;
+}
+
+static struct fr_env_entry *find_mut(struct fr_env_export *ex, const char *name)
+{
+    for (size_t i = 0; i < ex->n; i++)
+        if (!strcmp(ex->e[i].name, name))
+            return &ex->e[i];
+    return NULL;
+}
+
+const struct fr_env_entry *fr_env_find(const struct fr_env_export *ex, const char *name)
+{
+    return find_mut((struct fr_env_export *)ex, name);
+}
+
+/* Append (or, for an existing name, reset) an entry. Returns it, or NULL
+ * on ENOMEM / full table. */
+static struct fr_env_entry *put(struct fr_env_export *ex, const char *name, const char *value,
+                                enum fr_env_action action)
+{
+    struct fr_env_entry *e = find_mut(ex, name);
+    if (!e) {
+        if (ex->n >= FR_ENV_MAX) {
+            errno = E2BIG;
+            return NULL;
+        }
+        e = &ex->e[ex->n];
+        memset(e, 0, sizeof *e);
+        if (!(e->name = strdup(name)))
+            return NULL;
+        ex->n++;
+    }
+    char *v = strdup(value ? value : "");
+    if (!v)
+        return NULL;
+    free(e->value);
+    e->value = v;
+    e->action = action;
+    e->make_dir = false;
+    e->reason[0] = '\0';
+    return e;
+}
+
+/* snprintf for reasons: truncating a long cgroup path in a message is
+ * fine, and going through vsnprintf keeps -Wformat-truncation quiet about
+ * it on purpose. */
+static void bprintf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void bprintf(char *buf, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+#define reason(e, ...) bprintf((e)->reason, sizeof (e)->reason, __VA_ARGS__)
+
+/* Export `value` as `name` unless envp already has it. `why` explains the
+ * value; it ends up in the reason either way. */
+static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name,
+                                  const char *value, const char *why)
+{
+    const char *user = fr_env_lookup(envp, name);
+    struct fr_env_entry *e = put(ex, name, user ? user : value, user ? FR_ENV_KEPT : FR_ENV_SET);
+    if (!e)
+        return NULL;
+    if (user)
+        reason(e, "already set in the environment, left alone (fitrun would export %s: %s)", value, why);
+    else
+        reason(e, "%s", why);
+    return e;
+}
+
+static const char *rounding_word(enum fr_rounding r)
+{
+    return r == FR_ROUND_CEIL ? "rounded up" : r == FR_ROUND_NEAREST ? "rounded to nearest" : "rounded down";
+}
+
+/* "1.5" / "2" / "0.25": effective CPUs without trailing zeros. */
+static void format_cpus(double cpus, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.2f", cpus);
+    char *dot = strchr(buf, '.');
+    if (!dot)
+        return;
+    char *end = buf + strlen(buf);
+    while (end > dot + 1 && end[-1] == '0')
+        *--end = '\0';
+    if (end == dot + 1)
+        *dot = '\0';
+}
+
+/* Which limit decided cpu_effective, for the reasons. The checks follow
+ * the precedence of the detection (override first), and compare with a
+ * tolerance because the values are doubles. */
+static void describe_cpus(const struct fr_resources *res, char *buf, size_t n)
+{
+    const double eff = res->cpu_effective;
+    const struct {
+        const struct fr_value *v;
+        const char *what;
+    } limits[] = {
+        {&res->cpu_override, "CPU override"},
+        {&res->cpu_scheduler, "batch-scheduler allocation"},
+        {&res->cpu_quota, "cgroup CPU quota"},
+    };
+    char cpus[32];
+    format_cpus(eff, cpus, sizeof cpus);
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        const struct fr_value *v = limits[i].v;
+        if (v->known && fabs(v->value - eff) < 1e-9) {
+            bprintf(buf, n, "%s effective CPUs, from the %s%s%s", cpus, limits[i].what,
+                     v->source[0] ? " " : "", v->source);
+            return;
+        }
+    }
+    if (res->cpu_affinity > 0 && fabs((double)res->cpu_affinity - eff) < 1e-9)
+        bprintf(buf, n, "%s effective CPUs, from the CPU affinity%s%s", cpus,
+                 res->cpu_affinity_source[0] ? " " : "", res->cpu_affinity_source);
+    else
+        bprintf(buf, n, "%s effective CPUs", cpus);
+}
+
+/* Threads for one process when the caller did not say: the effective CPUs
+ * rounded as the plan rounds, at least 1 (0.5 CPU still runs 1 thread). */
+static int threads_from(const struct fr_resources *res, const struct fr_plan *plan)
+{
+    double eff = res->cpu_effective;
+    if (!(eff > 0))
+        eff = res->cpu_online > 0 ? res->cpu_online : 1;
+    double t = plan && plan->rounding == FR_ROUND_CEIL      ? ceil(eff - 1e-9)
+               : plan && plan->rounding == FR_ROUND_NEAREST ? floor(eff + 0.5)
+                                                            : floor(eff + 1e-9);
+    if (t < 1)
+        t = 1;
+    if (t > 1e6) /* absurd input; keep the int conversion defined */
+        t = 1e6;
+    return (int)t;
+}
+
+static int export_threads(struct fr_env_export *ex, const struct fr_resources *res,
+                          const struct fr_plan *plan, int threads, char *const *envp)
+{
+    char cpus[256], why[FR_ENV_REASON_MAX], val[32], cpuval[32];
+    describe_cpus(res, cpus, sizeof cpus);
+    const bool per_worker = threads > 0;
+    const char *per;
+    if (per_worker) {
+        per = "threads per pool worker";
+        snprintf(cpuval, sizeof cpuval, "%d", threads);
+    } else {
+        threads = threads_from(res, plan);
+        per = rounding_word(plan ? plan->rounding : FR_ROUND_FLOOR);
+        format_cpus(res->cpu_effective > 0 ? res->cpu_effective : threads, cpuval, sizeof cpuval);
+    }
+    snprintf(val, sizeof val, "%d", threads);
+    ex->threads = threads;
+    for (size_t i = 0; i < sizeof thread_vars / sizeof thread_vars[0]; i++) {
+        bprintf(why, sizeof why, "%s: %s (%s)", thread_vars[i].reader, cpus, per);
+        if (!offer(ex, envp, thread_vars[i].name, val, why))
+            return -1;
+    }
+    /* A nested fitrun reads FITRUN_CPUS as its override, so a pool job's
+     * children see the job's share, not the whole allocation. */
+    if (per_worker)
+        bprintf(why, sizeof why, "fitrun's CPU budget for this pool worker: %s threads (%s)", cpuval, cpus);
+    else
+        bprintf(why, sizeof why, "fitrun's CPU budget for this process tree: %s", cpus);
+    return offer(ex, envp, "FITRUN_CPUS", cpuval, why) ? 0 : -1;
+}
+
+static int export_workers(struct fr_env_export *ex, const struct fr_plan *plan, char *const *envp)
+{
+    char val[32], why[FR_ENV_REASON_MAX];
+    int w = plan && plan->workers > 0 ? plan->workers : 1;
+    snprintf(val, sizeof val, "%d", w);
+    if (plan && plan->nreasons > 0)
+        bprintf(why, sizeof why, "worker processes that fit: %s", plan->reasons[0]);
+    else
+        bprintf(why, sizeof why, "worker processes that fit (plan)");
+    return offer(ex, envp, "FITRUN_WORKERS", val, why) ? 0 : -1;
+}
+
+static int export_memory(struct fr_env_export *ex, const struct fr_resources *res, char *const *envp)
+{
+    char val[32], human[32], why[FR_ENV_REASON_MAX];
+    if (!res->mem_limit.known) {
+        const char *user = fr_env_lookup(envp, "FITRUN_MEMORY_LIMIT");
+        struct fr_env_entry *e = put(ex, "FITRUN_MEMORY_LIMIT", user, user ? FR_ENV_KEPT : FR_ENV_SKIPPED);
+        if (!e)
+            return -1;
+        reason(e, user ? "already set in the environment, left alone (no memory limit detected)"
+                       : "no memory limit detected: not exported");
+        return 0;
+    }
+    snprintf(val, sizeof val, "%.0f", res->mem_limit.value);
+    fr_format_size((uint64_t)res->mem_limit.value, human, sizeof human);
+    bprintf(why, sizeof why, "memory limit %s in bytes%s%s", human, res->mem_limit.source[0] ? ", from " : "",
+             res->mem_limit.source);
+    return offer(ex, envp, "FITRUN_MEMORY_LIMIT", val, why) ? 0 : -1;
+}
+
+/* Disk-backed base directory for joblib: the user's TMPDIR when it is an
+ * absolute path, else /var/tmp, which the FHS keeps on disk (unlike /tmp,
+ * which is often a tmpfs and would defeat the purpose). */
+static const char *joblib_base(char *const *envp)
+{
+    const char *t = fr_env_lookup(envp, "TMPDIR");
+    return t && t[0] == '/' ? t : "/var/tmp";
+}
+
+/* An entry that says why JOBLIB_TEMP_FOLDER is not exported: kept when the
+ * user set it, skipped otherwise. */
+static int joblib_leave(struct fr_env_export *ex, char *const *envp, const char *why)
+{
+    const char *user = fr_env_lookup(envp, JOBLIB_VAR);
+    struct fr_env_entry *e = put(ex, JOBLIB_VAR, user, user ? FR_ENV_KEPT : FR_ENV_SKIPPED);
+    if (!e)
+        return -1;
+    reason(e, "%s%s", user ? "already set in the environment, left alone; " : "", why);
+    return 0;
+}
+
+static int export_joblib(struct fr_env_export *ex, const struct fr_resources *res, char *const *envp,
+                         const struct fr_env_opts *opts)
+{
+    uint64_t threshold = opts && opts->shm_threshold ? opts->shm_threshold : FR_ENV_SHM_THRESHOLD_DEFAULT;
+    char have[32], lim[32], why[FR_ENV_REASON_MAX], dir[4096];
+    fr_format_size(threshold, lim, sizeof lim);
+    if (!res->shm_size.known)
+        return joblib_leave(ex, envp, "/dev/shm size unknown: left to joblib");
+    fr_format_size((uint64_t)res->shm_size.value, have, sizeof have);
+    if (res->shm_size.value >= (double)threshold) {
+        bprintf(why, sizeof why, "/dev/shm is %s, not below the %s threshold: joblib may use it", have, lim);
+        return joblib_leave(ex, envp, why);
+    }
+    int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp),
+                     (unsigned long)(opts ? opts->uid : 0));
+    if (r < 0 || (size_t)r >= sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    bprintf(why, sizeof why,
+             "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
+             "filling it (%s)",
+             have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
+    struct fr_env_entry *e = offer(ex, envp, JOBLIB_VAR, dir, why);
+    if (!e)
+        return -1;
+    e->make_dir = e->action == FR_ENV_SET;
+    return 0;
+}
+
+static bool valid_name(const char *s)
+{
+    return s && s[0] && !strchr(s, '=');
+}
+
+static int apply_forced(struct fr_env_export *ex, char *const *envp, const struct fr_env_forced *f)
+{
+    const char *origin = f->origin ? f->origin : "profile";
+    for (int i = 0; i < f->n; i++) {
+        const char *name = f->name[i], *value = f->value[i] ? f->value[i] : "";
+        if (!valid_name(name)) {
+            errno = EINVAL;
+            return -1;
+        }
+        const struct fr_env_entry *old = fr_env_find(ex, name);
+        char would[64] = "";
+        /* Mention what fitrun itself would have exported, when it differs. */
+        if (old && old->action == FR_ENV_SET && strcmp(old->value, value))
+            bprintf(would, sizeof would, "; fitrun would export %.40s", old->value);
+        const char *user = fr_env_lookup(envp, name);
+        char prev[160];
+        if (user)
+            bprintf(prev, sizeof prev, "; the environment had '%.100s'", user);
+        else
+            prev[0] = '\0';
+        struct fr_env_entry *e = put(ex, name, value, FR_ENV_FORCED);
+        if (!e)
+            return -1;
+        reason(e, "forced by %s [env]%s%s", origin, prev, would);
+    }
+    return 0;
+}
+
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
+                   char *const *envp, const struct fr_env_forced *forced,
+                   const struct fr_env_opts *opts, struct fr_env_export *out)
+{
+    out->n = 0;
+    out->threads = 0;
+    if (!res) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (export_threads(out, res, plan, threads, envp) < 0 || export_workers(out, plan, envp) < 0 ||
+        export_memory(out, res, envp) < 0 || export_joblib(out, res, envp, opts) < 0)
+        return -1;
+    if (forced && apply_forced(out, envp, forced) < 0)
+        return -1;
+    return 0;
+}
+
+void fr_env_free(struct fr_env_export *ex)
+{
+    for (size_t i = 0; i < ex->n; i++) {
+        free(ex->e[i].name);
+        free(ex->e[i].value);
+    }
+    ex->n = 0;
+}
+
+static bool exported(const struct fr_env_entry *e)
+{
+    return e->action == FR_ENV_SET || e->action == FR_ENV_FORCED;
+}
+
+/* Is the "NAME=value" string s one of the variables fitrun replaces? */
+static bool replaced(const struct fr_env_export *ex, const char *s)
+{
+    for (size_t i = 0; i < ex->n; i++) {
+        size_t l = strlen(ex->e[i].name);
+        if (exported(&ex->e[i]) && !strncmp(s, ex->e[i].name, l) && s[l] == '=')
+            return true;
+    }
+    return false;
+}
+
+char **fr_env_build_envp(const struct fr_env_export *ex, char *const *envp)
+{
+    size_t n = 0;
+    for (char *const *p = envp; p && *p; p++)
+        n++;
+    char **out = calloc(n + ex->n + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (char *const *p = envp; p && *p; p++) {
+        if (replaced(ex, *p))
+            continue;
+        if (!(out[k++] = strdup(*p)))
+            goto oom;
+    }
+    for (size_t i = 0; i < ex->n; i++) {
+        if (!exported(&ex->e[i]))
+            continue;
+        size_t l = strlen(ex->e[i].name) + strlen(ex->e[i].value) + 2;
+        if (!(out[k] = malloc(l)))
+            goto oom;
+        snprintf(out[k++], l, "%s=%s", ex->e[i].name, ex->e[i].value);
+    }
+    out[k] = NULL;
+    return out;
+oom:
+    fr_envp_free(out);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void fr_envp_free(char **envp)
+{
+    if (!envp)
+        return;
+    for (char **p = envp; *p; p++)
+        free(*p);
+    free(envp);
+}
+
+/* mkdir 0700, or accept an existing directory that is ours (fixing its
+ * mode). Anything else under a shared /var/tmp — a symlink, a file,
+ * someone else's directory — is refused: joblib would write our arrays
+ * there. */
+static int make_private_dir(const char *path, char *err, size_t errlen)
+{
+    if (mkdir(path, 0700) == 0)
+        return 0;
+    if (errno != EEXIST) {
+        bprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        bprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+        bprintf(err, errlen, "%s exists but is not a directory owned by uid %lu: refusing to use it", path,
+                 (unsigned long)geteuid());
+        return -1;
+    }
+    if ((st.st_mode & 077) && chmod(path, 0700) < 0) {
+        bprintf(err, errlen, "cannot chmod 0700 %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (size_t i = 0; i < ex->n; i++) {
+        struct fr_env_entry *e = &ex->e[i];
+        if (!e->make_dir || e->action != FR_ENV_SET)
+            continue;
+        char msg[FR_ENV_REASON_MAX];
+        if (make_private_dir(e->value, msg, sizeof msg) < 0) {
+            bprintf(err, errlen, "%s: %s not exported", msg, e->name);
+            bprintf(e->reason, sizeof e->reason, "not exported: %s", msg);
+            e->action = FR_ENV_SKIPPED;
+            rc = -1;
+        }
+        e->make_dir = false;
+    }
+    return rc;
+}
+
+void fr_env_print(const struct fr_env_export *ex, FILE *f)
+{
+    for (size_t i = 0; i < ex->n; i++) {
+        const struct fr_env_entry *e = &ex->e[i];
+        if (e->action == FR_ENV_SKIPPED)
+            fprintf(f, "%-7s %s  # %s\n", fr_env_action_name(e->action), e->name, e->reason);
+        else
+            fprintf(f, "%-7s %s=%s  # %s\n", fr_env_action_name(e->action), e->name, e->value, e->reason);
+    }
+}

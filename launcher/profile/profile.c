@@ -1,0 +1,601 @@
+/* profile.c — INI profiles, parsed with inih. See include/fitrun/profile.h
+ * and profiles/README.md (every key).
+ *
+ * inih (as packaged by Debian) does not pass line numbers to the handler,
+ * so parsing goes through ini_parse_stream() with our own line reader: it
+ * counts lines, so when the handler runs, `lines` is the line being
+ * handled. The reader also sees raw lines, which lets it report unknown
+ * [sections] (inih only calls the handler for key = value pairs, so an
+ * empty misspelt section would otherwise pass silently) and lines longer
+ * than the buffer (inih would split them into two bogus lines).
+ *
+ * Every problem is recorded with its line; the first one (by line) wins,
+ * which is what a user fixing a file top to bottom wants. */
+#include "fitrun/profile.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <seccomp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+
+#include "fitrun/util.h"
+
+/* Longest profile line we accept. inih keeps its line buffer on the stack,
+ * sized by the (Debian runtime-configurable) ini_max_line; 4 KiB leaves
+ * room for long allow lists and [env] values. */
+#define PROFILE_MAX_LINE 4096
+
+static const char *const sections[] = {"resources", "sandbox", "runtime", "env"};
+
+/* Parse state shared by the reader and the handler. */
+struct parse_ctx {
+    struct fr_profile *p;
+    const char *name;       /* for messages */
+    const char *text;       /* remaining input */
+    int lines;              /* lines handed to inih so far */
+    int err_line;           /* first error found by us (0 = none) */
+    char err[512];
+    /* keys set by this file, to refuse duplicates ("section\0key") */
+    int nseen;
+    char seen[128][80];
+};
+
+const char *fr_runtime_kind_name(enum fr_runtime_kind k)
+{
+    return k == FR_RUNTIME_PYTHON ? "python" : "exec";
+}
+
+int fr_runtime_kind_parse(const char *s, enum fr_runtime_kind *out)
+{
+    if (!strcmp(s, "exec"))
+        *out = FR_RUNTIME_EXEC;
+    else if (!strcmp(s, "python"))
+        *out = FR_RUNTIME_PYTHON;
+    else
+        return -1;
+    return 0;
+}
+
+void fr_profile_defaults(struct fr_profile *p)
+{
+    /* Keep in step with profiles/default.ini (a unit test checks). */
+    memset(p, 0, sizeof *p);
+    p->cpus = 0;
+    p->workers = 0;
+    p->memory_per_worker = 512ull << 20;
+    p->rounding = FR_ROUND_FLOOR;
+    p->preset = FR_PRESET_EXEC;
+    p->cpu_time_ms = 2000;
+    p->wall_time_ms = 10000;
+    p->memory = 512ull << 20;
+    p->output = 1ull << 20;
+    p->processes = 1;
+    p->spec_allow = false;
+    p->kind = FR_RUNTIME_EXEC;
+    snprintf(p->interpreter, sizeof p->interpreter, "/usr/bin/python3");
+    snprintf(p->entry, sizeof p->entry, "transform");
+}
+
+static void free_names(char **names)
+{
+    for (size_t i = 0; names[i]; i++) {
+        free(names[i]);
+        names[i] = NULL;
+    }
+}
+
+void fr_profile_free(struct fr_profile *p)
+{
+    free_names(p->allow);
+    free_names(p->deny);
+    free_names(p->keep_caps);
+    for (int i = 0; i < p->nenv; i++) {
+        free(p->env_name[i]);
+        free(p->env_value[i]);
+        p->env_name[i] = p->env_value[i] = NULL;
+    }
+    p->nenv = 0;
+}
+
+void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->preset = p->preset;
+    spec->cpu_ms = p->cpu_time_ms;
+    spec->as_bytes = p->memory;
+    spec->fsize_bytes = p->fsize;
+    spec->nofile = p->nofile;
+    spec->nproc = p->processes;
+    spec->stack_bytes = p->stack;
+    spec->allow = (const char *const *)p->allow;
+    spec->deny = (const char *const *)p->deny;
+    spec->keep_caps = (const char *const *)p->keep_caps;
+    spec->spec_allow = p->spec_allow;
+}
+
+/* ---- value parsers: 0 or -1 with a message in msg ---------------------- */
+
+static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setmsg(char *msg, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
+static bool is_none(const char *v)
+{
+    return !strcmp(v, "none") || !strcmp(v, "unlimited");
+}
+
+static int get_duration(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
+{
+    if (none_ok && is_none(v)) {
+        *out = 0;
+        return 0;
+    }
+    if (fr_parse_duration_ms(v, out) < 0) {
+        setmsg(msg, n, "bad duration '%s' for %s (examples: 2s, 500ms, 1.5m%s)", v, key,
+               none_ok ? ", none" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static int get_size(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
+{
+    if (none_ok && is_none(v)) {
+        *out = 0;
+        return 0;
+    }
+    if (fr_parse_size(v, out) < 0) {
+        setmsg(msg, n, "bad size '%s' for %s (examples: 512M, 2G, 64k%s)", v, key, none_ok ? ", none" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static int get_count(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
+{
+    if (none_ok && is_none(v)) {
+        *out = 0;
+        return 0;
+    }
+    if (fr_parse_u64(v, out) < 0) {
+        setmsg(msg, n, "bad number '%s' for %s (a whole number >= 0%s)", v, key, none_ok ? ", or none" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* Check one list entry: a syscall name libseccomp knows, or a capability
+ * libcap knows. Done here (not only in fr_policy_build) so that the error
+ * names the profile line. */
+static int check_name(const char *key, const char *name, char *msg, size_t n)
+{
+    if (!strcmp(key, "keep_caps")) {
+        cap_value_t cap;
+        if (cap_from_name(name, &cap) < 0) {
+            setmsg(msg, n, "unknown capability '%s' in keep_caps (names like cap_net_raw)", name);
+            return -1;
+        }
+        return 0;
+    }
+    if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR) {
+        setmsg(msg, n, "unknown syscall '%s' in %s", name, key);
+        return -1;
+    }
+    return 0;
+}
+
+/* "a, b c,d" -> NULL-terminated owned names (replacing the old list). */
+static int get_list(const char *key, const char *v, char **names, char *msg, size_t n)
+{
+    char *fresh[FR_PROFILE_MAX_NAMES + 1] = {0};
+    size_t count = 0;
+    const char *s = v;
+    while (*s) {
+        while (*s == ',' || isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        size_t len = strcspn(s, ", \t");
+        if (count == FR_PROFILE_MAX_NAMES) {
+            setmsg(msg, n, "too many names in %s (at most %d)", key, FR_PROFILE_MAX_NAMES);
+            goto fail;
+        }
+        fresh[count] = strndup(s, len);
+        if (!fresh[count]) {
+            setmsg(msg, n, "out of memory");
+            goto fail;
+        }
+        if (check_name(key, fresh[count++], msg, n) < 0)
+            goto fail;
+        s += len;
+    }
+    free_names(names);
+    memcpy(names, fresh, sizeof fresh);
+    return 0;
+fail:
+    free_names(fresh);
+    return -1;
+}
+
+static bool is_identifier(const char *s)
+{
+    if (!(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (s++; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return false;
+    return true;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+static int set_resources(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
+{
+    if (!strcmp(key, "cpus")) {
+        if (!strcmp(v, "auto")) {
+            p->cpus = 0;
+            return 0;
+        }
+        if (fr_parse_double(v, &p->cpus) < 0 || p->cpus <= 0) {
+            setmsg(msg, n, "bad value '%s' for cpus (auto, or a number > 0 such as 2 or 1.5)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "workers")) {
+        int64_t w;
+        if (!strcmp(v, "auto")) {
+            p->workers = 0;
+            return 0;
+        }
+        if (fr_parse_i64(v, &w) < 0 || w < 1 || w > 4096) {
+            setmsg(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to 4096)", v);
+            return -1;
+        }
+        p->workers = (int)w;
+        return 0;
+    }
+    if (!strcmp(key, "memory_per_worker"))
+        return get_size(key, v, true, &p->memory_per_worker, msg, n);
+    if (!strcmp(key, "rounding")) {
+        if (fr_rounding_parse(v, &p->rounding) < 0) {
+            setmsg(msg, n, "bad value '%s' for rounding (floor, ceil or nearest)", v);
+            return -1;
+        }
+        return 0;
+    }
+    setmsg(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding)", key);
+    return -1;
+}
+
+static int set_sandbox(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
+{
+    if (!strcmp(key, "preset")) {
+        if (fr_preset_parse(v, &p->preset) < 0) {
+            setmsg(msg, n, "bad value '%s' for preset (python, exec or none)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "cpu_time"))
+        return get_duration(key, v, true, &p->cpu_time_ms, msg, n);
+    if (!strcmp(key, "wall_time"))
+        return get_duration(key, v, true, &p->wall_time_ms, msg, n);
+    if (!strcmp(key, "memory"))
+        return get_size(key, v, true, &p->memory, msg, n);
+    if (!strcmp(key, "output"))
+        return get_size(key, v, false, &p->output, msg, n);
+    if (!strcmp(key, "processes"))
+        return get_count(key, v, true, &p->processes, msg, n);
+    if (!strcmp(key, "fsize"))
+        return get_size(key, v, true, &p->fsize, msg, n);
+    if (!strcmp(key, "nofile"))
+        return get_count(key, v, true, &p->nofile, msg, n);
+    if (!strcmp(key, "stack"))
+        return get_size(key, v, true, &p->stack, msg, n);
+    if (!strcmp(key, "allow"))
+        return get_list(key, v, p->allow, msg, n);
+    if (!strcmp(key, "deny"))
+        return get_list(key, v, p->deny, msg, n);
+    if (!strcmp(key, "keep_caps"))
+        return get_list(key, v, p->keep_caps, msg, n);
+    if (!strcmp(key, "spec_allow")) {
+        if (fr_parse_bool(v, &p->spec_allow) < 0) {
+            setmsg(msg, n, "bad value '%s' for spec_allow (true or false)", v);
+            return -1;
+        }
+        return 0;
+    }
+    setmsg(msg, n,
+           "unknown key '%s' in [sandbox] (preset, cpu_time, wall_time, memory, output, processes, "
+           "fsize, nofile, stack, allow, deny, keep_caps, spec_allow)",
+           key);
+    return -1;
+}
+
+/* prelude: absolute, or relative to the profile's directory (`base`, NULL
+ * or "" = keep it relative to the working directory). */
+static int set_prelude(struct fr_profile *p, const char *v, const char *base, char *msg, size_t n)
+{
+    int r;
+    if (!*v) {
+        p->prelude[0] = '\0';
+        return 0;
+    }
+    if (v[0] == '/' || !base || !*base)
+        r = snprintf(p->prelude, sizeof p->prelude, "%s", v);
+    else
+        r = snprintf(p->prelude, sizeof p->prelude, "%s/%s", base, v);
+    if (r < 0 || (size_t)r >= sizeof p->prelude) {
+        setmsg(msg, n, "prelude path too long");
+        return -1;
+    }
+    return 0;
+}
+
+static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg,
+                       size_t n)
+{
+    if (!strcmp(key, "kind")) {
+        if (fr_runtime_kind_parse(v, &p->kind) < 0) {
+            setmsg(msg, n, "bad value '%s' for kind (exec or python)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "interpreter")) {
+        if (!*v || strlen(v) >= sizeof p->interpreter) {
+            setmsg(msg, n, "bad value '%s' for interpreter (a path or a command name)", v);
+            return -1;
+        }
+        snprintf(p->interpreter, sizeof p->interpreter, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "prelude"))
+        return set_prelude(p, v, base, msg, n);
+    if (!strcmp(key, "entry")) {
+        if (!is_identifier(v) || strlen(v) >= sizeof p->entry) {
+            setmsg(msg, n, "bad value '%s' for entry (a Python function name)", v);
+            return -1;
+        }
+        snprintf(p->entry, sizeof p->entry, "%s", v);
+        return 0;
+    }
+    setmsg(msg, n, "unknown key '%s' in [runtime] (kind, interpreter, prelude, entry)", key);
+    return -1;
+}
+
+static int set_env(struct fr_profile *p, const char *name, const char *v, char *msg, size_t n)
+{
+    if (!is_identifier(name)) {
+        setmsg(msg, n, "bad variable name '%s' in [env] (letters, digits and _, not starting with a digit)", name);
+        return -1;
+    }
+    for (int i = 0; i < p->nenv; i++) {
+        if (strcmp(p->env_name[i], name))
+            continue;
+        char *nv = strdup(v);
+        if (!nv) {
+            setmsg(msg, n, "out of memory");
+            return -1;
+        }
+        free(p->env_value[i]);
+        p->env_value[i] = nv;
+        return 0;
+    }
+    if (p->nenv == FR_PROFILE_MAX_ENV) {
+        setmsg(msg, n, "too many variables in [env] (at most %d)", FR_PROFILE_MAX_ENV);
+        return -1;
+    }
+    char *nn = strdup(name), *nv = strdup(v);
+    if (!nn || !nv) {
+        free(nn);
+        free(nv);
+        setmsg(msg, n, "out of memory");
+        return -1;
+    }
+    p->env_name[p->nenv] = nn;
+    p->env_value[p->nenv++] = nv;
+    return 0;
+}
+
+static bool known_section(const char *s)
+{
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(s, sections[i]))
+            return true;
+    return false;
+}
+
+static int apply(struct fr_profile *p, const char *section, const char *key, const char *value,
+                 const char *base, char *msg, size_t n)
+{
+    if (!strcmp(section, "resources"))
+        return set_resources(p, key, value, msg, n);
+    if (!strcmp(section, "sandbox"))
+        return set_sandbox(p, key, value, msg, n);
+    if (!strcmp(section, "runtime"))
+        return set_runtime(p, key, value, base, msg, n);
+    if (!strcmp(section, "env"))
+        return set_env(p, key, value, msg, n);
+    if (!*section)
+        setmsg(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])",
+               key);
+    else
+        setmsg(msg, n, "unknown section [%s] (resources, sandbox, runtime, env)", section);
+    return -1;
+}
+
+int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
+                   size_t errlen)
+{
+    return apply(p, section, key, value, NULL, err, errlen);
+}
+
+/* ---- inih glue ---------------------------------------------------------- */
+
+static void record(struct parse_ctx *c, int line, const char *msg)
+{
+    if (c->err_line && c->err_line <= line)
+        return;
+    c->err_line = line;
+    snprintf(c->err, sizeof c->err, "%s", msg);
+}
+
+/* Unknown or malformed [section] headers, seen on the raw line. */
+static void check_section_line(struct parse_ctx *c, const char *line)
+{
+    while (isspace((unsigned char)*line))
+        line++;
+    if (*line != '[')
+        return;
+    const char *end = strchr(line, ']');
+    if (!end)
+        return; /* inih reports the missing ']' */
+    char name[64], msg[128];
+    size_t len = (size_t)(end - line - 1);
+    if (len >= sizeof name)
+        len = sizeof name - 1;
+    memcpy(name, line + 1, len);
+    name[len] = '\0';
+    if (!known_section(name)) {
+        snprintf(msg, sizeof msg, "unknown section [%s] (resources, sandbox, runtime, env)", name);
+        record(c, c->lines, msg);
+    }
+}
+
+/* fgets() over c->text that counts lines. */
+static char *reader(char *buf, int size, void *stream)
+{
+    struct parse_ctx *c = stream;
+    if (!*c->text || size < 2)
+        return NULL;
+    const char *nl = strchr(c->text, '\n');
+    size_t len = nl ? (size_t)(nl - c->text) + 1 : strlen(c->text);
+    c->lines++;
+    if (len > (size_t)size - 1) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "line too long (more than %d characters)", size - 3);
+        record(c, c->lines, msg);
+        c->text += len;
+        buf[0] = '\0'; /* hand inih an empty line, keep counting */
+        return buf;
+    }
+    memcpy(buf, c->text, len);
+    buf[len] = '\0';
+    c->text += len;
+    check_section_line(c, buf);
+    return buf;
+}
+
+static const char *profile_dir(const char *name, char *buf, size_t n)
+{
+    const char *slash = strrchr(name, '/');
+    if (!slash)
+        return NULL;
+    size_t len = slash == name ? 1 : (size_t)(slash - name);
+    if (len >= n)
+        return NULL;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static int handler(void *user, const char *section, const char *key, const char *value)
+{
+    struct parse_ctx *c = user;
+    char msg[384], base[PATH_MAX];
+
+    /* A key set twice in one file is almost always a copy-paste mistake. */
+    char tag[80];
+    snprintf(tag, sizeof tag, "%s.%s", section, key);
+    for (int i = 0; i < c->nseen; i++) {
+        if (!strcmp(c->seen[i], tag)) {
+            snprintf(msg, sizeof msg, "duplicate key '%s' in [%s]", key, section);
+            record(c, c->lines, msg);
+            return 0;
+        }
+    }
+    if (c->nseen < (int)(sizeof c->seen / sizeof c->seen[0]))
+        snprintf(c->seen[c->nseen++], sizeof c->seen[0], "%s", tag);
+
+    if (apply(c->p, section, key, value, profile_dir(c->name, base, sizeof base), msg, sizeof msg) < 0) {
+        record(c, c->lines, msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* Parse `text`; messages say `shown`, relative preludes resolve against
+ * the directory of `located` (the file's absolute path when loading). */
+static int parse_text(struct fr_profile *p, const char *text, const char *shown, const char *located, char *err,
+                      size_t errlen)
+{
+    struct parse_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "%s: out of memory", shown);
+        return -1;
+    }
+    c->p = p;
+    c->name = located;
+    c->text = text;
+    /* Debian's inih takes these at run time; one logical line per line. */
+    ini_max_line = PROFILE_MAX_LINE;
+    ini_allow_multiline = false;
+    int r = ini_parse_stream(reader, c, handler, c);
+    int rc = 0;
+    if (r == -2) {
+        snprintf(err, errlen, "%s: out of memory", shown);
+        rc = -1;
+    } else if (r > 0 && (!c->err_line || r < c->err_line)) {
+        /* inih's own syntax error, before any of ours */
+        snprintf(err, errlen, "%s:%d: syntax error: expected '[section]' or 'key = value'", shown, r);
+        rc = -1;
+    } else if (c->err_line) {
+        snprintf(err, errlen, "%s:%d: %s", shown, c->err_line, c->err);
+        rc = -1;
+    }
+    free(c);
+    return rc;
+}
+
+int fr_profile_parse(struct fr_profile *p, const char *text, const char *name, char *err, size_t errlen)
+{
+    return parse_text(p, text, name, name, err, errlen);
+}
+
+int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t errlen)
+{
+    size_t len;
+    char *text = fr_read_file(path, 1 << 20, &len);
+    if (!text) {
+        snprintf(err, errlen, "cannot read profile %s: %s", path,
+                 errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+        return -1;
+    }
+    if (strlen(text) != len) {
+        snprintf(err, errlen, "%s: contains a NUL byte; not a text file", path);
+        free(text);
+        return -1;
+    }
+    /* Absolute path: recorded in p->path, and relative preludes resolve
+     * against its directory whatever the working directory is when the
+     * runtime starts. Messages keep the name the user wrote. */
+    char abs[PATH_MAX];
+    if (!realpath(path, abs))
+        snprintf(abs, sizeof abs, "%s", path);
+    snprintf(p->path, sizeof p->path, "%s", abs);
+    int r = parse_text(p, text, path, abs, err, errlen);
+    free(text);
+    return r;
+}

@@ -1,0 +1,104 @@
+/* caps.c — capabilities: resolved and prepared with libcap in the parent,
+ * dropped in the child.
+ *
+ * By default every capability goes, from all five sets:
+ *   bounding    so that an execve cannot bring any back (uid 0 otherwise
+ *               regains its full permitted set on every exec),
+ *   ambient     the set that survives execve for non-root users,
+ *   effective / permitted / inheritable  with one capset(2).
+ * A policy may keep named capabilities ("cap_net_raw"): they stay in the
+ * bounding set and in E/P/I, and are raised in the ambient set so they
+ * survive an execve for a non-root uid too (the exec preset).
+ *
+ * Child-side cost and safety: libcap 2.66's cap_set_proc() takes the
+ * cap_t's own spin lock and makes one capset(2) — no allocation (the
+ * unit test test_sandbox_noalloc checks this); cap_drop_bound() and the
+ * ambient calls are single prctl(2)s. cap_get_proc()/cap_iab_* allocate,
+ * so they are never called from the child. */
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "internal.h"
+
+int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen)
+{
+    *out = (struct fr_caps_plan){ 0 };
+    /* cap_max_bits() asks the running kernel (not the headers) how many
+     * capabilities exist, so new kernels' capabilities are dropped too. */
+    out->last_cap = (int)cap_max_bits() - 1;
+    if (out->last_cap < 0 || out->last_cap > 63) {
+        fr_sb_err(err, errlen, "sandbox: cannot handle %d capabilities (libcap cap_max_bits)", out->last_cap + 1);
+        return -1;
+    }
+    out->state = cap_init(); /* all sets clear */
+    if (!out->state) {
+        fr_sb_err(err, errlen, "sandbox: cap_init: %s", strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; keep && keep[i]; i++) {
+        cap_value_t cap;
+        if (cap_from_name(keep[i], &cap) < 0 || cap < 0 || cap > out->last_cap) {
+            fr_sb_err(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)",
+                      keep[i]);
+            fr_caps_plan_free(out);
+            return -1;
+        }
+        out->keep |= 1ULL << cap;
+        if (cap_set_flag(out->state, CAP_EFFECTIVE, 1, &cap, CAP_SET) < 0 ||
+            cap_set_flag(out->state, CAP_PERMITTED, 1, &cap, CAP_SET) < 0 ||
+            cap_set_flag(out->state, CAP_INHERITABLE, 1, &cap, CAP_SET) < 0) {
+            fr_sb_err(err, errlen, "sandbox: cap_set_flag(%s): %s", keep[i], strerror(errno));
+            fr_caps_plan_free(out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void fr_caps_plan_free(struct fr_caps_plan *plan)
+{
+    if (plan->state)
+        cap_free(plan->state);
+    plan->state = NULL;
+}
+
+/* Bounding set first: dropping from it needs CAP_SETPCAP, which the
+ * capset below removes. Without CAP_SETPCAP (fitrun started unprivileged)
+ * the bounding set cannot be changed; that is safe because the process
+ * holds no_new_privs by now, and with it an execve can never gain a
+ * capability (the kernel caps the new permitted set at the old one), so we
+ * stop dropping instead of failing. */
+static int drop_bounding(const struct fr_caps_plan *plan)
+{
+    for (cap_value_t cap = 0; cap <= plan->last_cap; cap++) {
+        if (plan->keep & (1ULL << cap))
+            continue;
+        if (cap_get_bound(cap) != 1)
+            continue; /* already gone: save the syscall */
+        if (cap_drop_bound(cap) < 0) {
+            if (errno == EPERM)
+                return 0;
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+int fr_caps_apply(const struct fr_caps_plan *plan)
+{
+    int rc = drop_bounding(plan);
+    if (rc < 0)
+        return rc;
+    /* Ambient: EINVAL means the kernel predates ambient capabilities (4.3):
+     * nothing to clear then. */
+    if (cap_reset_ambient() < 0 && errno != EINVAL)
+        return -errno;
+    if (cap_set_proc(plan->state) < 0)
+        return -errno;
+    for (cap_value_t cap = 0; cap <= plan->last_cap; cap++) {
+        if ((plan->keep & (1ULL << cap)) && cap_set_ambient(cap, CAP_SET) < 0)
+            return -errno;
+    }
+    return 0;
+}

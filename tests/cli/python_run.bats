@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# `fitrun run` with the warm Python runtime ([runtime] kind = python):
+# result fields and every status class, hooks, numpy outputs, prints,
+# the hostile ARC sample, prelude failure, worker crash recovery,
+# streaming, a real cgroup v1 CPU quota, nothing left behind.
+# (The Python side alone: python_side.bats; the ARC tools: python_tools.bats.)
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+    FITRUN=${FITRUN:?FITRUN must point at the fitrun binary}
+    SRC=${FITRUN_SRC:-$BATS_TEST_DIRNAME/../..}
+    D=$BATS_TEST_TMPDIR
+    # Every profile of these tests uses a prelude in $D: `pgrep -f $D` finds
+    # exactly this test's interpreter and workers.
+    printf 'import numpy as np\n' > "$D/prelude.py"
+    profile "$D/p.ini"
+}
+
+teardown() {
+    pkill -KILL -f "$D/" 2>/dev/null || true
+    if [ -f "$D/cgroups" ]; then
+        tac "$D/cgroups" | while read -r d; do [ -d "$d" ] && rmdir "$d"; done
+    fi
+    rm -f /tmp/fitrun-sample-pwned /tmp/fitrun-sample-pwned-2
+}
+
+# profile FILE [EXTRA INI LINES for [runtime]]
+profile() {
+    local f=$1
+    shift
+    cat > "$f" <<EOF
+[resources]
+workers = 2
+[sandbox]
+preset = python
+cpu_time = 1s
+wall_time = 5s
+memory = 512M
+output = 64K
+[runtime]
+kind = python
+interpreter = /usr/bin/python3
+prelude = prelude.py
+entry = transform
+EOF
+    printf '%s\n' "$@" >> "$f"
+}
+
+# job ID CODE [INPUTS_JSON [EXTRA_JSON_FIELDS]]: one job line.
+job() {
+    jq -cn --arg id "$1" --arg code "$2" --argjson inputs "${3:-[[[1]]]}" "{id: \$id, code: \$code, inputs: \$inputs}${4:+ + $4}"
+}
+
+# run_jobs [fitrun run options...]: run $D/jobs.jsonl, results in $D/out.jsonl
+run_jobs() {
+    run --separate-stderr "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none "$@"
+}
+
+# r ID FILTER: a field of one result
+r() {
+    jq -c --arg id "$1" "select(.id == \$id) | $2" "$D/out.jsonl"
+}
+
+nothing_left() {
+    ! pgrep -f "$D/" >/dev/null
+}
+
+@test "python run: result fields of ok and error results" {
+    {
+        job ok $'def transform(g):\n    return [r[::-1] for r in g]\n' '[[[1,2]],[[3,4]],[[5,6]]]' '{expected: [[[2,1]], [[0,0]], null]}'
+        job err $'def transform(g):\n    x = 1\n    return g[7]\n' '[[[1]]]' '{expected: [[[1]]]}'
+        job entry $'def solve(x):\n    return x * 2\n' '[1, 2]' '{entry: "solve"}'
+    } > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    [ "$(wc -l < "$D/out.jsonl")" -eq 3 ]
+    # The fixed fields, in order, then line, then the python runtime's own.
+    [ "$(r ok 'keys_unsorted')" = '["id","status","exit_code","signal","syscall","error_type","error_message","stdout","stderr","cpu_ms","wall_ms","max_rss_kb","worker","line","outputs","passed"]' ]
+    [ "$(r ok '[.status, .exit_code, .outputs, .passed]')" = '["ok",0,[[[2,1]],[[4,3]],[[6,5]]],[true,false,null]]' ]
+    [ "$(r ok '(.cpu_ms >= 0) and (.wall_ms > 0) and (.max_rss_kb > 1000) and (.worker | IN(0, 1))')" = true ]
+    [ "$(r err '[.status, .error_type, .error_message, .error_line, .outputs, .passed]')" = '["error","IndexError","list index out of range",3,[null],[false]]' ]
+    [ "$(r entry '.outputs')" = '[2,4]' ]
+    [[ "$stderr" =~ python:\ /usr/bin/python3\ 3\.[0-9]+\.[0-9]+\ started\ once\ with\ 2\ workers ]]
+    nothing_left
+}
+
+@test "python run: every status class" {
+    {
+        job ok $'def transform(g):\n    return g\n'
+        job error $'def transform(g):\n    raise ValueError("bad grid")\n'
+        job syntax $'def transform(g)\n    return g\n'
+        job unser $'def transform(g):\n    return {1, 2}\n'
+        job cpu $'def transform(g):\n    while True:\n        pass\n'
+        job wall $'import time\ndef transform(g):\n    time.sleep(60)\n'
+        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n'
+        job violation $'import socket\ndef transform(g):\n    socket.socket()\n'
+        job signal $'import ctypes\ndef transform(g):\n    ctypes.string_at(0)\n'
+        job flood $'def transform(g):\n    while True:\n        print("x" * 100)\n'
+        job crash $'import os\ndef transform(g):\n    os._exit(7)\n'
+        echo '{"id": "invalid", "inputs": [1]}'
+    } > "$D/jobs.jsonl"
+    run_jobs --wall-time 2s
+    [ "$status" -eq 1 ] # an invalid line
+    [ "$(r ok .status)" = '"ok"' ]
+    [ "$(r error '[.status, .error_type, .error_message]')" = '["error","ValueError","bad grid"]' ]
+    [ "$(r syntax '[.status, .error_type, .error_line]')" = '["error","SyntaxError",1]' ]
+    [ "$(r unser '[.status, .error_type]')" = '["error","UnserializableOutput"]' ]
+    [ "$(r cpu '[.status, .timeout]')" = '["timeout","cpu"]' ]
+    [ "$(r cpu '.cpu_ms >= 900 and .cpu_ms < 2500')" = true ]
+    [ "$(r wall '[.status, .timeout]')" = '["timeout","wall"]' ]
+    [ "$(r wall '.wall_ms >= 1900 and .cpu_ms < 500')" = true ]
+    [ "$(r memory '[.status, .error_type]')" = '["memory","MemoryError"]' ]
+    [ "$(r violation '[.status, .syscall]')" = '["violation","socket"]' ]
+    [ "$(r signal '[.status, .signal]')" = '["signal","SIGSEGV"]' ]
+    [ "$(r flood '[.status, (.stdout | length)]')" = '["output_limit",65536]' ]
+    [ "$(r crash '[.status, .exit_code, .error_type]')" = '["crash",7,"NoResult"]' ]
+    [ "$(r invalid '[.status, .error_type]')" = '["invalid","InvalidJob"]' ]
+    [[ "$(r invalid .error_message)" =~ code ]]
+    nothing_left
+}
+
+@test "python run: fitrun_input and fitrun_output hooks of the prelude" {
+    cat > "$D/prelude.py" <<'EOF'
+import numpy as np
+def fitrun_input(value):
+    return np.array(value)
+def fitrun_output(value):
+    return {"shape": list(value.shape), "sum": value.sum()}
+EOF
+    job h $'def transform(a):\n    assert isinstance(a, np.ndarray)\n    return a.T\n' '[[[1,2,3]]]' '{expected: [{shape: [3,1], sum: 6}]}' > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    [ "$(r h '[.status, .outputs, .passed]')" = '["ok",[{"shape":[3,1],"sum":6}],[true]]' ]
+}
+
+@test "python run: numpy arrays, scalars and tuples become JSON" {
+    job n $'def transform(g):\n    a = np.array(g)\n    return (a * 2, np.int64(3), np.float32(0.5), np.bool_(True), a.mean())\n' '[[[1,2],[3,4]]]' > "$D/jobs.jsonl"
+    job t $'def transform(g):\n    return tuple(zip(*g))\n' '[[[1,2],[3,4]]]' '{expected: [[[1,3],[2,4]]]}' >> "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    [ "$(r n '[.status, .outputs]')" = '["ok",[[[[2,4],[6,8]],3,0.5,true,2.5]]]' ]
+    [ "$(r t '.passed')" = '[true]' ]
+}
+
+@test "python run: prints are captured and never reach the results stream" {
+    job p $'import sys\nprint("at import")\ndef transform(g):\n    print(\'{"id": "forged", "status": "ok"}\')\n    print("err", file=sys.stderr)\n    return g\n' > "$D/jobs.jsonl"
+    printf 'print("prelude says hi")\n' >> "$D/prelude.py"
+    run --separate-stderr "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out - --progress none
+    [ "$status" -eq 0 ]
+    # stdout is exactly one result line (the prelude's print went to stderr)
+    [ "$(wc -l <<< "$output")" -eq 1 ]
+    [ "$(jq -c '[.id, .status, .stdout, .stderr, .outputs]' <<< "$output")" = '["p","ok","at import\n{\"id\": \"forged\", \"status\": \"ok\"}\n","err\n",[[[1]]]]' ]
+    [[ "$stderr" =~ "prelude says hi" ]]
+}
+
+@test "python run: the bundled ARC sample gets the expected status for every prediction" {
+    run --separate-stderr "$FITRUN" run --profile "$SRC/profiles/arc-python.ini" --jobs "$SRC/samples/arc/jobs.jsonl" \
+        --out "$D/out.jsonl" --progress none
+    [ "$status" -eq 0 ]
+    [ "$(wc -l < "$D/out.jsonl")" -eq "$(wc -l < "$SRC/samples/arc/jobs.jsonl")" ]
+    # Each result against samples/arc/expected.json: status among the accepted
+    # ones, error_type/signal when given, and every `ok`-tagged prediction
+    # solving its task (passed all true).
+    run jq -rn --slurpfile exp "$SRC/samples/arc/expected.json" '
+        [inputs] | .[] | . as $r | $exp[0][$r.id] as $e
+        | select(($e.status | index($r.status)) == null
+                 or ($e.error_type and $e.error_type != $r.error_type and $r.status == "error")
+                 or ($e.signal and $e.signal != $r.signal)
+                 or ($e.solves == true and ($r.passed | all) != true)
+                 or ($e.solves == false and ($r.passed | all)))
+        | "\($r.id): got \($r.status) \($r.error_type) \($r.signal), expected \($e)"' "$D/out.jsonl"
+    echo "$output"
+    [ -z "$output" ]
+    # The hostile ones did nothing.
+    [ ! -e /tmp/fitrun-sample-pwned ]
+    [ ! -e /tmp/fitrun-sample-pwned-2 ]
+    # The summary and the most common errors are printed.
+    [[ "$stderr" =~ "Most common errors" ]]
+    # and the scorer reads the results
+    run /usr/bin/python3 "$SRC/tools/arc/arc_score.py" --jobs "$SRC/samples/arc/jobs.jsonl" "$D/out.jsonl"
+    [ "$status" -eq 0 ]
+    grep -E '^MEAN +4\.5 ' <<< "$output"
+}
+
+@test "python run: a failing prelude stops the run before any job, once, with file:line, exit 125" {
+    printf 'import os\nimport fitrun_no_such_module\n' > "$D/prelude.py"
+    for i in 1 2 3 4 5; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 125 ]
+    [ ! -s "$D/out.jsonl" ]
+    [ "$(grep -c fitrun_no_such_module <<< "$stderr")" -eq 1 ]
+    [[ "$stderr" =~ $D/prelude.py:2:\ ModuleNotFoundError ]]
+    nothing_left
+}
+
+@test "python run: a missing interpreter is one clear error, exit 125" {
+    profile "$D/p.ini" 'interpreter = /nonexistent/python3'
+    sed -i '/^interpreter = \/usr\/bin\/python3$/d' "$D/p.ini"
+    job j $'def transform(g):\n    return g\n' > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 125 ]
+    [[ "$stderr" =~ /nonexistent/python3 ]]
+}
+
+@test "python run: a worker killed mid-job is replaced and the job retried; the run completes" {
+    # a slow job on each worker, then quick ones
+    job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"
+    job slow1 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 1\n' >> "$D/jobs.jsonl"
+    for i in 1 2 3 4 5 6; do job "q$i" $'def transform(g):\n    return 5\n'; done >> "$D/jobs.jsonl"
+    "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2> "$D/err" &
+    fr=$!
+    # The zygote's children are the workers; kill one while both sleep.
+    for i in $(seq 100); do
+        zygote=$(pgrep -f "fitrun_runtime.py .*$D/" | head -1)
+        [ -n "$zygote" ] && [ "$(pgrep -P "$zygote" | wc -l)" -ge 2 ] && break
+        sleep 0.05
+    done
+    sleep 0.5
+    victim=$(pgrep -P "$zygote" | head -1)
+    kill -KILL "$victim"
+    wait "$fr"
+    echo "$(cat "$D/err")"
+    [ "$(wc -l < "$D/out.jsonl")" -eq 8 ]
+    # The killed worker's job ran again (attempts 2) on a fresh worker and succeeded.
+    [ "$(jq -s '[.[] | select(.attempts == 2 and .status == "ok")] | length' "$D/out.jsonl")" -eq 1 ]
+    [ "$(jq -s '[.[] | select(.status != "ok")] | length' "$D/out.jsonl")" -eq 0 ]
+    grep -q "retrying it once" "$D/err"
+    ! kill -0 "$victim" 2>/dev/null
+    nothing_left
+}
+
+@test "python run: streaming, one job at a time over pipes through one fitrun run" {
+    coproc FR { "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
+    for i in 1 2 3 4 5; do
+        job "s$i" "def transform(g):
+    return $i" >&"${FR[1]}"
+        read -r -t 20 line <&"${FR[0]}"
+        [ "$(jq -c '[.id, .outputs]' <<< "$line")" = "[\"s$i\",[$i]]" ]
+    done
+    exec {FR[1]}>&-
+    wait "$FR_PID"
+    # one interpreter for the whole stream
+    [ "$(grep -c 'started once' "$D/err")" -eq 1 ]
+}
+
+@test "python run: the pool and start-up under a real cgroup v1 CPU quota" {
+    [ "$(id -u)" = 0 ] || skip "not root"
+    parent=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+    mp=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+    [ -n "$mp" ] || skip "no cgroup v1 cpu hierarchy"
+    [ "$parent" = / ] && parent=
+    cg=$mp$parent/fitrun-test-python-$$-$BATS_TEST_NUMBER
+    mkdir "$cg" || skip "cannot create $cg"
+    echo "$cg" >> "$D/cgroups"
+    echo 100000 > "$cg/cpu.cfs_period_us"
+    echo 50000 > "$cg/cpu.cfs_quota_us" # half a CPU
+    profile "$D/p.ini"
+    sed -i 's/^workers = 2$/workers = auto/' "$D/p.ini"
+    for i in $(seq 20); do job "c$i" $'def transform(g):\n    return np.array(g).sum()\n' '[[[1,2]]]'; done > "$D/jobs.jsonl"
+    job spin $'def transform(g):\n    while True:\n        pass\n' >> "$D/jobs.jsonl"
+    run --separate-stderr bash -c 'echo $BASHPID > "$1/cgroup.procs" && exec "${@:2}"' _ "$cg" \
+        "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none
+    echo "$stderr"
+    [ "$status" -eq 0 ]
+    # the quota decides the pool: one worker, and the interpreter started once
+    [[ "$stderr" =~ plan:\ 1\ worker ]]
+    [[ "$stderr" =~ "started once with 1 worker " ]]
+    [ "$(jq -s '[.[] | select(.status == "ok" and .outputs == [3])] | length' "$D/out.jsonl")" -eq 20 ]
+    # CPU time, not wall time, is the limit: the throttled spin still gets its full second of CPU
+    [ "$(r spin '[.status, .timeout]')" = '["timeout","cpu"]' ]
+    [ "$(r spin '.cpu_ms >= 900 and .wall_ms >= 1500')" = true ]
+    nothing_left
+}

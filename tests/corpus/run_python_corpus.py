@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""The hostile corpus, Python side: run every snippet in tests/corpus/python/
+under libfitrun_sandbox.so the way the warm Python runtime does — a Python
+worker (numpy already imported) forks, the child calls fr_policy_build_kv'd
+policy's fr_policy_apply through ctypes and runs the snippet; the parent
+waits, reads the report and classifies with fr_classify.
+
+Each snippet starts with header comments:
+    # expect: violation socket    status, then the syscall (violation),
+                                  signal name (signal) or kind (timeout)
+    # policy: preset=python;...   fr_policy_build_kv text (default preset=python)
+    # stdout: text                must appear in what the child printed
+    # output: text                must appear in stdout+stderr
+    # absent: {tmp}/name          must not exist afterwards
+    # keep: {tmp}/name            created before the run, must still exist
+    # stdout-file: {tmp}/name     the child's stdout is this regular file
+    # size: {tmp}/name 65536      that file's size afterwards
+    # listener: yes               a loopback listener; PORT and PREPARED_FD
+                                  (a socket made before apply) are given to
+                                  the snippet; no connection may arrive
+    # wall: 20                    wall-clock limit in seconds (default 20)
+The snippet sees TMP, PORT and PREPARED_FD as globals. A MemoryError that
+escapes the snippet is reported as memory_hint (as the runtime does).
+
+Usage: run_python_corpus.py --lib build/lib/libfitrun_sandbox.so [-v] [NAME...]
+Exit status 0 when every snippet got exactly its expected outcome.
+Always run with /usr/bin/python3 (it has numpy)."""
+import argparse
+import ctypes
+import glob
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # jobs are single-threaded
+import numpy  # noqa: E402,F401  (imported before fork, like the warm runtime)
+
+NOMEM_EXIT = 86
+
+
+class Rusage(ctypes.Structure):
+    _fields_ = [("ru_utime_sec", ctypes.c_long), ("ru_utime_usec", ctypes.c_long),
+                ("ru_stime_sec", ctypes.c_long), ("ru_stime_usec", ctypes.c_long)] + \
+               [("ru_pad%d" % i, ctypes.c_long) for i in range(14)]
+
+
+class ClassifyIn(ctypes.Structure):  # struct fr_classify_in
+    _fields_ = [("wstatus", ctypes.c_int), ("ru", ctypes.POINTER(Rusage)),
+                ("cpu_limit_ms", ctypes.c_uint64), ("wall_expired", ctypes.c_bool),
+                ("output_exceeded", ctypes.c_bool), ("violation_nr", ctypes.c_int),
+                ("memory_hint", ctypes.c_bool), ("oom_killed", ctypes.c_bool)]
+
+
+class Outcome(ctypes.Structure):  # struct fr_outcome
+    _fields_ = [("status", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal", ctypes.c_int),
+                ("timeout", ctypes.c_int), ("syscall", ctypes.c_char * 40),
+                ("signal_name", ctypes.c_char * 16)]
+
+
+def load(path):
+    lib = ctypes.CDLL(path)
+    lib.fr_policy_build_kv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.c_char_p, ctypes.c_size_t]
+    lib.fr_policy_apply.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.fr_policy_free.argtypes = [ctypes.c_void_p]
+    lib.fr_report_read.argtypes = [ctypes.c_int]
+    lib.fr_classify.argtypes = [ctypes.POINTER(ClassifyIn), ctypes.POINTER(Outcome)]
+    lib.fr_status_name.restype = ctypes.c_char_p
+    lib.fr_timeout_kind_name.restype = ctypes.c_char_p
+    return lib
+
+
+def headers(path, tmp):
+    h = {"policy": "preset=python", "wall": "20"}
+    multi = {"absent": [], "keep": [], "stdout": [], "output": []}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("# ") or ":" not in line:
+                break
+            key, _, val = line[2:].partition(":")
+            val = val.strip().replace("{tmp}", tmp)
+            if key in multi:
+                multi[key].append(val)
+            else:
+                h[key] = val
+    h.update(multi)
+    if "expect" not in h:
+        raise SystemExit("%s: no '# expect:' header" % path)
+    return h
+
+
+def cpu_limit_ms(policy):
+    for item in policy.split(";"):
+        k, _, v = item.partition("=")
+        if k.strip() == "cpu_time":
+            v = v.strip()
+            if v.endswith("ms"):
+                return int(v[:-2])
+            return int(float(v.rstrip("s")) * 1000)
+    return 0
+
+
+def child(lib, pol, report_w, out_w, h, src, path, tmp, prepared_fd, port):
+    """In the forked child: never returns."""
+    try:
+        if "stdout-file" in h:
+            fd = os.open(h["stdout-file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.close(fd)
+        else:
+            os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        code = compile(src, path, "exec")
+        rc = lib.fr_policy_apply(pol, report_w)
+        if rc != 0:
+            os.write(2, b"fr_policy_apply failed: %d\n" % rc)
+            os._exit(125)
+        exec(code, {"__name__": "__corpus__", "TMP": tmp, "PORT": port, "PREPARED_FD": prepared_fd})
+        sys.stdout.flush()
+        os._exit(0)
+    except MemoryError:
+        os._exit(NOMEM_EXIT)
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            os._exit(1)
+
+
+def run_one(lib, path, verbose):
+    tmp = tempfile.mkdtemp(prefix="fitrun-test-sandbox-")
+    try:
+        return _run_one(lib, path, tmp, verbose)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_one(lib, path, tmp, verbose):
+    h = headers(path, tmp)
+    with open(path) as f:
+        src = f.read()
+    for p in h["keep"]:
+        with open(p, "w") as f:
+            f.write("keep\n")
+        os.chmod(p, 0o600)
+    listener = prepared = None
+    port = 0
+    if h.get("listener") == "yes":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        prepared = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    err = ctypes.create_string_buffer(256)
+    pol = ctypes.c_void_p()
+    if lib.fr_policy_build_kv(h["policy"].encode(), ctypes.byref(pol), err, len(err)) != 0:
+        return ["policy %r: %s" % (h["policy"], err.value.decode())]
+    report_r, report_w = os.pipe()
+    out_r, out_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(report_r)
+        os.close(out_r)
+        child(lib, pol, report_w, out_w, h, src, path, tmp,
+              prepared.fileno() if prepared else -1, port)
+    os.close(report_w)
+    os.close(out_w)
+    output, wall = b"", False
+    deadline = time.monotonic() + float(h["wall"])
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            os.kill(pid, signal.SIGKILL)
+            wall = True
+            break
+        ready, _, _ = select.select([out_r], [], [], left)
+        if ready:
+            chunk = os.read(out_r, 65536)
+            if not chunk:
+                break
+            output += chunk
+    _, status, ru = os.wait4(pid, 0)
+    os.close(out_r)
+    nr = lib.fr_report_read(report_r)
+    os.close(report_r)
+    lib.fr_policy_free(pol)
+
+    rus = Rusage(int(ru.ru_utime), int(ru.ru_utime % 1 * 1e6), int(ru.ru_stime), int(ru.ru_stime % 1 * 1e6))
+    cin = ClassifyIn(wstatus=status, ru=ctypes.pointer(rus), cpu_limit_ms=cpu_limit_ms(h["policy"]),
+                     wall_expired=wall, violation_nr=nr,
+                     memory_hint=os.WIFEXITED(status) and os.WEXITSTATUS(status) == NOMEM_EXIT)
+    out = Outcome()
+    lib.fr_classify(ctypes.byref(cin), ctypes.byref(out))
+    status_name = lib.fr_status_name(out.status).decode()
+    if out.status == 2:  # timeout
+        detail = (lib.fr_timeout_kind_name(out.timeout) or b"").decode()
+    elif status_name == "violation":
+        detail = out.syscall.decode()
+    elif status_name == "signal":
+        detail = out.signal_name.decode()
+    else:
+        detail = ""
+    got = (status_name + " " + detail).strip()
+    text = output.decode(errors="replace")
+
+    problems = []
+    if got != h["expect"]:
+        problems.append("outcome %r, expected %r" % (got, h["expect"]))
+    for want in h["stdout"] + h["output"]:
+        if want not in text:
+            problems.append("output lacks %r" % want)
+    for p in h["absent"]:
+        if os.path.exists(p):
+            problems.append("%s exists: the action happened" % p)
+    for p in h["keep"]:
+        if not os.path.exists(p) or os.stat(p).st_mode & 0o7777 != 0o600:
+            problems.append("%s was removed or changed" % p)
+    if "size" in h:
+        p, size = h["size"].rsplit(" ", 1)
+        if os.stat(p).st_size != int(size):
+            problems.append("%s has %d bytes, expected %s" % (p, os.stat(p).st_size, size))
+    if listener:
+        try:
+            listener.accept()
+            problems.append("a connection reached the listener")
+        except BlockingIOError:
+            pass
+        listener.close()
+        prepared.close()
+    if verbose or problems:
+        print("--- %s: %s" % (os.path.basename(path), got))
+        if problems:
+            print(text.rstrip())
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.environ.get("FITRUN_BUILD", os.path.join(here, "..", "..", "build"))
+    ap.add_argument("--lib", default=os.path.join(build, "lib", "libfitrun_sandbox.so"))
+    ap.add_argument("--corpus", default=os.path.join(here, "python"))
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("names", nargs="*")
+    args = ap.parse_args()
+    lib = load(args.lib)
+    snippets = sorted(glob.glob(os.path.join(args.corpus, "*.py")))
+    if args.names:
+        snippets = [s for s in snippets if os.path.basename(s)[:-3] in args.names]
+    if not snippets:
+        raise SystemExit("no snippets in %s" % args.corpus)
+    failures = 0
+    for path in snippets:
+        problems = run_one(lib, path, args.verbose)
+        name = os.path.basename(path)[:-3]
+        print("%s %s" % ("ok  " if not problems else "FAIL", name))
+        for p in problems:
+            print("     " + p)
+        failures += bool(problems)
+    print("%d/%d snippets as expected" % (len(snippets) - failures, len(snippets)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

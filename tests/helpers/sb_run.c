@@ -1,0 +1,523 @@
+/* sb_run — run one hostile action under a sandbox policy and print the
+ * outcome. The hostile corpus (tests/unit/test_sandbox_hostile.c) drives it.
+ *
+ *   sb_run [options] POLICY ATTACK [ARG...]
+ *
+ * POLICY is fr_policy_build_kv text ("preset=python;cpu_time=1s"). The
+ * parent builds the policy, forks; the child applies it and performs
+ * ATTACK in-process (or, with --exec, execs `sb_run --attack ATTACK ARG...`
+ * so the action happens in a freshly exec'd program, the exec preset's
+ * case). The parent waits (killing at the wall limit), reads the report and
+ * prints one line:
+ *
+ *   OUTCOME status=violation timeout=- syscall=socket signal=SIGSYS exit=-1 cpu_ms=3 maxrss_kb=2100
+ *
+ * Options: --exec, --wall MS (default 20000), --no-report, --stdout FILE
+ * (the child's stdout, opened before apply), --uid N (switch the child to
+ * uid/gid N before apply).
+ *
+ * Job protocol of this harness: an attack that sees an allocation fail
+ * exits with SB_EXIT_NOMEM, which the parent passes as memory_hint. Every
+ * attack prints what it managed to do on stdout ("done: ..."), or the
+ * errno name of its failure ("failed: EPERM"). Dangerous actions are
+ * bounded (the fork "bomb" forks 8 times, the memory bomb stops at 4 GiB)
+ * so that a broken sandbox cannot take the shared machine down. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fitrun/sandbox.h"
+#include "fitrun/util.h"
+
+#define SB_EXIT_NOMEM 86
+
+static int g_prepared_fd = -1; /* a descriptor opened before apply (connect) */
+
+static int done(const char *what)
+{
+    printf("done: %s\n", what);
+    fflush(stdout);
+    return 0;
+}
+
+static int failed(void)
+{
+    int e = errno;
+    printf("failed: %s\n", strerrorname_np(e) ? strerrorname_np(e) : "?");
+    fflush(stdout);
+    return 1;
+}
+
+/* ---- attacks (each returns the exit code) -------------------------------------- */
+
+static int a_socket(char **argv)
+{
+    (void)argv;
+    return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? done("socket") : failed();
+}
+
+static int a_connect(char **argv)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0])) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return connect(g_prepared_fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? done("connect") : failed();
+}
+
+static int a_exec_sh(char **argv)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "echo pwned > '%s'", argv[0]);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    return failed();
+}
+
+static int a_forkbomb(char **argv)
+{
+    (void)argv;
+    int n = 0, fork_errno = 0;
+    for (int i = 0; i < 8; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            sleep(1);
+            _exit(0);
+        }
+        if (pid > 0)
+            n++;
+        else if (!fork_errno)
+            fork_errno = errno;
+    }
+    while (wait(NULL) > 0) {
+    }
+    errno = fork_errno;
+    return n ? done("forked") : failed();
+}
+
+static void *noop(void *arg)
+{
+    return arg;
+}
+
+static int a_thread(char **argv)
+{
+    (void)argv;
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, noop, NULL);
+    if (rc) {
+        errno = rc;
+        return failed();
+    }
+    pthread_join(t, NULL);
+    return done("thread");
+}
+
+static int a_ptrace(char **argv)
+{
+    (void)argv;
+    return ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) == 0 ? done("ptrace") : failed();
+}
+
+static int a_mount(char **argv)
+{
+    return mount("sb_run", argv[0], "tmpfs", 0, NULL) == 0 ? done("mount") : failed();
+}
+
+static int a_unshare(char **argv)
+{
+    (void)argv;
+    return unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? done("unshare") : failed();
+}
+
+static int a_open_write(char **argv)
+{
+    int fd = open(argv[0], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return failed();
+    if (write(fd, "pwned\n", 6) != 6)
+        return failed();
+    return done("open_write");
+}
+
+static int a_unlink(char **argv)
+{
+    return unlink(argv[0]) == 0 ? done("unlink") : failed();
+}
+
+static int a_chmod(char **argv)
+{
+    return chmod(argv[0], 0777) == 0 ? done("chmod") : failed();
+}
+
+static int a_kill_parent(char **argv)
+{
+    (void)argv;
+    return kill(getppid(), SIGKILL) == 0 ? done("kill_parent") : failed();
+}
+
+static int a_kill_group(char **argv)
+{
+    (void)argv;
+    return kill(0, SIGTERM) == 0 ? done("kill_group") : failed();
+}
+
+static int a_raise_rlimit(char **argv)
+{
+    (void)argv;
+    struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
+    return setrlimit(RLIMIT_CPU, &r) == 0 ? done("raise_rlimit") : failed();
+}
+
+static int a_membomb(char **argv)
+{
+    (void)argv;
+    size_t total = 0;
+    const size_t chunk = 16u << 20;
+    while (total < (4ull << 30)) {
+        char *p = malloc(chunk);
+        if (!p) {
+            printf("failed: ENOMEM after %zu MiB\n", total >> 20);
+            fflush(stdout);
+            return SB_EXIT_NOMEM;
+        }
+        memset(p, 0x5a, chunk);
+        total += chunk;
+    }
+    return done("membomb");
+}
+
+static int a_cpuspin(char **argv)
+{
+    (void)argv;
+    volatile uint64_t x = 0;
+    for (;;)
+        x++;
+    return 0;
+}
+
+static int a_fsize(char **argv)
+{
+    (void)argv;
+    char block[4096];
+    memset(block, 'x', sizeof block);
+    for (int i = 0; i < 256; i++) /* 1 MiB */
+        if (write(STDOUT_FILENO, block, sizeof block) != (ssize_t)sizeof block)
+            return failed();
+    return done("fsize");
+}
+
+static volatile int g_depth_limit = 1 << 30; /* volatile: the compiler must not prove the recursion infinite */
+
+static int recurse(int depth)
+{
+    volatile char pad[4096];
+    pad[0] = (char)depth;
+    if (depth >= g_depth_limit)
+        return pad[0];
+    return recurse(depth + 1) + pad[0];
+}
+
+static int a_stackoverflow(char **argv)
+{
+    (void)argv;
+    return recurse(0);
+}
+
+static int a_rawsocket(char **argv)
+{
+    (void)argv;
+    return socket(AF_INET, SOCK_RAW, IPPROTO_ICMP) >= 0 ? done("rawsocket") : failed();
+}
+
+static void on_sigsys(int sig)
+{
+    (void)sig;
+    static const char msg[] = "done: own SIGSYS handler ran\n";
+    (void)!write(STDOUT_FILENO, msg, sizeof msg - 1);
+    _exit(0);
+}
+
+static int a_sigsys_handler(char **argv)
+{
+    (void)argv;
+    struct sigaction sa = { .sa_handler = on_sigsys };
+    if (sigaction(SIGSYS, &sa, NULL) < 0)
+        return failed();
+    socket(AF_INET, SOCK_STREAM, 0); /* would now land in our handler */
+    return done("sigsys_handler");
+}
+
+static int a_block_sigsys(char **argv)
+{
+    (void)argv;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGSYS);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? done("socket with SIGSYS blocked") : failed();
+}
+
+static int a_forge_report(char **argv)
+{
+    /* A record shaped like the real one would be; the parent must ignore
+     * it because we exit normally. */
+    int fd = atoi(argv[0]);
+    uint32_t rec[4] = { 0x46525631u, 0, 41, 0 };
+    (void)!write(fd, rec, sizeof rec);
+    return done("forged");
+}
+
+static int a_fcntl_setown(char **argv)
+{
+    (void)argv;
+    return fcntl(STDOUT_FILENO, F_SETOWN, getppid()) == 0 ? done("F_SETOWN") : failed();
+}
+
+static int a_tiocsti(char **argv)
+{
+    (void)argv;
+    char c = 'x';
+    return ioctl(STDIN_FILENO, TIOCSTI, &c) == 0 ? done("TIOCSTI") : failed();
+}
+
+static int a_int80(char **argv)
+{
+    (void)argv;
+#if defined(__x86_64__)
+    long ret;
+    /* i386 getpid (20) through the 32-bit entry point. */
+    __asm__ volatile("int $0x80" : "=a"(ret) : "0"(20L) : "memory");
+    return ret > 0 ? done("int 0x80") : failed();
+#else
+    errno = ENOSYS;
+    return failed();
+#endif
+}
+
+static int a_abort(char **argv)
+{
+    (void)argv;
+    abort();
+}
+
+static int a_read_file(char **argv)
+{
+    char buf[64];
+    int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, buf, sizeof buf) < 0)
+        return failed();
+    close(fd);
+    return done("read");
+}
+
+static int a_hello(char **argv)
+{
+    (void)argv;
+    return done("hello");
+}
+
+static int a_exit3(char **argv)
+{
+    (void)argv;
+    return 3;
+}
+
+struct attack {
+    const char *name;
+    int nargs;
+    int (*fn)(char **argv);
+};
+
+static const struct attack g_attacks[] = {
+    { "socket", 0, a_socket }, { "connect", 1, a_connect }, { "exec_sh", 1, a_exec_sh },
+    { "forkbomb", 0, a_forkbomb }, { "thread", 0, a_thread }, { "ptrace", 0, a_ptrace },
+    { "mount", 1, a_mount }, { "unshare", 0, a_unshare }, { "open_write", 1, a_open_write },
+    { "unlink", 1, a_unlink }, { "chmod", 1, a_chmod }, { "kill_parent", 0, a_kill_parent },
+    { "kill_group", 0, a_kill_group }, { "raise_rlimit", 0, a_raise_rlimit }, { "membomb", 0, a_membomb },
+    { "cpuspin", 0, a_cpuspin }, { "fsize", 0, a_fsize }, { "stackoverflow", 0, a_stackoverflow },
+    { "rawsocket", 0, a_rawsocket }, { "sigsys_handler", 0, a_sigsys_handler },
+    { "block_sigsys", 0, a_block_sigsys }, { "forge_report", 1, a_forge_report },
+    { "fcntl_setown", 0, a_fcntl_setown }, { "tiocsti", 0, a_tiocsti }, { "int80", 0, a_int80 },
+    { "abort", 0, a_abort }, { "read_file", 1, a_read_file }, { "hello", 0, a_hello }, { "exit3", 0, a_exit3 },
+};
+
+static const struct attack *find_attack(const char *name)
+{
+    for (size_t i = 0; i < sizeof g_attacks / sizeof g_attacks[0]; i++)
+        if (strcmp(g_attacks[i].name, name) == 0)
+            return &g_attacks[i];
+    fr_die(2, "sb_run: unknown attack '%s'", name);
+}
+
+/* Trusted set-up in the child before apply (the leaked descriptor case). */
+static void prepare(const char *name)
+{
+    if (strcmp(name, "connect") == 0) {
+        g_prepared_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (g_prepared_fd < 0)
+            fr_die_errno(2, "sb_run: socket (before apply)");
+    }
+}
+
+/* ---- parent ------------------------------------------------------------------------ */
+
+struct opts {
+    bool exec, no_report;
+    uint64_t wall_ms;
+    const char *stdout_path;
+    long uid;
+    const char *policy;
+    char **attack_argv; /* ATTACK ARG... */
+};
+
+static void child(const struct opts *o, const struct fr_policy *pol, int report_w, const char *self)
+{
+    if (o->stdout_path) {
+        int fd = open(o->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+            fr_die_errno(125, "sb_run: %s", o->stdout_path);
+    }
+    if (o->uid >= 0 && (setresgid((gid_t)o->uid, (gid_t)o->uid, (gid_t)o->uid) < 0 ||
+                        setresuid((uid_t)o->uid, (uid_t)o->uid, (uid_t)o->uid) < 0))
+        fr_die_errno(125, "sb_run: switching to uid %ld", o->uid);
+    const struct attack *a = find_attack(o->attack_argv[0]);
+    if (!o->exec)
+        prepare(a->name);
+    fflush(NULL);
+    int rc = fr_policy_apply(pol, o->no_report ? -1 : report_w);
+    if (rc < 0) {
+        fprintf(stderr, "sb_run: fr_policy_apply: %s\n", strerror(-rc));
+        _exit(125);
+    }
+    if (o->exec) {
+        char *argv[8] = { (char *)self, "--attack" };
+        for (int i = 0; i < 5 && o->attack_argv[i]; i++)
+            argv[2 + i] = o->attack_argv[i];
+        execv(self, argv);
+        _exit(127);
+    }
+    _exit(a->fn(o->attack_argv + 1));
+}
+
+static uint64_t cpu_ms_of(const char *policy)
+{
+    const char *p = strstr(policy, "cpu_time=");
+    uint64_t ms = 0;
+    if (p) {
+        char buf[64];
+        size_t n = strcspn(p + 9, ";");
+        snprintf(buf, sizeof buf, "%.*s", (int)(n < 63 ? n : 63), p + 9);
+        if (fr_parse_duration_ms(buf, &ms) < 0)
+            ms = 0;
+    }
+    return ms;
+}
+
+static int run(const struct opts *o, const char *self)
+{
+    char err[256];
+    struct fr_policy *pol;
+    if (fr_policy_build_kv(o->policy, &pol, err, sizeof err) < 0)
+        fr_die(2, "sb_run: %s", err);
+    int rep[2];
+    if (pipe2(rep, O_CLOEXEC) < 0)
+        fr_die_errno(2, "sb_run: pipe2");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        fr_die_errno(2, "sb_run: fork");
+    if (pid == 0) {
+        close(rep[0]);
+        child(o, pol, rep[1], self);
+    }
+    close(rep[1]);
+    int pidfd = pidfd_open(pid, 0);
+    if (pidfd < 0)
+        fr_die_errno(2, "sb_run: pidfd_open");
+    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+    bool wall = false;
+    int pr;
+    while ((pr = poll(&pfd, 1, (int)o->wall_ms)) < 0 && errno == EINTR) {
+    }
+    if (pr == 0) {
+        wall = true;
+        kill(pid, SIGKILL);
+    }
+    int status;
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0)
+        if (errno != EINTR)
+            fr_die_errno(2, "sb_run: wait4");
+    struct fr_classify_in in = {
+        .wstatus = status, .ru = &ru, .cpu_limit_ms = cpu_ms_of(o->policy), .wall_expired = wall,
+        .violation_nr = fr_report_read(rep[0]),
+        .memory_hint = WIFEXITED(status) && WEXITSTATUS(status) == SB_EXIT_NOMEM,
+    };
+    struct fr_outcome out;
+    fr_classify(&in, &out);
+    printf("OUTCOME status=%s timeout=%s syscall=%s signal=%s exit=%d cpu_ms=%llu maxrss_kb=%ld\n",
+           fr_status_name(out.status), out.timeout ? fr_timeout_kind_name(out.timeout) : "-",
+           out.syscall[0] ? out.syscall : "-", out.signal_name[0] ? out.signal_name : "-", out.exit_code,
+           (unsigned long long)((uint64_t)ru.ru_utime.tv_sec * 1000 + (uint64_t)ru.ru_utime.tv_usec / 1000 +
+                                (uint64_t)ru.ru_stime.tv_sec * 1000 + (uint64_t)ru.ru_stime.tv_usec / 1000),
+           ru.ru_maxrss);
+    fr_policy_free(pol);
+    close(rep[0]);
+    close(pidfd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = { .wall_ms = 20000, .uid = -1 };
+    int i = 1;
+    if (argc > 2 && strcmp(argv[1], "--attack") == 0) {
+        const struct attack *a = find_attack(argv[2]);
+        if (argc - 3 < a->nargs)
+            fr_die(2, "sb_run: attack %s needs %d argument(s)", a->name, a->nargs);
+        return a->fn(argv + 3);
+    }
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--exec") == 0)
+            o.exec = true;
+        else if (strcmp(argv[i], "--no-report") == 0)
+            o.no_report = true;
+        else if (strcmp(argv[i], "--wall") == 0 && i + 1 < argc)
+            o.wall_ms = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--stdout") == 0 && i + 1 < argc)
+            o.stdout_path = argv[++i];
+        else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc)
+            o.uid = strtol(argv[++i], NULL, 10);
+        else
+            fr_die(2, "sb_run: unknown option %s", argv[i]);
+    }
+    if (argc - i < 2)
+        fr_die(2, "usage: sb_run [--exec] [--wall MS] [--no-report] [--stdout FILE] [--uid N] POLICY ATTACK [ARG...]");
+    o.policy = argv[i];
+    o.attack_argv = argv + i + 1;
+    const struct attack *a = find_attack(o.attack_argv[0]);
+    if (argc - i - 2 < a->nargs)
+        fr_die(2, "sb_run: attack %s needs %d argument(s)", a->name, a->nargs);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n < 0)
+        fr_die_errno(2, "sb_run: readlink /proc/self/exe");
+    self[n] = '\0';
+    return run(&o, self);
+}

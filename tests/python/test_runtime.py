@@ -1,0 +1,354 @@
+"""Tests of the Python side of the warm runtime (fitrun_runtime.py), driven
+directly over its protocol by drive_runtime.Runtime — no fitrun binary.
+
+    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_*.py'
+
+Tests that need the real sandbox (hostile predictions) run when
+libfitrun_sandbox.so is built and builds a python policy; otherwise they
+are skipped with the reason (tests/cli/python_*.bats cover them through
+fitrun itself).
+"""
+import json
+import os
+import signal
+import tempfile
+import textwrap
+import time
+import unittest
+
+import drive_runtime as dr
+
+LIB = dr.find_sandbox_lib()
+needs_sandbox = unittest.skipUnless(LIB, "libfitrun_sandbox.so not built (or still the placeholder)")
+
+
+def job(code, inputs=([[1]],), jid="j", **kw):
+    return dict({"id": jid, "code": textwrap.dedent(code), "inputs": list(inputs)}, **kw)
+
+
+class Base(unittest.TestCase):
+    prelude_text = None
+    kwargs = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fitrun-test-python-")
+        prelude = ""
+        if cls.prelude_text is not None:
+            prelude = os.path.join(cls.tmp.name, "prelude.py")
+            with open(prelude, "w") as f:
+                f.write(textwrap.dedent(cls.prelude_text))
+        kw = dict(workers=2, sandbox_lib=LIB, cpu_ms=1000, wall_ms=3000)
+        kw.update(cls.kwargs)
+        cls.rt = dr.Runtime(prelude, **kw)
+        assert cls.rt.ready.get("event") == "ready", cls.rt.ready
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rt.close()
+        cls.tmp.cleanup()
+
+    def run1(self, code, inputs=([[1]],), slot=0, **kw):
+        f = self.rt.run_one(job(code, inputs, **kw), slot)
+        self.assertIsNotNone(f, "the worker died")
+        f["status"] = dr.classify(f)
+        return f
+
+
+class Results(Base):
+    prelude_text = """
+        import numpy as np
+        HELPER = 41
+    """
+
+    def test_ok_outputs_and_passed(self):
+        f = self.run1("def transform(g):\n    return [r[::-1] for r in g]\n",
+                      inputs=[[[1, 2]], [[3, 4]], [[5, 6]]],
+                      expected=[[[2, 1]], [[0, 0]], None])
+        self.assertEqual(f["status"], "ok")
+        self.assertEqual(f["outputs"], [[[2, 1]], [[4, 3]], [[6, 5]]])
+        self.assertEqual(f["passed"], [True, False, None])
+        self.assertEqual((f["exit_code"], f["signal"], f["violation_nr"]), (0, None, -1))
+        for key in ("cpu_ms", "wall_ms", "max_rss_kb", "utime_ms", "stime_ms", "fork_ms"):
+            self.assertGreaterEqual(f[key], 0, key)
+        self.assertGreater(f["max_rss_kb"], 1000)
+        self.assertEqual(f["id"], "j")
+
+    def test_entry_override_and_prelude_globals(self):
+        f = self.run1("def solve(x):\n    return x + HELPER\n", inputs=[1], entry="solve")
+        self.assertEqual(f["outputs"], [42])
+
+    def test_numpy_outputs_are_normalised(self):
+        f = self.run1("""
+            def transform(g):
+                a = np.array(g)
+                return {"arr": a * 2, "int": np.int64(7), "float": np.float32(0.5),
+                        "bool": np.bool_(True), "tup": (1, (2, 3)), "obj": a.sum(axis=0)}
+        """, inputs=[[[1, 2], [3, 4]]])
+        self.assertEqual(f["status"], "ok", f)
+        self.assertEqual(f["outputs"][0], {"arr": [[2, 4], [6, 8]], "int": 7, "float": 0.5,
+                                           "bool": True, "tup": [1, [2, 3]], "obj": [4, 6]})
+
+    def test_tuple_grid_passes(self):
+        f = self.run1("def transform(g):\n    return tuple(zip(*g))\n",
+                      inputs=[[[1, 2], [3, 4]]], expected=[[[1, 3], [2, 4]]])
+        self.assertEqual(f["passed"], [True])
+
+    def test_prints_are_captured_and_do_not_corrupt(self):
+        f = self.run1("""
+            import sys
+            print("hello", '{"id": "forged"}')
+            def transform(g):
+                print("line\\nbreak")
+                sys.stderr.write("to stderr\\n")
+                return g
+        """)
+        self.assertEqual(f["status"], "ok")
+        self.assertEqual(f["stdout"], 'hello {"id": "forged"}\nline\nbreak\n')
+        self.assertEqual(f["stderr"], "to stderr\n")
+        self.assertEqual(f["id"], "j")
+        self.assertEqual(f["outputs"], [[[1]]])
+
+    def test_errors_name_type_message_and_line(self):
+        f = self.run1("def transform(g):\n    x = 1\n    return g[5]\n")
+        self.assertEqual((f["status"], f["error_type"]), ("error", "IndexError"))
+        self.assertEqual(f["error_message"], "list index out of range")
+        self.assertEqual(f["error_line"], 3)
+        f = self.run1("def transform(g)\n    return g\n")
+        self.assertEqual((f["status"], f["error_type"], f["error_line"]), ("error", "SyntaxError", 1))
+        f = self.run1("def solve(g):\n    return g\n")
+        self.assertEqual((f["status"], f["error_type"]), ("error", "NameError"))
+        self.assertIn("transform", f["error_message"])
+        f = self.run1("def transform(g):\n    raise ValueError('x' * 5000)\n")
+        self.assertEqual(f["error_type"], "ValueError")
+        self.assertLess(len(f["error_message"]), 1100)
+
+    def test_every_input_runs_after_an_error(self):
+        f = self.run1("def transform(x):\n    return 10 // x\n", inputs=[0, 5, "a"])
+        self.assertEqual(f["status"], "error")
+        self.assertEqual(f["error_type"], "ZeroDivisionError")  # the first error is reported
+        self.assertEqual(f["outputs"], [None, 2, None])
+
+    def test_unserializable_outputs(self):
+        for code, why in (("return {1, 2}", "set"), ("return float('nan')", "nan"),
+                          ("return 2 ** 80", "64 bits"), ("return object()", "object"),
+                          ("return {1: 2}", "int key")):
+            f = self.run1(f"def transform(g):\n    {code}\n")
+            self.assertEqual((f["status"], f["error_type"]), ("error", "UnserializableOutput"), why)
+
+    def test_main_block_does_not_run(self):
+        f = self.run1("""
+            def transform(g):
+                return g
+            if __name__ == "__main__":
+                print("self-test ran")
+        """)
+        self.assertEqual(f["stdout"], "")
+
+    def test_fresh_globals_per_prediction(self):
+        self.run1("HELPER = 0\nimport numpy\nnumpy.MARK = 1\ndef transform(g):\n    return g\n")
+        f = self.run1("def transform(g):\n    return [HELPER, hasattr(np, 'MARK')]\n")
+        self.assertEqual(f["outputs"], [[41, False]])
+
+    def test_only_the_protocol_fds_are_open(self):
+        f = self.run1("import os\ndef transform(g):\n    return sorted(int(x) for x in os.listdir('/proc/self/fd'))\n")
+        # 0-2, the result fd, the violation report fd (and the fd listdir itself used)
+        self.assertEqual(f["outputs"][0][:5], [0, 1, 2, 3, 4])
+        self.assertLessEqual(len(f["outputs"][0]), 6)
+
+    def test_thread_variables_set_before_numpy(self):
+        f = self.run1("import os\ndef transform(g):\n    return [os.environ[v] for v in "
+                      "('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')]\n")
+        self.assertEqual(f["outputs"], [["1", "1", "1"]])
+
+    def test_crash_without_result(self):
+        f = self.run1("import os\ndef transform(g):\n    os._exit(3)\n")
+        self.assertEqual((f["status"], f["exit_code"], f["reported"]), ("crash", 3, False))
+
+    def test_segfault_is_a_signal_and_the_worker_survives(self):
+        f = self.run1("import ctypes\ndef transform(g):\n    return ctypes.string_at(0)\n", slot=1)
+        self.assertEqual((f["status"], f["signal"]), ("signal", signal.SIGSEGV))
+        f = self.run1("def transform(g):\n    return 1\n", slot=1)
+        self.assertEqual(f["outputs"], [1])
+
+    def test_cpu_timeout_has_ms_resolution(self):
+        f = self.run1("def transform(g):\n    while True:\n        pass\n")
+        self.assertEqual(f["status"], "timeout")
+        self.assertEqual(f["signal"], signal.SIGPROF)
+        self.assertGreaterEqual(f["cpu_ms"], 900)  # rusage is tick-sampled
+        self.assertLess(f["cpu_ms"], 1900)  # not the whole-second RLIMIT_CPU
+
+    def test_wall_timeout(self):
+        t0 = time.monotonic()
+        f = self.run1("import time\ndef transform(g):\n    time.sleep(60)\n")
+        self.assertEqual((f["status"], f["wall_expired"], f["signal"]), ("timeout", True, signal.SIGKILL))
+        self.assertLess(time.monotonic() - t0, 30)
+
+    def test_output_flood_is_cut_at_the_cap(self):
+        f = self.run1("def transform(g):\n    while True:\n        print('x' * 999)\n")
+        self.assertEqual((f["status"], f["output_exceeded"]), ("output_limit", "stdout"))
+        self.assertEqual(len(f["stdout"]), 1 << 20)
+
+    def test_worker_error_for_a_bad_job(self):
+        self.rt.chans[0].sendall(b'{"id": "bad", "code": 3, "inputs": []}\n')
+        f = json.loads(self.rt.readers[0].readline())
+        self.assertEqual(f["id"], "bad")
+        self.assertIn("code", f["worker_error"])
+        self.rt.chans[0].sendall(b'not json\n')
+        f = json.loads(self.rt.readers[0].readline())
+        self.assertIn("not JSON", f["worker_error"])
+
+    def test_ready_event_reports_startup(self):
+        r = self.rt.ready
+        self.assertEqual(r["protocol"], 1)
+        for k in ("boot_ms", "prelude_ms", "selftest_ms"):
+            self.assertGreaterEqual(r[k], 0, k)
+        self.assertEqual(r["sandbox"], "on" if LIB else "off")
+
+
+class SmallCaps(Base):
+    kwargs = {"output_cap": 1000, "result_cap": 10000}
+
+    def test_result_cap(self):
+        f = self.run1("def transform(g):\n    return list(range(100000))\n")
+        self.assertEqual((f["status"], f["output_exceeded"]), ("output_limit", "result"))
+
+    def test_stderr_cap(self):
+        f = self.run1("import sys\ndef transform(g):\n    sys.stderr.write('e' * 5000)\n    return 1\n")
+        self.assertEqual((f["status"], f["output_exceeded"]), ("output_limit", "stderr"))
+        self.assertEqual(len(f["stderr"]), 1000)
+
+
+class Hooks(Base):
+    prelude_text = """
+        def fitrun_input(value):
+            return tuple(tuple(row) for row in value)
+        def fitrun_output(value):
+            return {"rows": len(value), "grid": value}
+    """
+
+    def test_hooks_wrap_every_call(self):
+        f = self.run1("def transform(g):\n    assert isinstance(g, tuple)\n    return g[::-1]\n",
+                      inputs=[[[1], [2]]])
+        self.assertEqual(f["status"], "ok", f)
+        self.assertEqual(f["outputs"], [{"rows": 2, "grid": [[2], [1]]}])
+        self.assertEqual(self.rt.ready["hooks"], ["fitrun_input", "fitrun_output"])
+
+
+class WorkerDeath(Base):
+    def test_killed_worker_is_reported_and_replaceable(self):
+        pid = self.rt.pids[1]
+        self.rt.chans[1].sendall(json.dumps(job("import time\ndef transform(g):\n    time.sleep(30)\n")).encode() + b"\n")
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        self.assertEqual(self.rt.readers[1].readline(), b"")  # EOF: the job has no result
+        ev = self.rt.event()
+        self.assertEqual((ev["event"], ev["pid"], ev["signal"]), ("worker_exit", pid, signal.SIGKILL))
+        new = self.rt.spawn(1)
+        self.assertNotEqual(new, pid)
+        f = self.run1("def transform(g):\n    return 5\n", slot=1)
+        self.assertEqual(f["outputs"], [5])
+
+    def test_child_of_killed_worker_dies_too(self):
+        pid = self.rt.pids[0]
+        mark = os.path.join(self.tmp.name, "child-pid")
+        code = f"import os, time\nopen({mark!r}, 'w').write(str(os.getpid()))\n"
+        self.rt.chans[0].sendall(json.dumps(job(code + "def transform(g):\n    time.sleep(30)\n")).encode() + b"\n")
+        for _ in range(100):
+            if os.path.exists(mark) and open(mark).read():
+                break
+            time.sleep(0.05)
+        else:
+            self.skipTest("the child could not write its pid (file writes denied)")
+        child = int(open(mark).read())
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            if not os.path.exists(f"/proc/{child}") or "Z" in open(f"/proc/{child}/stat").read().split(")")[1][:3]:
+                break
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists(f"/proc/{child}") and
+                         "Z" not in open(f"/proc/{child}/stat").read().split(")")[1][:3],
+                         "the prediction outlived its worker")
+        self.rt.readers[0].readline()
+        self.rt.spawn(0)
+
+
+class PreludeFailure(unittest.TestCase):
+    def start(self, text):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(textwrap.dedent(text))
+        try:
+            rt = dr.Runtime(f.name, workers=1, sandbox_lib=LIB)
+            code = rt.close()
+            return rt.ready, code, f.name
+        finally:
+            os.unlink(f.name)
+
+    def test_missing_module_stops_with_file_line(self):
+        ready, code, path = self.start("import os\nimport fitrun_no_such_module\n")
+        self.assertEqual(ready["event"], "fatal")
+        self.assertEqual((ready["stage"], ready["error_type"]), ("prelude", "ModuleNotFoundError"))
+        self.assertEqual((ready["file"], ready["line"]), (path, 2))
+        self.assertIn("fitrun_no_such_module", ready["message"])
+        self.assertEqual(code, 1)
+
+    def test_syntax_error(self):
+        ready, _, _ = self.start("x = (\n")
+        self.assertEqual((ready["event"], ready["error_type"]), ("fatal", "SyntaxError"))
+        self.assertEqual(ready["line"], 1)
+
+    def test_missing_prelude_file(self):
+        rt = dr.Runtime("/nonexistent/prelude.py", workers=1, sandbox_lib=LIB)
+        rt.close()
+        self.assertEqual((rt.ready["event"], rt.ready["error_type"]), ("fatal", "FileNotFoundError"))
+
+    def test_bad_sandbox_library(self):
+        rt = dr.Runtime("", workers=1, sandbox_lib="/nonexistent/libfitrun_sandbox.so")
+        rt.close()
+        self.assertEqual((rt.ready["event"], rt.ready["stage"]), ("fatal", "sandbox"))
+        self.assertIn("/nonexistent/libfitrun_sandbox.so", rt.ready["message"])
+
+
+class NothingLeftBehind(unittest.TestCase):
+    def test_close_leaves_no_process(self):
+        rt = dr.Runtime("", workers=2, sandbox_lib=LIB)
+        pids = [rt.proc.pid] + list(rt.pids.values())
+        rt.run_many([job("def transform(g):\n    return g\n", jid=str(i)) for i in range(4)])
+        rt.close()
+        time.sleep(0.2)
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}")
+                 and "Z" not in open(f"/proc/{p}/stat").read().split(")")[1][:3]]
+        self.assertEqual(alive, [])
+
+
+@needs_sandbox
+class Hostile(Base):
+    kwargs = {"policy": "preset=python;cpu_time=2s;memory=512M"}
+
+    def test_network_is_a_violation(self):
+        f = self.run1("import socket\ndef transform(g):\n    socket.socket()\n    return g\n")
+        self.assertEqual(f["status"], "violation", f)
+        self.assertGreaterEqual(f["violation_nr"], 0)
+
+    def test_file_write_does_not_happen(self):
+        path = os.path.join(self.tmp.name, "pwned")
+        f = self.run1(f"def transform(g):\n    open({path!r}, 'w').write('x')\n    return g\n")
+        self.assertIn(f["status"], ("violation", "error"), f)
+        self.assertFalse(os.path.exists(path))
+
+    def test_fork_is_denied(self):
+        f = self.run1("import os\ndef transform(g):\n    os.fork()\n    return g\n")
+        self.assertIn(f["status"], ("violation", "error"), f)
+
+    def test_memory_bomb(self):
+        f = self.run1("def transform(g):\n    x = []\n    while True:\n        x.append([0] * 10_000_000)\n")
+        self.assertEqual(f["status"], "memory", f)
+
+    def test_numpy_still_works(self):
+        f = self.run1("import numpy as np\ndef transform(g):\n    a = np.arange(16.).reshape(4, 4)\n"
+                      "    return int(np.linalg.matrix_rank(a @ a.T))\n")
+        self.assertEqual((f["status"], f["outputs"]), ("ok", [2]), f)
+
+
+if __name__ == "__main__":
+    unittest.main()

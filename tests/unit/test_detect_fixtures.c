@@ -1,0 +1,306 @@
+/* test_detect_fixtures.c — every tree under tests/fixtures/ against its
+ * expected.json, field by field, through the library (not the CLI), so that
+ * ASan/UBSan see every fallback path. Every key of expected.json must be
+ * compared: a key added to the JSON without a check here fails the test.
+ * (tests/cli/detect_fixtures.bats compares the CLI's JSON output as a whole.)
+ *
+ * Each fixture's environment is its `env` file and nothing else. */
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "fitrun/detect.h"
+#include "fitrun/plan.h"
+#include "fitrun/util.h"
+
+#define FIXTURES FITRUN_SRC "/tests/fixtures"
+#define MAX_FIXTURES 64
+
+/* ---- comparing one JSON object, counting the keys checked ---- */
+
+struct obj {
+    const char *fixture, *name;
+    json_t *j;
+    size_t checked;
+};
+
+static json_t *get(struct obj *o, const char *key)
+{
+    json_t *v = json_object_get(o->j, key);
+    if (!v)
+        fail_msg("%s: expected.json has no %s.%s", o->fixture, o->name, key);
+    o->checked++;
+    return v;
+}
+
+static void num(struct obj *o, const char *key, bool known, double got)
+{
+    json_t *v = get(o, key);
+    if (!known) {
+        if (!json_is_null(v))
+            fail_msg("%s: %s.%s: got null, want %g", o->fixture, o->name, key, json_number_value(v));
+        return;
+    }
+    if (!json_is_number(v))
+        fail_msg("%s: %s.%s: got %g, want null", o->fixture, o->name, key, got);
+    double want = json_number_value(v);
+    if (fabs(got - want) > 1e-9 * (fabs(want) > 1 ? fabs(want) : 1))
+        fail_msg("%s: %s.%s: got %.17g, want %.17g", o->fixture, o->name, key, got, want);
+}
+
+static void str(struct obj *o, const char *key, bool known, const char *got)
+{
+    json_t *v = get(o, key);
+    if (!known) {
+        if (!json_is_null(v))
+            fail_msg("%s: %s.%s: got null, want '%s'", o->fixture, o->name, key, json_string_value(v));
+        return;
+    }
+    if (!json_is_string(v))
+        fail_msg("%s: %s.%s: got '%s', want null", o->fixture, o->name, key, got);
+    if (strcmp(got, json_string_value(v)))
+        fail_msg("%s: %s.%s: got '%s', want '%s'", o->fixture, o->name, key, got, json_string_value(v));
+}
+
+static void boolean(struct obj *o, const char *key, bool got)
+{
+    json_t *v = get(o, key);
+    if (!json_is_boolean(v) || json_is_true(v) != got)
+        fail_msg("%s: %s.%s: got %s", o->fixture, o->name, key, got ? "true" : "false");
+}
+
+static void value(struct obj *o, const char *key, const struct fr_value *v)
+{
+    char skey[64];
+    num(o, key, v->known, v->value);
+    snprintf(skey, sizeof skey, "%s_source", key);
+    str(o, skey, v->known, v->source);
+}
+
+static void strings(struct obj *o, const char *key, int n, const char *(*item)(const void *, int), const void *ctx)
+{
+    json_t *a = get(o, key);
+    if (!json_is_array(a))
+        fail_msg("%s: %s.%s is not an array", o->fixture, o->name, key);
+    for (int i = 0; i < n || (size_t)i < json_array_size(a); i++) {
+        const char *want = (size_t)i < json_array_size(a) ? json_string_value(json_array_get(a, i)) : "(nothing)";
+        const char *got = i < n ? item(ctx, i) : "(nothing)";
+        if (!want || strcmp(want, got))
+            fail_msg("%s: %s.%s[%d]: got '%s', want '%s'", o->fixture, o->name, key, i, got, want ? want : "(not a string)");
+    }
+}
+
+static struct obj sub(struct obj *parent, const char *key)
+{
+    struct obj o = {parent->fixture, key, get(parent, key), 0};
+    if (!json_is_object(o.j))
+        fail_msg("%s: %s is not an object", parent->fixture, key);
+    return o;
+}
+
+static void all_checked(struct obj *o)
+{
+    if (o->checked != json_object_size(o->j))
+        fail_msg("%s: %s has %zu keys, the test compared %zu: compare the new ones", o->fixture, o->name,
+                 json_object_size(o->j), o->checked);
+}
+
+/* ---- the sections ---- */
+
+static void check_cgroup(struct obj *root, const struct fr_resources *r)
+{
+    static const char *names[FR_CTL_COUNT] = {"cpu", "cpuset", "memory", "pids"};
+    struct obj o = sub(root, "cgroup");
+    num(&o, "version", true, r->cgroup_version);
+    boolean(&o, "hybrid", r->cgroup_hybrid);
+    struct obj c = sub(&o, "controllers");
+    for (int i = 0; i < FR_CTL_COUNT; i++) {
+        json_t *v = json_object_get(c.j, names[i]);
+        if (!r->cgroup[i].version) {
+            if (!v || !json_is_null(v))
+                fail_msg("%s: cgroup.controllers.%s: got null", o.fixture, names[i]);
+            c.checked++;
+            continue;
+        }
+        struct obj l = sub(&c, names[i]);
+        num(&l, "version", true, r->cgroup[i].version);
+        str(&l, "mount", true, r->cgroup[i].mount);
+        str(&l, "path", true, r->cgroup[i].dir);
+        all_checked(&l);
+    }
+    all_checked(&c);
+    all_checked(&o);
+}
+
+static void check_cpu(struct obj *root, const struct fr_resources *r)
+{
+    struct obj o = sub(root, "cpu");
+    num(&o, "online", true, r->cpu_online);
+    num(&o, "affinity", true, r->cpu_affinity);
+    str(&o, "affinity_source", true, r->cpu_affinity_source);
+    str(&o, "affinity_list", r->cpu_affinity_list[0] != '\0', r->cpu_affinity_list);
+    value(&o, "cpuset", &r->cpu_cpuset);
+    str(&o, "cpuset_list", r->cpu_cpuset.known, r->cpu_cpuset_list);
+    value(&o, "quota", &r->cpu_quota);
+    value(&o, "scheduler", &r->cpu_scheduler);
+    value(&o, "override", &r->cpu_override);
+    value(&o, "shares", &r->cpu_shares);
+    num(&o, "detected", true, r->cpu_detected);
+    num(&o, "effective", true, r->cpu_effective);
+    all_checked(&o);
+}
+
+static void check_memory(struct obj *root, const struct fr_resources *r)
+{
+    struct obj o = sub(root, "memory");
+    num(&o, "total", true, (double)r->mem_total);
+    value(&o, "limit", &r->mem_limit);
+    value(&o, "high", &r->mem_high);
+    value(&o, "scheduler", &r->mem_scheduler);
+    all_checked(&o);
+    struct obj p = sub(root, "pids");
+    value(&p, "limit", &r->pids_limit);
+    value(&p, "current", &r->pids_current);
+    value(&p, "available", &r->pids_available);
+    all_checked(&p);
+    struct obj s = sub(root, "shm");
+    str(&s, "path", true, "/dev/shm");
+    value(&s, "size", &r->shm_size);
+    num(&s, "free", r->shm_free.known, r->shm_free.value);
+    all_checked(&s);
+}
+
+static const char *reason_at(const void *ctx, int i)
+{
+    return ((const struct fr_plan *)ctx)->reasons[i];
+}
+
+static const char *note_at(const void *ctx, int i)
+{
+    return ((const struct fr_resources *)ctx)->notes[i];
+}
+
+static void check_plan(struct obj *root, const struct fr_plan *p)
+{
+    struct obj o = sub(root, "plan");
+    num(&o, "workers", true, p->workers);
+    num(&o, "threads_per_worker", true, p->threads_per_worker);
+    str(&o, "rounding", true, fr_rounding_name(p->rounding));
+    num(&o, "memory_per_worker", false, 0);
+    num(&o, "workers_override", false, 0);
+    strings(&o, "reasons", p->nreasons, reason_at, p);
+    all_checked(&o);
+}
+
+/* ---- one fixture ---- */
+
+/* The fixture's `env` file as a NULL-terminated array (empty when absent). */
+static char **load_env(const char *dir, char **text)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/env", dir);
+    *text = fr_read_file(path, 1 << 16, NULL);
+    char **envp = calloc(64, sizeof *envp);
+    assert_non_null(envp);
+    int n = 0;
+    for (char *save = NULL, *line = *text ? strtok_r(*text, "\n", &save) : NULL; line && n < 63; line = strtok_r(NULL, "\n", &save))
+        envp[n++] = line;
+    return envp;
+}
+
+static void test_fixture(void **state)
+{
+    const char *name = *state;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
+    snprintf(path, sizeof path, "%s/expected.json", dir);
+    json_error_t err;
+    json_t *expected = json_load_file(path, 0, &err);
+    if (!expected)
+        fail_msg("%s:%d: %s", path, err.line, err.text);
+
+    char *envtext;
+    char **envp = load_env(dir, &envtext);
+    struct fr_detect_opts opts = {.sysroot = dir, .envp = envp, .cpus_override = 0};
+    struct fr_resources *r = malloc(sizeof *r);
+    struct fr_plan *plan = malloc(sizeof *plan);
+    assert_non_null(r);
+    assert_non_null(plan);
+    assert_int_equal(fr_detect(&opts, r), 0);
+    struct fr_plan_opts popts = {FR_ROUND_FLOOR, 0, 0};
+    fr_plan_make(r, &popts, plan);
+
+    struct obj root = {name, "(root)", expected, 0};
+    check_cgroup(&root, r);
+    check_cpu(&root, r);
+    check_memory(&root, r);
+    check_plan(&root, plan);
+    strings(&root, "notes", r->nnotes, note_at, r);
+    all_checked(&root);
+
+    json_decref(expected);
+    free(r);
+    free(plan);
+    free(envp);
+    free(envtext);
+}
+
+/* The cases the issue asks for must exist (the directory scan below would
+ * silently run fewer otherwise). */
+static void test_required_fixtures_exist(void **state)
+{
+    (void)state;
+    static const char *required[] = {
+        "v1-host", "hybrid-host", "v2-host", "docker-v1-cpus-1.5", "docker-v2-cgroupns-cpus-0.5", "k8s-nested-v2",
+        "systemd-slice", "slurm-cpuset", "htcondor", "escaped-paths", "missing", "garbage", "host-256",
+    };
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s/expected.json", FIXTURES, required[i]);
+        if (stat(path, &st) < 0)
+            fail_msg("missing fixture %s", path);
+    }
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    static char *names[MAX_FIXTURES];
+    static struct CMUnitTest tests[MAX_FIXTURES + 1];
+    int n = 0;
+    DIR *d = opendir(FIXTURES);
+    if (!d) {
+        perror(FIXTURES);
+        return 1;
+    }
+    for (struct dirent *e; (e = readdir(d)) && n < MAX_FIXTURES;) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s/expected.json", FIXTURES, e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &st) == 0)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    tests[0] = (struct CMUnitTest){"required fixtures exist", test_required_fixtures_exist, NULL, NULL, NULL};
+    for (int i = 0; i < n; i++)
+        tests[i + 1] = (struct CMUnitTest){names[i], test_fixture, NULL, NULL, names[i]};
+    int rc = _cmocka_run_group_tests("detect_fixtures", tests, (size_t)n + 1, NULL, NULL);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    return rc;
+}

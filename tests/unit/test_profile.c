@@ -1,0 +1,340 @@
+/* test_profile.c — INI profiles: every key, units, lists, the built-in
+ * defaults against profiles/default.ini, and errors that name file:line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fitrun/profile.h"
+
+static void parse_ok(struct fr_profile *p, const char *text)
+{
+    char err[1024] = "";
+    fr_profile_defaults(p);
+    if (fr_profile_parse(p, text, "t.ini", err, sizeof err) != 0)
+        fail_msg("refused: %s\n--- text:\n%s", err, text);
+}
+
+/* The message must be exactly "t.ini:<line>: ..." and contain `needle`. */
+static void parse_bad(const char *text, int line, const char *needle)
+{
+    struct fr_profile p;
+    char err[1024] = "", prefix[32];
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_parse(&p, text, "t.ini", err, sizeof err), -1);
+    snprintf(prefix, sizeof prefix, "t.ini:%d: ", line);
+    if (strncmp(err, prefix, strlen(prefix)) || !strstr(err, needle))
+        fail_msg("message '%s' is not '%s...%s...'\n--- text:\n%s", err, prefix, needle, text);
+    fr_profile_free(&p);
+}
+
+static void test_every_key(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    parse_ok(&p, "[resources]\n"
+                 "cpus = 1.5\n"
+                 "workers = 3\n"
+                 "memory_per_worker = 1G\n"
+                 "rounding = ceil\n"
+                 "[sandbox]\n"
+                 "preset = python\n"
+                 "cpu_time = 1500ms\n"
+                 "wall_time = 2m\n"
+                 "memory = 256M\n"
+                 "output = 64k\n"
+                 "processes = 8\n"
+                 "fsize = 1M\n"
+                 "nofile = 64\n"
+                 "stack = 8M\n"
+                 "allow = socket, connect bind\n"
+                 "deny = mkdir\n"
+                 "keep_caps = cap_net_raw\n"
+                 "spec_allow = yes\n"
+                 "[runtime]\n"
+                 "kind = python\n"
+                 "interpreter = /opt/venv/bin/python\n"
+                 "prelude = /abs/prelude.py\n"
+                 "entry = solve_it\n"
+                 "[env]\n"
+                 "FOO = bar baz\n"
+                 "EMPTY =\n");
+    assert_true(p.cpus == 1.5);
+    assert_int_equal(p.workers, 3);
+    assert_int_equal(p.memory_per_worker, 1ull << 30);
+    assert_int_equal(p.rounding, FR_ROUND_CEIL);
+    assert_int_equal(p.preset, FR_PRESET_PYTHON);
+    assert_int_equal(p.cpu_time_ms, 1500);
+    assert_int_equal(p.wall_time_ms, 120000);
+    assert_int_equal(p.memory, 256ull << 20);
+    assert_int_equal(p.output, 64ull << 10);
+    assert_int_equal(p.processes, 8);
+    assert_int_equal(p.fsize, 1ull << 20);
+    assert_int_equal(p.nofile, 64);
+    assert_int_equal(p.stack, 8ull << 20);
+    assert_string_equal(p.allow[0], "socket");
+    assert_string_equal(p.allow[1], "connect");
+    assert_string_equal(p.allow[2], "bind");
+    assert_null(p.allow[3]);
+    assert_string_equal(p.deny[0], "mkdir");
+    assert_null(p.deny[1]);
+    assert_string_equal(p.keep_caps[0], "cap_net_raw");
+    assert_true(p.spec_allow);
+    assert_int_equal(p.kind, FR_RUNTIME_PYTHON);
+    assert_string_equal(p.interpreter, "/opt/venv/bin/python");
+    assert_string_equal(p.prelude, "/abs/prelude.py");
+    assert_string_equal(p.entry, "solve_it");
+    assert_int_equal(p.nenv, 2);
+    assert_string_equal(p.env_name[0], "FOO");
+    assert_string_equal(p.env_value[0], "bar baz");
+    assert_string_equal(p.env_name[1], "EMPTY");
+    assert_string_equal(p.env_value[1], "");
+
+    /* the spec the sandbox gets */
+    struct fr_policy_spec spec;
+    fr_profile_policy_spec(&p, &spec);
+    assert_int_equal(spec.preset, FR_PRESET_PYTHON);
+    assert_int_equal(spec.cpu_ms, 1500);
+    assert_int_equal(spec.as_bytes, 256ull << 20);
+    assert_int_equal(spec.nproc, 8);
+    assert_int_equal(spec.fsize_bytes, 1ull << 20);
+    assert_int_equal(spec.nofile, 64);
+    assert_int_equal(spec.stack_bytes, 8ull << 20);
+    assert_string_equal(spec.allow[2], "bind");
+    assert_string_equal(spec.keep_caps[0], "cap_net_raw");
+    assert_true(spec.spec_allow);
+    fr_profile_free(&p);
+}
+
+static void test_auto_none_and_empty(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    parse_ok(&p, "[resources]\ncpus = 2\nworkers = 2\n[resources]\n");
+    assert_int_equal(p.workers, 2);
+    char err[256];
+    assert_int_equal(fr_profile_parse(&p, "[resources]\ncpus = auto\nworkers = auto\nmemory_per_worker = none\n",
+                                      "u.ini", err, sizeof err),
+                     0);
+    assert_true(p.cpus == 0);
+    assert_int_equal(p.workers, 0);
+    assert_int_equal(p.memory_per_worker, 0);
+    fr_profile_free(&p);
+
+    parse_ok(&p, "; comment\n# another\n\n[sandbox]\ncpu_time = none ; inline\nwall_time = unlimited\n"
+                 "memory = 0\nallow =\ndeny = ,  ,\nprocesses = none\n");
+    assert_int_equal(p.cpu_time_ms, 0);
+    assert_int_equal(p.wall_time_ms, 0);
+    assert_int_equal(p.memory, 0);
+    assert_int_equal(p.processes, 0);
+    assert_null(p.allow[0]);
+    assert_null(p.deny[0]);
+    fr_profile_free(&p);
+
+    /* bare number = seconds; fractions; CRLF line ends */
+    parse_ok(&p, "[sandbox]\r\ncpu_time = 3\r\nwall_time = 0.25\r\n");
+    assert_int_equal(p.cpu_time_ms, 3000);
+    assert_int_equal(p.wall_time_ms, 250);
+    fr_profile_free(&p);
+}
+
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    parse_bad("[sandbox]\npreset = exec\ncpu_tme = 2s\n", 3, "unknown key 'cpu_tme' in [sandbox]");
+    parse_bad("[resources]\n\n\nthreads = 2\n", 4, "unknown key 'threads' in [resources]");
+    parse_bad("[runtime]\nkind = exec\nprelud = x.py\n", 3, "unknown key 'prelud' in [runtime]");
+    /* an unknown section is reported on its header, even when empty */
+    parse_bad("[sandbox]\ncpu_time = 1s\n[sandbx]\n", 3, "unknown section [sandbx]");
+    parse_bad("[Sandbox]\ncpu_time = 1s\n", 1, "unknown section [Sandbox]");
+    parse_bad("cpu_time = 1s\n", 1, "outside any section");
+    parse_bad("[sandbox]\ncpu_time = 2 seconds\n", 2, "bad duration '2 seconds' for cpu_time");
+    parse_bad("[sandbox]\nwall_time = -1s\n", 2, "bad duration");
+    parse_bad("[sandbox]\nmemory = 512Q\n", 2, "bad size '512Q' for memory");
+    parse_bad("[sandbox]\noutput = none\n", 2, "bad size 'none' for output");
+    parse_bad("[sandbox]\nprocesses = 1.5\n", 2, "bad number '1.5' for processes");
+    parse_bad("[sandbox]\nallow = socket, sockett\n", 2, "unknown syscall 'sockett' in allow");
+    parse_bad("[sandbox]\n\ndeny = rm\n", 3, "unknown syscall 'rm' in deny");
+    parse_bad("[sandbox]\nkeep_caps = cap_fly\n", 2, "unknown capability 'cap_fly'");
+    parse_bad("[sandbox]\nspec_allow = maybe\n", 2, "bad value 'maybe' for spec_allow");
+    parse_bad("[resources]\nworkers = 0\n", 2, "bad value '0' for workers");
+    parse_bad("[resources]\nworkers = many\n", 2, "bad value 'many' for workers");
+    parse_bad("[resources]\ncpus = -2\n", 2, "bad value '-2' for cpus");
+    parse_bad("[runtime]\nkind = ruby\n", 2, "bad value 'ruby' for kind");
+    parse_bad("[runtime]\nentry = 9lives\n", 2, "bad value '9lives' for entry");
+    parse_bad("[runtime]\ninterpreter =\n", 2, "bad value '' for interpreter");
+    parse_bad("[env]\n1BAD = x\n", 2, "bad variable name '1BAD'");
+    parse_bad("[sandbox]\ncpu_time = 1s\ncpu_time = 2s\n", 3, "duplicate key 'cpu_time' in [sandbox]");
+    /* inih's own syntax errors get a line too */
+    parse_bad("[sandbox]\ncpu_time 2s\n", 2, "syntax error");
+    parse_bad("[sandbox\ncpu_time = 2s\n", 1, "syntax error");
+    /* the first problem by line wins, whoever found it */
+    parse_bad("[sandbox]\nbogus = 1\nno equals sign\n", 2, "unknown key 'bogus'");
+    parse_bad("[sandbox]\nno equals sign\nbogus = 1\n", 2, "syntax error");
+    parse_bad("[sandbx]\nbogus = 1\n", 1, "unknown section [sandbx]");
+    /* values the parser of the plan/sandbox modules refuse */
+    parse_bad("[resources]\nrounding = up\n", 2, "bad value 'up' for rounding");
+    parse_bad("[sandbox]\npreset = strict\n", 2, "bad value 'strict' for preset");
+}
+
+static void test_long_lines(void **state)
+{
+    (void)state;
+    /* a 3000-character value is fine ... */
+    char *text = malloc(3100);
+    strcpy(text, "[env]\nLONG = ");
+    memset(text + strlen(text), 'v', 3000);
+    strcpy(text + 13 + 3000, "\n");
+    struct fr_profile p;
+    parse_ok(&p, text);
+    assert_int_equal(strlen(p.env_value[0]), 3000);
+    fr_profile_free(&p);
+    free(text);
+    /* ... a 10000-character line is an error on its own line */
+    text = malloc(10100);
+    strcpy(text, "[env]\nA = 1\nB = ");
+    memset(text + strlen(text), 'x', 10000);
+    strcpy(text + 16 + 10000, "\nC = 3\n");
+    parse_bad(text, 3, "line too long");
+    free(text);
+}
+
+static void test_prelude_relative_to_profile(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    char err[256];
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = lib/pre.py\n", "/srv/profiles/arc.ini", err,
+                                      sizeof err),
+                     0);
+    assert_string_equal(p.prelude, "/srv/profiles/lib/pre.py");
+    assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = /abs.py\n", "/srv/profiles/arc.ini", err, sizeof err),
+                     0);
+    assert_string_equal(p.prelude, "/abs.py");
+    assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = x.py\n", "arc.ini", err, sizeof err), 0);
+    assert_string_equal(p.prelude, "x.py");
+    /* command line: relative to the working directory */
+    assert_int_equal(fr_profile_set(&p, "runtime", "prelude", "here.py", err, sizeof err), 0);
+    assert_string_equal(p.prelude, "here.py");
+    fr_profile_free(&p);
+}
+
+static void test_set(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    char err[512];
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_set(&p, "sandbox", "cpu_time", "250ms", err, sizeof err), 0);
+    assert_int_equal(p.cpu_time_ms, 250);
+    assert_int_equal(fr_profile_set(&p, "sandbox", "allow", "socket", err, sizeof err), 0);
+    assert_int_equal(fr_profile_set(&p, "sandbox", "allow", "bind connect", err, sizeof err), 0);
+    assert_string_equal(p.allow[0], "bind"); /* replaced, not appended */
+    assert_null(p.allow[2]);
+    assert_int_equal(fr_profile_set(&p, "env", "X", "1", err, sizeof err), 0);
+    assert_int_equal(fr_profile_set(&p, "env", "X", "2", err, sizeof err), 0);
+    assert_int_equal(p.nenv, 1);
+    assert_string_equal(p.env_value[0], "2");
+    assert_int_equal(fr_profile_set(&p, "sandbox", "cpu_tme", "1s", err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown key 'cpu_tme' in [sandbox]"));
+    assert_null(strstr(err, ".ini")); /* no file, no line */
+    assert_int_equal(fr_profile_set(&p, "nope", "k", "v", err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown section [nope]"));
+    fr_profile_free(&p);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fitrun-test-profile-XXXXXX", path[128], err[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/my.ini", dir);
+    write_file(path, "[sandbox]\npreset = exec\ncpu_tme = 2s\n");
+    struct fr_profile p;
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_load(&p, path, err, sizeof err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "%s:3: unknown key 'cpu_tme' in [sandbox]", path);
+    if (strncmp(err, want, strlen(want)))
+        fail_msg("got '%s', want '%s...'", err, want);
+    fr_profile_free(&p);
+
+    /* a relative prelude resolves against the file's directory */
+    write_file(path, "[runtime]\nkind = python\nprelude = pre.py\n");
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_load(&p, path, err, sizeof err), 0);
+    snprintf(want, sizeof want, "%s/pre.py", dir);
+    assert_string_equal(p.prelude, want);
+    assert_string_equal(p.path, path);
+    fr_profile_free(&p);
+    unlink(path);
+
+    assert_int_equal(fr_profile_load(&p, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot read profile"));
+    assert_non_null(strstr(err, "No such file"));
+    rmdir(dir);
+}
+
+/* profiles/default.ini says exactly what the built-in defaults are. */
+static void test_default_ini_matches_defaults(void **state)
+{
+    (void)state;
+    struct fr_profile builtin, file;
+    char err[1024];
+    fr_profile_defaults(&builtin);
+    fr_profile_defaults(&file);
+    assert_int_equal(fr_profile_load(&file, FITRUN_SRC "/profiles/default.ini", err, sizeof err), 0);
+    file.path[0] = '\0';
+    assert_true(builtin.cpus == file.cpus);
+    assert_int_equal(builtin.workers, file.workers);
+    assert_int_equal(builtin.memory_per_worker, file.memory_per_worker);
+    assert_int_equal(builtin.rounding, file.rounding);
+    assert_int_equal(builtin.preset, file.preset);
+    assert_int_equal(builtin.cpu_time_ms, file.cpu_time_ms);
+    assert_int_equal(builtin.wall_time_ms, file.wall_time_ms);
+    assert_int_equal(builtin.memory, file.memory);
+    assert_int_equal(builtin.output, file.output);
+    assert_int_equal(builtin.processes, file.processes);
+    assert_int_equal(builtin.spec_allow, file.spec_allow);
+    assert_int_equal(builtin.kind, file.kind);
+    assert_string_equal(builtin.interpreter, file.interpreter);
+    assert_string_equal(builtin.entry, file.entry);
+    assert_null(file.allow[0]);
+    assert_int_equal(file.nenv, 0);
+    /* and the numbers */
+    assert_int_equal(builtin.cpu_time_ms, 2000);
+    assert_int_equal(builtin.wall_time_ms, 10000);
+    assert_int_equal(builtin.output, 1u << 20);
+    fr_profile_free(&file);
+    fr_profile_free(&builtin);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_auto_none_and_empty),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_long_lines),
+        cmocka_unit_test(test_prelude_relative_to_profile),
+        cmocka_unit_test(test_set),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_default_ini_matches_defaults),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,160 @@
+/* test_sandbox_noalloc.c — fr_policy_apply must not allocate (it runs in a
+ * child forked from a multithreaded or Python parent, where malloc's locks
+ * may be held by a thread that no longer exists).
+ *
+ * This binary interposes malloc & co. (forwarding to glibc's __libc_*
+ * entry points) and counts calls while armed. libcap and libseccomp are
+ * shared libraries, so their calls come here too. Under AddressSanitizer
+ * the allocator belongs to ASan and the test is skipped. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fitrun/sandbox.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FR_NOALLOC_SKIP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FR_NOALLOC_SKIP 1
+#endif
+#endif
+
+#ifndef FR_NOALLOC_SKIP
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+
+static volatile int g_armed;
+static volatile int g_calls;
+
+void *malloc(size_t n)
+{
+    if (g_armed)
+        g_calls++;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (g_armed)
+        g_calls++;
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    if (g_armed)
+        g_calls++;
+    return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    if (g_armed)
+        g_calls++;
+    return __libc_memalign(align, n);
+}
+
+void free(void *p)
+{
+    if (g_armed && p)
+        g_calls++;
+    __libc_free(p);
+}
+#endif
+
+/* Apply `kv` in a child with counting armed; the child reports the count. */
+static int allocations_during_apply(const char *kv)
+{
+#ifdef FR_NOALLOC_SKIP
+    (void)kv;
+    return 0;
+#else
+    char err[256];
+    struct fr_policy *p;
+    if (fr_policy_build_kv(kv, &p, err, sizeof err) < 0)
+        fail_msg("build %s: %s", kv, err);
+    int out[2], rep[2];
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        g_calls = 0;
+        g_armed = 1;
+        int rc = fr_policy_apply(p, rep[1]);
+        g_armed = 0;
+        int msg[2] = { rc, g_calls };
+        (void)!write(out[1], msg, sizeof msg);
+        _exit(0);
+    }
+    close(out[1]);
+    close(rep[1]);
+    int msg[2] = { -1, -1 };
+    assert_int_equal(read(out[0], msg, sizeof msg), (ssize_t)sizeof msg);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(out[0]);
+    close(rep[0]);
+    fr_policy_free(p);
+    assert_int_equal(msg[0], 0);
+    return msg[1];
+#endif
+}
+
+static void test_counter_works(void **state)
+{
+    (void)state;
+#ifdef FR_NOALLOC_SKIP
+    skip();
+#else
+    /* The interposition must actually see allocations, or the other
+     * tests prove nothing. */
+    g_calls = 0;
+    g_armed = 1;
+    char *volatile p = malloc(32);
+    free(p);
+    g_armed = 0;
+    assert_int_equal(g_calls, 2);
+#endif
+}
+
+static void test_python_apply_does_not_allocate(void **state)
+{
+    (void)state;
+#ifdef FR_NOALLOC_SKIP
+    skip();
+#endif
+    assert_int_equal(allocations_during_apply("preset=python;cpu_time=2s;memory=1G;nofile=64"), 0);
+}
+
+static void test_caps_and_none_do_not_allocate(void **state)
+{
+    (void)state;
+#ifdef FR_NOALLOC_SKIP
+    skip();
+#endif
+    assert_int_equal(allocations_during_apply("preset=none;keep_caps=cap_net_raw,cap_kill;deny=ptrace"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counter_works),
+        cmocka_unit_test(test_python_apply_does_not_allocate),
+        cmocka_unit_test(test_caps_and_none_do_not_allocate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,347 @@
+/* test_util.c — launcher/util/util.c: the size, duration, bool, integer
+ * and double parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size
+ * and fr_now_ns. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fitrun/util.h"
+
+/* ---- sizes and durations ---- */
+
+static uint64_t size_of(const char *s)
+{
+    uint64_t v = 0xdeadbeef;
+    if (fr_parse_size(s, &v) != 0)
+        fail_msg("fr_parse_size('%s') failed", s);
+    return v;
+}
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    assert_true(size_of("4096") == 4096);
+    assert_true(size_of("0") == 0);
+    assert_true(size_of("64k") == 65536);
+    assert_true(size_of("64K") == 65536);
+    assert_true(size_of("64KiB") == 65536);
+    assert_true(size_of("64kb") == 65536);
+    assert_true(size_of("512M") == 536870912);
+    assert_true(size_of("2G") == 2147483648ull);
+    assert_true(size_of("1.5GiB") == 1610612736ull);
+    assert_true(size_of("1T") == 1099511627776ull);
+    assert_true(size_of("100B") == 100);
+    assert_true(size_of(" 64 k ") == 65536);
+    assert_true(size_of(".5k") == 512);
+    assert_true(size_of("0.1k") == 102); /* fractional bytes truncated */
+    const char *bad[] = {"", " ", "-1", "+1", "k", "64kk", "64 k b", "1e3", "0x10", "inf", "nan", "1.2.3", "64Q",
+                         "18446744073709551616", "16777216T", "1 2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v;
+        if (fr_parse_size(bad[i], &v) != -1)
+            fail_msg("fr_parse_size('%s') accepted (%llu)", bad[i], (unsigned long long)v);
+    }
+    uint64_t v;
+    assert_int_equal(fr_parse_size(NULL, &v), -1);
+}
+
+static uint64_t ms_of(const char *s)
+{
+    uint64_t v = 0xdeadbeef;
+    if (fr_parse_duration_ms(s, &v) != 0)
+        fail_msg("fr_parse_duration_ms('%s') failed", s);
+    return v;
+}
+
+static void test_parse_duration(void **state)
+{
+    (void)state;
+    assert_true(ms_of("2s") == 2000);
+    assert_true(ms_of("2") == 2000); /* bare number = seconds */
+    assert_true(ms_of("500ms") == 500);
+    assert_true(ms_of("1.5s") == 1500);
+    assert_true(ms_of("2m") == 120000);
+    assert_true(ms_of("2min") == 120000);
+    assert_true(ms_of("1h") == 3600000);
+    assert_true(ms_of("250us") == 1); /* rounded up to whole ms */
+    assert_true(ms_of("1000us") == 1);
+    assert_true(ms_of("1001us") == 2);
+    assert_true(ms_of("0") == 0);
+    assert_true(ms_of(" 3 sec ") == 3000);
+    assert_true(ms_of("0.0001s") == 1);
+    const char *bad[] = {"", "s", "-1s", "+1s", "1ns", "1d", "1e3s", "inf", "1 s s", "99999999999999999h"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v;
+        if (fr_parse_duration_ms(bad[i], &v) != -1)
+            fail_msg("fr_parse_duration_ms('%s') accepted (%llu)", bad[i], (unsigned long long)v);
+    }
+    uint64_t v;
+    assert_int_equal(fr_parse_duration_ms(NULL, &v), -1);
+}
+
+/* ---- integers, doubles, bools ---- */
+
+static void test_parse_ints(void **state)
+{
+    (void)state;
+    int64_t i;
+    uint64_t u;
+    assert_int_equal(fr_parse_i64("42", &i), 0);
+    assert_true(i == 42);
+    assert_int_equal(fr_parse_i64(" -7 \n", &i), 0);
+    assert_true(i == -7);
+    assert_int_equal(fr_parse_i64("-9223372036854775808", &i), 0);
+    assert_true(i == INT64_MIN);
+    assert_int_equal(fr_parse_i64("9223372036854775807", &i), 0);
+    assert_int_equal(fr_parse_i64("9223372036854775808", &i), -1); /* overflow */
+    assert_int_equal(fr_parse_i64("0x10", &i), -1);
+    assert_int_equal(fr_parse_i64("5x", &i), -1);
+    assert_int_equal(fr_parse_i64("1.5", &i), -1);
+    assert_int_equal(fr_parse_i64("", &i), -1);
+    assert_int_equal(fr_parse_i64("  ", &i), -1);
+    assert_int_equal(fr_parse_i64("1 2", &i), -1);
+    assert_int_equal(fr_parse_i64(NULL, &i), -1);
+
+    assert_int_equal(fr_parse_u64("18446744073709551615", &u), 0);
+    assert_true(u == UINT64_MAX);
+    assert_int_equal(fr_parse_u64("18446744073709551616", &u), -1);
+    assert_int_equal(fr_parse_u64("-1", &u), -1); /* strtoull would wrap it */
+    assert_int_equal(fr_parse_u64(" -1", &u), -1);
+    assert_int_equal(fr_parse_u64("7\n", &u), 0);
+    assert_true(u == 7);
+    assert_int_equal(fr_parse_u64("abc", &u), -1);
+    assert_int_equal(fr_parse_u64("", &u), -1);
+    assert_int_equal(fr_parse_u64(NULL, &u), -1);
+}
+
+static void test_parse_double(void **state)
+{
+    (void)state;
+    double d;
+    assert_int_equal(fr_parse_double("1.5", &d), 0);
+    assert_true(d == 1.5);
+    assert_int_equal(fr_parse_double(" 0.25\n", &d), 0);
+    assert_true(d == 0.25);
+    assert_int_equal(fr_parse_double("-2", &d), 0);
+    assert_true(d == -2);
+    assert_int_equal(fr_parse_double("1e3", &d), 0);
+    assert_true(d == 1000);
+    assert_int_equal(fr_parse_double("inf", &d), -1);
+    assert_int_equal(fr_parse_double("nan", &d), -1);
+    assert_int_equal(fr_parse_double("1e999", &d), -1);
+    assert_int_equal(fr_parse_double("1.5x", &d), -1);
+    assert_int_equal(fr_parse_double("", &d), -1);
+    assert_int_equal(fr_parse_double("fast", &d), -1);
+    assert_int_equal(fr_parse_double(NULL, &d), -1);
+}
+
+static void test_parse_bool(void **state)
+{
+    (void)state;
+    const char *yes[] = {"true", "yes", "on", "1", "TRUE", "Yes", " on ", "On\n"};
+    const char *no[] = {"false", "no", "off", "0", "FALSE", " No "};
+    const char *bad[] = {"", " ", "2", "y", "n", "enabled", "truee", "true false", "a-very-long-string-value"};
+    bool b;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        b = false;
+        if (fr_parse_bool(yes[i], &b) != 0 || !b)
+            fail_msg("'%s' is not true", yes[i]);
+    }
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        b = true;
+        if (fr_parse_bool(no[i], &b) != 0 || b)
+            fail_msg("'%s' is not false", no[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fr_parse_bool(bad[i], &b) != -1)
+            fail_msg("'%s' accepted", bad[i]);
+    assert_int_equal(fr_parse_bool(NULL, &b), -1);
+}
+
+/* ---- files and paths ---- */
+
+static char tmpdir[] = "/tmp/fitrun-test-util-XXXXXX";
+
+static int make_tmpdir(void **state)
+{
+    (void)state;
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmpdir(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Write `len` bytes of 'a' (or `content`) to tmpdir/name; returns the path. */
+static const char *write_file(const char *name, const char *content, size_t len)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    for (size_t i = 0; i < len; i++)
+        assert_int_equal(write(fd, content ? content + i : "a", 1), 1);
+    assert_int_equal(close(fd), 0);
+    return path;
+}
+
+static void test_read_file(void **state)
+{
+    (void)state;
+    size_t len = 99;
+    const char *p = write_file("small", "hello\nworld\n", 12);
+    char *s = fr_read_file(p, 4096, &len);
+    assert_non_null(s);
+    assert_string_equal(s, "hello\nworld\n");
+    assert_int_equal(len, 12);
+    free(s);
+
+    p = write_file("empty", NULL, 0);
+    s = fr_read_file(p, 4096, &len);
+    assert_non_null(s);
+    assert_string_equal(s, "");
+    assert_int_equal(len, 0);
+    free(s);
+
+    /* Larger than max: EFBIG, small and big (several buffer growths). */
+    p = write_file("thirteen", NULL, 13);
+    errno = 0;
+    assert_null(fr_read_file(p, 12, NULL));
+    assert_int_equal(errno, EFBIG);
+    p = write_file("big", NULL, 20000);
+    errno = 0;
+    assert_null(fr_read_file(p, 10000, NULL));
+    assert_int_equal(errno, EFBIG);
+    s = fr_read_file(p, 1 << 20, &len); /* grows its buffer past 4096 */
+    assert_non_null(s);
+    assert_int_equal(len, 20000);
+    assert_int_equal(strlen(s), 20000);
+    free(s);
+
+    errno = 0;
+    assert_null(fr_read_file("/nonexistent/fitrun-test", 100, NULL));
+    assert_int_equal(errno, ENOENT);
+    errno = 0;
+    assert_null(fr_read_file(tmpdir, 100, NULL)); /* a directory: read() fails */
+    assert_int_equal(errno, EISDIR);
+
+    /* /proc files report size 0 in stat(): reading must not rely on it. */
+    s = fr_read_file("/proc/self/status", 1 << 20, &len);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "Cpus_allowed_list:"));
+    free(s);
+}
+
+/* util.h: "EFBIG when the file is larger than max". A file of EXACTLY max
+ * bytes is not larger, so it must be read. BUG in util.c (reported, not
+ * fixed here: not my file): fr_read_file() stops when its buffer holds
+ * max bytes and returns EFBIG without checking for end of file, so files
+ * of exactly `max` bytes fail, for every max (4096-byte cgroup reads of
+ * long cpusets, a 12-byte "-1" and friends in tests). Fix: when used == max,
+ * try to read one more byte and fail only if that read returns data. */
+static void test_read_file_exactly_max(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    const char *p = write_file("twelve", "hello world\n", 12);
+    errno = 0;
+    char *s = fr_read_file(p, 12, &len);
+    if (!s)
+        fail_msg("fr_read_file(12-byte file, max 12) failed: %s", strerror(errno));
+    assert_int_equal(len, 12);
+    free(s);
+
+    p = write_file("empty0", NULL, 0);
+    s = fr_read_file(p, 0, &len); /* an empty file fits in max 0 */
+    if (!s)
+        fail_msg("fr_read_file(empty file, max 0) failed: %s", strerror(errno));
+    free(s);
+
+    p = write_file("page", NULL, 8192);
+    s = fr_read_file(p, 8192, &len);
+    if (!s)
+        fail_msg("fr_read_file(8192-byte file, max 8192) failed: %s", strerror(errno));
+    assert_int_equal(len, 8192);
+    free(s);
+}
+
+static void test_path_join(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/", "/proc/self/cgroup"), "/proc/self/cgroup");
+    assert_string_equal(fr_path_join(buf, sizeof buf, NULL, "/proc"), "/proc");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "", "/proc"), "/proc");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/fx/tree", "/proc"), "/fx/tree/proc");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/fx/tree/", "/proc"), "/fx/tree/proc");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/fx/tree///", "/proc"), "/fx/tree/proc");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/fx", "rel"), "/fx/rel");
+    assert_string_equal(fr_path_join(buf, sizeof buf, "/fx", "/a b/c:d"), "/fx/a b/c:d");
+    char small[8];
+    errno = 0;
+    assert_null(fr_path_join(small, sizeof small, "/fx/tree", "/proc"));
+    assert_int_equal(errno, ENAMETOOLONG);
+    assert_null(fr_path_join(small, sizeof small, "/", "/1234567")); /* 8 bytes + NUL: too long */
+    assert_string_equal(fr_path_join(small, sizeof small, "/", "/123456"), "/123456");
+}
+
+static void test_trim(void **state)
+{
+    (void)state;
+    char a[] = "  hello world \n\t";
+    assert_string_equal(fr_trim(a), "hello world");
+    char b[] = "";
+    assert_string_equal(fr_trim(b), "");
+    char c[] = " \n ";
+    assert_string_equal(fr_trim(c), "");
+    char d[] = "x";
+    assert_string_equal(fr_trim(d), "x");
+}
+
+static void test_format_size(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(fr_format_size(0, buf, sizeof buf), "0 B");
+    assert_string_equal(fr_format_size(1023, buf, sizeof buf), "1023 B");
+    assert_string_equal(fr_format_size(1024, buf, sizeof buf), "1.0 KiB");
+    assert_string_equal(fr_format_size(1536, buf, sizeof buf), "1.5 KiB");
+    assert_string_equal(fr_format_size(268435456, buf, sizeof buf), "256.0 MiB");
+    assert_string_equal(fr_format_size(1099511627776ull, buf, sizeof buf), "1.0 TiB");
+    assert_string_equal(fr_format_size(UINT64_MAX, buf, sizeof buf), "16.0 EiB");
+    char tiny[4];
+    assert_string_equal(fr_format_size(268435456, tiny, sizeof tiny), "256");
+}
+
+static void test_now_ns(void **state)
+{
+    (void)state;
+    uint64_t a = fr_now_ns(), b = fr_now_ns();
+    assert_true(a > 0);
+    assert_true(b >= a); /* monotonic: never goes back */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_size),   cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_parse_ints),
+        cmocka_unit_test(test_parse_double), cmocka_unit_test(test_parse_bool),     cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_read_file_exactly_max),
+        cmocka_unit_test(test_path_join),    cmocka_unit_test(test_trim),           cmocka_unit_test(test_format_size),
+        cmocka_unit_test(test_now_ns),
+    };
+    return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
+}
