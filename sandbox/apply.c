@@ -16,6 +16,10 @@
  *                  working, so an exec can never regain what 3 drops.
  *  3. capabilities bounding set (needs CAP_SETPCAP, so before capset drops
  *                  it), ambient, then E/P/I with one capset.
+ *     not dumpable (unless core files were asked for): other processes of
+ *                  the same uid — other jobs included — can then neither
+ *                  ptrace the job nor read its memory through
+ *                  /proc/<pid>/mem (a read-only open the presets allow).
  *  4. SIGSYS handler (TRAP filters): before the filter, which denies
  *                  rt_sigaction(SIGSYS).
  *  5. seccomp      last: it denies most of what 1-4 used.
@@ -46,6 +50,8 @@ int fr_policy_apply(const struct fr_policy *p, int report_fd)
     int rc = fr_apply_common(p);
     if (rc < 0)
         return rc;
+    if (!p->limits.core_bytes && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return -errno;
     switch (p->filter.mode) {
     case FR_FILTER_OFF:
         return 0;

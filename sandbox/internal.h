@@ -45,12 +45,16 @@ int fr_rlimits_apply(const struct fr_rlimit_plan *plan);
 struct fr_caps_plan {
     cap_t state;       /* E = P = I = the kept capabilities (libcap, built in the parent) */
     uint64_t keep;     /* bit n set = capability n is kept */
+    uint64_t bounding; /* the builder's bounding set when planned (children hold a subset) */
     int last_cap;      /* highest capability number the running kernel knows */
 };
 int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen);
 void fr_caps_plan_free(struct fr_caps_plan *plan);
 /* Child side. Returns 0 or -errno. */
 int fr_caps_apply(const struct fr_caps_plan *plan);
+/* Parent side (fr_policy_prepare_worker): drop the bounding set in the
+ * calling process and record what is left. Returns 0 or -errno. */
+int fr_caps_prepare_worker(struct fr_caps_plan *plan);
 
 /* ---- presets.c ------------------------------------------------------------ */
 /* Add the preset's allow rules to ctx, skipping the syscall numbers in

@@ -316,6 +316,13 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
     return b.used > (size_t)0x7fffffff ? -1 : (int)b.used;
 }
 
+int fr_policy_prepare_worker(struct fr_policy *p)
+{
+    if (!p)
+        return -EINVAL;
+    return fr_caps_prepare_worker(&p->caps);
+}
+
 const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns)
 {
     if (ninsns)

@@ -81,6 +81,12 @@ static int job_side(const struct fr_policy *p, int report_fd, pid_t relay, int u
         rc = -ESRCH; /* the relay died before PDEATHSIG was armed */
     if (!rc)
         rc = fr_apply_common(p);
+    /* The relay takes the listener with pidfd_getfd, which needs ptrace
+     * access to us: a caller that switched uid left us non-dumpable. The
+     * execve that follows makes the job dumpable anyway (kernel rule for
+     * an ordinary binary), so this exposes nothing the job would not. */
+    if (!rc && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+        rc = -errno;
     int listener = -1;
     if (!rc) {
         listener = fr_filter_install(&p->filter, getpid(), true);
@@ -195,7 +201,10 @@ static _Noreturn void relay_side(const struct fr_policy *p, int report_fd, pid_t
     close(up_r);
     close(down_w);
     /* The relay only runs this file's code, but it lives as long as the job:
-     * give up what the job gave up too (errors ignored: nothing depends on it). */
+     * give up what the job gave up too (errors ignored: nothing depends on
+     * it), and be non-dumpable — its memory is a copy of the caller's, and
+     * the job (same uid) must not read it through /proc/<ppid>/mem. */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     (void)fr_caps_apply(&p->caps);
 

@@ -207,14 +207,19 @@ static int run_sbatch(const char *script, char *id, size_t n)
         fr_warn("submit: pipe: %s", strerror(errno));
         return FR_EXIT_USAGE;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-    int err = posix_spawnp(&pid, "sbatch", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
+    /* The pipe is O_CLOEXEC; dup2 onto stdout clears that for the child's copy. */
+    int err = posix_spawn_file_actions_init(&fa);
+    if (!err) {
+        err = posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+        if (!err)
+            err = posix_spawnp(&pid, "sbatch", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
     close(pfd[1]);
     if (err) {
         close(pfd[0]);
-        fr_warn("submit: cannot run sbatch: %s%s", strerror(err), err == ENOENT ? " (not in PATH: is this a SLURM submit host?)" : "");
+        fr_warn("submit: cannot run sbatch: %s%s", strerror(err),
+                err == ENOENT ? " (not in PATH: is this a SLURM submit host?)" : "");
         return err == ENOENT ? FR_EXIT_NOT_FOUND : FR_EXIT_CANNOT_EXEC;
     }
     size_t used = 0;
@@ -234,7 +239,8 @@ static int run_sbatch(const char *script, char *id, size_t n)
             return FR_EXIT_USAGE;
         }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fr_warn("submit: sbatch %s %d; nothing was submitted", WIFEXITED(st) ? "exited with status" : "was killed by signal",
+        fr_warn("submit: sbatch %s %d; nothing was submitted",
+                WIFEXITED(st) ? "exited with status" : "was killed by signal",
                 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         return FR_EXIT_USAGE;
     }
@@ -247,27 +253,57 @@ static int run_sbatch(const char *script, char *id, size_t n)
     return 0;
 }
 
-static int submit_slurm(const struct fr_submit *s)
+/* The script text, generated (and so checked) before anything is created. */
+static char *slurm_text(const struct fr_submit *s, size_t *len)
 {
-    char script[PATH_MAX + 64], id[256], err[512];
-    if (mkdir_p(s->out_dir) < 0)
-        return FR_EXIT_USAGE;
-    snprintf(script, sizeof script, "%s/%s.sbatch", s->out_dir, s->job_name ? s->job_name : "fitrun");
-    FILE *f = fopen(script, "we");
-    if (!f) {
-        fr_warn("submit: writing %s: %s", script, strerror(errno));
-        return FR_EXIT_USAGE;
+    char err[512] = "", *text = NULL;
+    FILE *m = open_memstream(&text, len);
+    if (!m) {
+        fr_warn("submit: open_memstream: %s", strerror(errno));
+        return NULL;
     }
-    int rc = fr_submit_slurm(f, s, err, sizeof err);
-    if (fclose(f) != 0 && rc == 0) {
+    int rc = fr_submit_slurm(m, s, err, sizeof err);
+    if (fclose(m) != 0 && rc == 0) {
         snprintf(err, sizeof err, "%s", strerror(errno));
         rc = -1;
     }
     if (rc < 0) {
-        fr_warn("submit: writing %s: %s", script, err);
-        return FR_EXIT_USAGE;
+        fr_warn("submit: %s", err);
+        free(text);
+        return NULL;
     }
-    if ((rc = run_sbatch(script, id, sizeof id)) != 0)
+    return text;
+}
+
+static int write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "we");
+    if (!f) {
+        fr_warn("submit: creating %s: %s", path, strerror(errno));
+        return -1;
+    }
+    bool ok = fwrite(text, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        fr_warn("submit: writing %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int submit_slurm(const struct fr_submit *s)
+{
+    char script[PATH_MAX + 64], id[256];
+    size_t len;
+    char *text = slurm_text(s, &len);
+    if (!text)
+        return FR_EXIT_USAGE;
+    snprintf(script, sizeof script, "%s/%s.sbatch", s->out_dir, s->job_name ? s->job_name : "fitrun");
+    int rc = mkdir_p(s->out_dir) < 0 || write_file(script, text, len) < 0 ? FR_EXIT_USAGE : 0;
+    free(text);
+    if (rc == 0)
+        rc = run_sbatch(script, id, sizeof id);
+    if (rc != 0)
         return rc;
     printf("%s\n", id);
     fr_info("submit: array job %s, %d task(s), script %s; rerun shard K: sbatch --array=K %s", id, s->shards, script,

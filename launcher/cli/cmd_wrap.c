@@ -45,7 +45,7 @@ static void usage(FILE *f)
           "      --grace D          after CMD exits: SIGTERM its group, SIGKILL after D (default 5s)\n"
           "      --explain          print what would be exported and why, do not run CMD\n"
           "  -q, --quiet            no informational messages (warnings still print)\n"
-          "      --cpus N           use N CPUs instead of the detected value\n"
+          "      --cpus N           use at most N CPUs (lowers, never raises, the detected value)\n"
           "      --profile FILE     INI profile: [resources] apply, [env] values are forced\n"
           "      --shm-threshold S  /dev/shm smaller than S sends joblib to disk (default 2G)\n"
           "  -h, --help             this help\n"

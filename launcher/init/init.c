@@ -49,16 +49,24 @@ int fr_exec_replace(char *const *argv, char *const *envp)
 
 /* The controlling terminal, when fitrun's process group is its foreground
  * group (fitrun started in the background, or without a terminal, must not
- * grab one). Returns a CLOEXEC descriptor or -1. */
-static int foreground_tty(void)
+ * grab one). Returns a CLOEXEC descriptor or -1.
+ *
+ * Both process-group ids read as 0 when the groups lie outside fitrun's PID
+ * namespace (`unshare --pid --fork fitrun`: fitrun is PID 1, its group is
+ * unshare's): then the terminal is taken when it is foreground for that
+ * outside group too, as far as one can tell, but cannot be handed back by
+ * number — *restore is set false and the starting shell takes it back. */
+static int foreground_tty(bool *restore)
 {
     int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (tcgetpgrp(fd) != getpgrp()) {
+    pid_t mine = getpgrp();
+    if (tcgetpgrp(fd) != mine) {
         close(fd);
         return -1;
     }
+    *restore = mine > 0;
     return fd;
 }
 
@@ -214,7 +222,8 @@ int fr_init_run(const struct fr_init_opts *o, const struct fr_sigstate *st)
         fr_warn("cannot become a child subreaper (prctl PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
         return FR_EXIT_USAGE;
     }
-    int tty = foreground_tty();
+    bool restore = false;
+    int tty = foreground_tty(&restore);
     pid_t pid;
     int exec_err, status;
     if (spawn(o, st, tty, &pid, &exec_err) < 0)
@@ -227,7 +236,7 @@ int fr_init_run(const struct fr_init_opts *o, const struct fr_sigstate *st)
     if (tty >= 0) {
         /* Take the terminal back for whoever started fitrun (its shell);
          * works from the background because SIGTTOU is ignored. */
-        if (tcsetpgrp(tty, getpgrp()) < 0 && errno != ENOTTY && errno != EIO)
+        if (restore && tcsetpgrp(tty, getpgrp()) < 0 && errno != ENOTTY && errno != EIO)
             fr_warn("cannot restore the terminal's foreground process group: %s", strerror(errno));
         close(tty);
     }

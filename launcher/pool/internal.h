@@ -86,6 +86,8 @@ void stats_free(struct stats *s);
 void stats_add(struct stats *s, enum fr_status st, const char *error_type);
 /* Draw the bar / print a plain line if it is time (or `force`). */
 void progress_tick(struct stats *s, uint64_t now_ns, bool force);
+/* At the end: draw the bar one last time and keep it. */
+void progress_finish(struct stats *s);
 /* Erase the bar before printing anything else on stderr. */
 void progress_clear(struct stats *s);
 /* The end-of-run table on stderr. `interrupted`: jobs were left unrun. */

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -864,6 +865,17 @@ static int setup(struct fr_host *h, char *err, size_t errlen)
         return -1;
     }
     h->nslots = h->o->workers;
+    /* Each running exec job holds about six descriptors here (pidfd, four
+     * pipe ends, /dev/null shared); with hundreds of workers the usual soft
+     * limit of 1024 is too low. Raise it just enough, never above the hard
+     * limit (jobs inherit it unless [sandbox] nofile is set). */
+    struct rlimit nofile;
+    rlim_t need = (rlim_t)h->nslots * 8 + 64;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < need) {
+        nofile.rlim_cur = need < nofile.rlim_max ? need : nofile.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+            fr_warn("cannot raise the open-file limit to %llu: %s", (unsigned long long)need, strerror(errno));
+    }
     h->slots = calloc((size_t)h->nslots, sizeof *h->slots);
     h->pending = calloc((size_t)h->nslots, sizeof *h->pending);
     h->retry = calloc((size_t)h->nslots, sizeof *h->retry);
@@ -974,6 +986,7 @@ int fr_pool_run(const struct fr_pool_opts *o)
     if (left)
         say(&h, "%d process%s of jobs could not be reaped", left, left == 1 ? "" : "es");
     if (!o->quiet) {
+        progress_finish(&h.stats);
         char how[64];
         if (h.failed)
             snprintf(how, sizeof how, "stopped by an error");

@@ -162,7 +162,7 @@ void reaper_sweep(struct reaper *r, const pid_t *sessions, int nsessions)
             continue; /* belongs to a job that is still running */
         /* Not ours to keep: an orphan of a finished job, or one that left
          * its job's session. It is our child, so the pid is still its. */
-        if (getenv("NOPE") && kill(pid, SIGKILL) < 0 && errno != ESRCH)
+        if (kill(pid, SIGKILL) < 0 && errno != ESRCH)
             fr_warn("cannot kill orphan %d: %s", (int)pid, strerror(errno));
         while (waitpid(pid, NULL, WNOHANG) < 0 && errno == EINTR)
             ;
@@ -177,7 +177,7 @@ int reaper_final(struct reaper *r, int timeout_ms)
         size_t n;
         pid_t *kids = list_children(&n);
         for (size_t i = 0; i < n; i++) {
-            if (getenv("NOPE")) kill(kids[i], SIGKILL);
+            kill(kids[i], SIGKILL);
             while (waitpid(kids[i], NULL, WNOHANG) < 0 && errno == EINTR)
                 ;
             reaper_disown(r, kids[i]);

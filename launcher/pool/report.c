@@ -164,6 +164,15 @@ void progress_tick(struct stats *s, uint64_t now, bool force)
     s->next_ns = now + FR_PROGRESS_PLAIN_S * 1000000000ull;
 }
 
+void progress_finish(struct stats *s)
+{
+    if (s->mode != FR_PROGRESS_BAR)
+        return;
+    progress_tick(s, fr_now_ns(), true);
+    fputc('\n', stderr); /* the final bar stays, like tqdm's */
+    s->drawn = false;
+}
+
 void progress_clear(struct stats *s)
 {
     if (!s->drawn)

@@ -47,6 +47,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/timerfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +67,9 @@
 /* Start-up above this gets a warning naming the usual cause. */
 #define PY_SLOW_START_MS 1000
 #define PY_MSG_MAX 65536
+/* After asking a worker to stop its job (SIGUSR1), how long its report may
+ * take before the worker itself is killed. */
+#define PY_ABORT_GRACE_MS 1000
 
 struct pyslot {
     int chan;                   /* our end of the worker's channel; -1 = none */
@@ -77,6 +81,8 @@ struct pyslot {
     size_t wlen, woff;
     char *rbuf;                 /* result line being received */
     size_t rlen, rcap;
+    int timer;                  /* timerfd: grace after an abort request; -1 = none yet */
+    enum fr_abort_reason aborting; /* 0, or why the worker was asked to stop the job */
 };
 
 /* A worker abandoned (killed) before its pid was known: kill it as soon as
@@ -620,7 +626,7 @@ static int start_inner(struct fr_runtime *rt, int nslots, char *err, size_t errl
     py->next_token = 1;
     py->line_cap = PY_RESULT_CAP + 8 * cfg->output_cap + (1u << 20);
     for (int i = 0; i < nslots; i++)
-        py->slots[i].chan = -1;
+        py->slots[i].chan = py->slots[i].timer = -1;
     if (find_script(cfg->self_exe, py->script, sizeof py->script, err, errlen) < 0 ||
         find_lib(cfg->self_exe, py->lib, sizeof py->lib, err, errlen) < 0)
         return -1;
@@ -957,9 +963,24 @@ static json_t *extra_fields(json_t *f, json_t *job)
     return extra;
 }
 
+static void disarm(struct pyslot *s)
+{
+    struct itimerspec off = {0};
+    if (s->timer >= 0)
+        timerfd_settime(s->timer, 0, &off, NULL);
+}
+
 static void finish(struct fr_runtime *rt, int slot, struct fr_raw *raw)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
+    if (s->aborting) {
+        /* The pool knows why it aborted; say it too, in case the report
+         * raced the request (the child had just finished). */
+        if (s->aborting == FR_ABORT_WALL)
+            raw->wall_exceeded = true;
+        s->aborting = 0;
+        disarm(s);
+    }
     s->job = NULL;
     free(s->wbuf);
     s->wbuf = NULL;
@@ -1018,6 +1039,9 @@ static void result_line(struct fr_runtime *rt, int slot, const char *text, size_
     json_decref(f);
 }
 
+static void kill_job(struct fr_runtime *rt, int slot, enum fr_abort_reason why);
+static void timer_event(struct fr_runtime *rt, int slot);
+
 /* Read what the worker sent; complete on a full line; EOF = it died. */
 static void channel_readable(struct fr_runtime *rt, int slot)
 {
@@ -1064,7 +1088,9 @@ static void channel_readable(struct fr_runtime *rt, int slot)
             fr_host_fail(rt->host, "python runtime: cannot replace worker %d: %s", slot, strerror(errno));
             return;
         }
-        if (s->job)
+        if (s->job && s->aborting)
+            kill_job(rt, slot, s->aborting); /* died while stopping it: the job was killed, not crashed */
+        else if (s->job)
             crashed(rt, slot, "python worker %d (pid %d) died while running the job", slot, (int)pid);
         else if (!py->stopping)
             fr_warn("python worker %d (pid %d) died while idle; replaced", slot, (int)pid);
@@ -1079,9 +1105,15 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
         ctl_event(rt, events);
         return;
     }
-    if (slot < 0 || slot >= py->nslots || py->slots[slot].chan != fd)
+    if (slot < 0 || slot >= py->nslots)
         return;
     struct pyslot *s = &py->slots[slot];
+    if (fd == s->timer) {
+        timer_event(rt, slot);
+        return;
+    }
+    if (fd != s->chan)
+        return;
     if ((events & EPOLLOUT) && s->wbuf && flush_job(rt, s) < 0) {
         channel_readable(rt, slot); /* it will see the EOF/error */
         return;
@@ -1090,17 +1122,16 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
         channel_readable(rt, slot);
 }
 
-static void py_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
+/* The prediction's child is not ours to kill: kill its worker, which
+ * takes the child with it (PR_SET_PDEATHSIG), start a fresh one, and
+ * complete the job as killed. */
+static void kill_job(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    if (!s->job)
-        return;
-    /* The prediction's child is not ours to kill: kill its worker, which
-     * takes the child with it (PR_SET_PDEATHSIG), and start a fresh one. */
     drop_channel(rt, s);
     kill_worker(py, s);
-    if (why != FR_ABORT_INTERRUPT && spawn_worker(rt, slot, true) < 0)
+    if (why != FR_ABORT_INTERRUPT && !py->stopping && spawn_worker(rt, slot, true) < 0)
         fr_host_fail(rt->host, "python runtime: cannot replace worker %d: %s", slot, strerror(errno));
     struct fr_raw raw;
     fr_raw_init(&raw);
@@ -1109,7 +1140,61 @@ static void py_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
     raw.wall_exceeded = why == FR_ABORT_WALL;
     raw.cpu_exceeded = why == FR_ABORT_CPU;
     raw.wall_ms = (fr_now_ns() - s->begin_ns) / 1000000;
+    s->aborting = 0;
+    disarm(s);
     finish(rt, slot, &raw);
+}
+
+/* Ask the worker to kill its child and report as usual (SIGUSR1): the
+ * result keeps the CPU time and output the child really had, and the
+ * worker lives on. If no report comes within the grace period, kill_job(). */
+static int request_stop(struct fr_runtime *rt, int slot)
+{
+    struct pyslot *s = &PY(rt)->slots[slot];
+    if (s->pid <= 0 || s->wbuf) /* not yet running it (or not all sent) */
+        return -1;
+    if (s->timer < 0) {
+        s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (s->timer < 0)
+            return -1;
+        if (fr_host_watch(rt->host, s->timer, EPOLLIN, slot) < 0) {
+            close(s->timer);
+            s->timer = -1;
+            return -1;
+        }
+    }
+    struct itimerspec grace = {.it_value = {.tv_sec = PY_ABORT_GRACE_MS / 1000,
+                                            .tv_nsec = (PY_ABORT_GRACE_MS % 1000) * 1000000L}};
+    if (timerfd_settime(s->timer, 0, &grace, NULL) < 0 || kill(s->pid, SIGUSR1) < 0)
+        return -1;
+    return 0;
+}
+
+static void py_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
+{
+    struct pyrt *py = PY(rt);
+    struct pyslot *s = &py->slots[slot];
+    if (!s->job || s->aborting == why)
+        return;
+    if (why != FR_ABORT_INTERRUPT && !py->stopping && request_stop(rt, slot) == 0) {
+        s->aborting = why;
+        return;
+    }
+    kill_job(rt, slot, why);
+}
+
+/* The grace period after an abort request is over. */
+static void timer_event(struct fr_runtime *rt, int slot)
+{
+    struct pyslot *s = &PY(rt)->slots[slot];
+    uint64_t ticks;
+    while (read(s->timer, &ticks, sizeof ticks) < 0 && errno == EINTR)
+        ;
+    if (s->job && s->aborting) {
+        fr_warn("python worker %d did not stop job %s within %d ms: killing it", slot,
+                s->job->id ? s->job->id : "?", PY_ABORT_GRACE_MS);
+        kill_job(rt, slot, s->aborting);
+    }
 }
 
 static void py_stop(struct fr_runtime *rt)
@@ -1120,6 +1205,10 @@ static void py_stop(struct fr_runtime *rt)
     py->stopping = true;
     for (int i = 0; py->slots && i < py->nslots; i++) {
         drop_channel(rt, &py->slots[i]);
+        if (py->slots[i].timer >= 0) {
+            fr_host_unwatch(rt->host, py->slots[i].timer);
+            close(py->slots[i].timer);
+        }
         free(py->slots[i].wbuf);
         free(py->slots[i].rbuf);
     }

@@ -478,7 +478,8 @@ static void report_summary(const struct merge *m, long missing)
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
         if (!items[i].n)
             continue;
-        int w = snprintf(more + u, sizeof more - u, "; %ld %s", items[i].n, items[i].n == 1 ? items[i].one : items[i].many);
+        const char *what = items[i].n == 1 ? items[i].one : items[i].many;
+        int w = snprintf(more + u, sizeof more - u, "; %ld %s", items[i].n, what);
         if (w > 0 && (size_t)w < sizeof more - u)
             u += (size_t)w;
     }

@@ -12,21 +12,10 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "fitrun/util.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "internal.h"
 
 /* Time limits -------------------------------------------------------------- */
 
@@ -105,16 +94,25 @@ int fr_parse_time_limit(const char *s, uint64_t *seconds)
     return 0;
 }
 
+/* Longest output directory: keeps "<dir>/results.{shard}.jsonl" in RESULTS_PATH_MAX. */
+#define RESULTS_DIR_MAX 4096
+#define RESULTS_PATH_MAX (RESULTS_DIR_MAX + 32)
+
+static void results_pattern(const struct fr_submit *s, char *buf)
+{
+    snprintf(buf, RESULTS_PATH_MAX, "%s/results.{shard}.jsonl", s->out_dir);
+}
+
 /* Checks ------------------------------------------------------------------- */
 
 static int check_path(const char *what, const char *p, char *err, size_t errlen)
 {
     if (!p || p[0] != '/') {
-        seterr(err, errlen, "%s '%s' is not an absolute path", what, p ? p : "");
+        shard_seterr(err, errlen, "%s '%s' is not an absolute path", what, p ? p : "");
         return -1;
     }
     if (strpbrk(p, "\n\r")) {
-        seterr(err, errlen, "%s contains a newline, which a job script cannot carry", what);
+        shard_seterr(err, errlen, "%s contains a newline, which a job script cannot carry", what);
         return -1;
     }
     return 0;
@@ -126,8 +124,8 @@ static int check_sbatch_value(const char *what, const char *v, char *err, size_t
 {
     const char *bad = v ? strpbrk(v, " \t\n\r\"'\\%") : NULL;
     if (bad) {
-        seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name", what, v,
-               *bad);
+        shard_seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name",
+                     what, v, *bad);
         return -1;
     }
     return 0;
@@ -137,7 +135,7 @@ static int check_sbatch_value(const char *what, const char *v, char *err, size_t
 static int check_condor_value(const char *what, const char *v, char *err, size_t errlen)
 {
     if (v && strstr(v, "$(")) {
-        seterr(err, errlen, "%s '%s' contains '$(', which HTCondor would expand as a macro", what, v);
+        shard_seterr(err, errlen, "%s '%s' contains '$(', which HTCondor would expand as a macro", what, v);
         return -1;
     }
     return 0;
@@ -145,19 +143,26 @@ static int check_condor_value(const char *what, const char *v, char *err, size_t
 
 static int check_common(const struct fr_submit *s, char *err, size_t errlen)
 {
-    if (check_path("fitrun binary", s->fitrun, err, errlen) < 0 || check_path("profile", s->profile, err, errlen) < 0 ||
-        check_path("jobs file", s->jobs, err, errlen) < 0 || check_path("output directory", s->out_dir, err, errlen) < 0 ||
-        check_path("working directory", s->workdir, err, errlen) < 0)
-        return -1;
+    const char *paths[][2] = {{"fitrun binary", s->fitrun},         {"profile", s->profile},
+                              {"jobs file", s->jobs},               {"output directory", s->out_dir},
+                              {"working directory", s->workdir}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (check_path(paths[i][0], paths[i][1], err, errlen) < 0)
+            return -1;
     if (s->shards < 1 || s->cpus_per_task < 1) {
-        seterr(err, errlen, "%s must be at least 1 (got %d)", s->shards < 1 ? "the number of shards" : "cpus per task",
-               s->shards < 1 ? s->shards : s->cpus_per_task);
+        bool shards = s->shards < 1;
+        shard_seterr(err, errlen, "%s must be at least 1 (got %d)", shards ? "the number of shards" : "cpus per task",
+                     shards ? s->shards : s->cpus_per_task);
+        return -1;
+    }
+    if (strlen(s->out_dir) > RESULTS_DIR_MAX) {
+        shard_seterr(err, errlen, "output directory '%.60s...' is longer than %d bytes", s->out_dir, RESULTS_DIR_MAX);
         return -1;
     }
     /* The output directory also appears in a shell glob (the merge hint). */
     if (strpbrk(s->out_dir, " \t*?[")) {
-        seterr(err, errlen, "output directory '%s' contains a blank or a glob character; choose a plain path",
-               s->out_dir);
+        shard_seterr(err, errlen, "output directory '%s' contains a blank or a glob character; choose a plain path",
+                     s->out_dir);
         return -1;
     }
     return 0;
@@ -240,7 +245,7 @@ static void merge_hint(FILE *f, const struct fr_submit *s)
 static int finish(FILE *f, char *err, size_t errlen)
 {
     if (fflush(f) != 0 || ferror(f)) {
-        seterr(err, errlen, "writing the job script: %s", strerror(errno ? errno : EIO));
+        shard_seterr(err, errlen, "writing the job script: %s", strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;
@@ -299,8 +304,8 @@ int fr_submit_slurm(FILE *f, const struct fr_submit *s, char *err, size_t errlen
     fputs(" --jobs ", f);
     sh_word(f, s->jobs);
     fputs(" --shard auto --out ", f);
-    char out[4200];
-    snprintf(out, sizeof out, "%s/results.{shard}.jsonl", s->out_dir);
+    char out[RESULTS_PATH_MAX];
+    results_pattern(s, out);
     sh_word(f, out);
     fputs(" --resume\n", f);
     return finish(f, err, errlen);
@@ -319,8 +324,8 @@ int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errle
         if (check_condor_value(vals[i][0], vals[i][1], err, errlen) < 0)
             return -1;
     if (strpbrk(s->fitrun, " \t")) {
-        seterr(err, errlen, "fitrun binary '%s' contains a blank, which HTCondor's executable cannot carry",
-               s->fitrun);
+        shard_seterr(err, errlen, "fitrun binary '%s' contains a blank, which HTCondor's executable cannot carry",
+                     s->fitrun);
         return -1;
     }
     fprintf(f,
@@ -344,8 +349,8 @@ int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errle
     fputs(" --jobs ", f);
     condor_word(f, s->jobs);
     fprintf(f, " --shard $(Process)/%d --out ", s->shards);
-    char out[4200];
-    snprintf(out, sizeof out, "%s/results.{shard}.jsonl", s->out_dir);
+    char out[RESULTS_PATH_MAX];
+    results_pattern(s, out);
     condor_word(f, out);
     fputs(" --resume\"\n", f);
     fprintf(f, "initialdir     = %s\n", s->workdir);

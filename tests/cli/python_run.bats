@@ -18,7 +18,10 @@ setup() {
 }
 
 teardown() {
-    pkill -KILL -f "$D/" 2>/dev/null || true
+    # Anything of this test still running (its command lines name $D): by pid.
+    local pids
+    pids=$(pgrep -f "$D/" || true)
+    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
     if [ -f "$D/cgroups" ]; then
         tac "$D/cgroups" | while read -r d; do [ -d "$d" ] && rmdir "$d"; done
     fi

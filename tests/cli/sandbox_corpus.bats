@@ -41,6 +41,7 @@ print(rc, err.value.decode())' "$LIB"
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *" snippets as expected" ]]
-    # No job outlived the run.
-    ! pgrep -f "run_python_corpus.py" >/dev/null
+    # No job outlived the run (`! cmd` would not fail a bats test: use run).
+    run pgrep -f "run_python_corpus.py"
+    [ "$status" -eq 1 ]
 }

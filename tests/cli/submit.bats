@@ -153,6 +153,13 @@ fake_sbatch() {
         --shards 3 --cpus-per-task 1 --out-dir out --submit
     [ "$status" -eq 125 ]
     [[ $stderr == *"printed no job id"* ]]
+    # a script that cannot be written leaves nothing behind and runs no sbatch
+    fake_sbatch 'touch '"$D"'/sbatch.ran; echo 1'
+    run --separate-stderr env PATH="$D/bin:$PATH" "$FITRUN" submit slurm --profile p.ini --jobs jobs.jsonl \
+        --shards 3 --cpus-per-task 1 --out-dir never --job-name 'my job' --submit
+    [ "$status" -eq 125 ]
+    [[ $stderr == *"job name 'my job' contains ' '"* ]]
+    [ ! -e never ] && [ ! -e sbatch.ran ]
     run -127 --separate-stderr env PATH=/nonexistent "$FITRUN" submit slurm --profile p.ini --jobs jobs.jsonl \
         --shards 3 --cpus-per-task 1 --out-dir out --submit
     [ "$status" -eq 127 ]

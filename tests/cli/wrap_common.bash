@@ -13,13 +13,15 @@ FITRUN_BUILD=${FITRUN_BUILD:-$(dirname "$FITRUN")}
 HELPERS=$FITRUN_BUILD/tests/helpers
 
 # fr MODE ARGS... — run fitrun in MODE; ARGS are fitrun's options and CMD.
+# It execs, so that `fr ... &` gives fitrun's (or unshare's) pid in $!:
+# only call it in a subshell (run, &, $(...)).
 fr() {
     local mode=$1
     shift
     case "$mode" in
-    exec) "$FITRUN" "$@" ;;
-    subreaper) "$FITRUN" --init "$@" ;;
-    pid1) unshare --pid --fork --mount-proc "$FITRUN" "$@" ;;
+    exec) exec "$FITRUN" "$@" ;;
+    subreaper) exec "$FITRUN" --init "$@" ;;
+    pid1) exec unshare --pid --fork --mount-proc "$FITRUN" "$@" ;;
     *) echo "fr: unknown mode $mode" >&2; return 99 ;;
     esac
 }
@@ -53,4 +55,35 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 needs_root() {
     [ "$(id -u)" = 0 ] || skip "needs root (namespaces, mounts)"
+}
+
+# Background jobs of a test: `bg_track $!` after starting one; teardown
+# kills what is left of each tree (by pid, children first), so a failing
+# test leaves no process behind. fitrun blocks SIGTERM (it forwards it), so
+# SIGKILL is the only way.
+BG_PIDS=()
+bg_track() { BG_PIDS+=("$1"); }
+
+kill_tree() {
+    local pid=$1 c
+    kill -STOP "$pid" 2>/dev/null || return 0
+    for c in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do
+        kill_tree "$c"
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# cgroups a test created: removed in teardown too (rmdir only works once
+# empty, which is what we want: never remove a cgroup with processes).
+CGROUPS=()
+cg_track() { CGROUPS+=("$1"); }
+
+teardown() {
+    local p
+    for p in "${BG_PIDS[@]}"; do
+        kill_tree "$p"
+    done
+    for p in "${CGROUPS[@]}"; do
+        [ ! -d "$p" ] || rmdir "$p"
+    done
 }

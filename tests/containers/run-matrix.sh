@@ -441,7 +441,43 @@ slim_wrapper() {
         fails+=("default command (fitrun detect) failed: $(tail -2 "$d/detect.txt" | tr '\n' ' ')")
     report $name "$t0" "${fails[@]}"
 }
+# `podman stop` in the middle of the default command's batch: fitrun (PID 1)
+# hands SIGTERM to `fitrun run`, which stops, keeps the results it has
+# (valid JSON Lines, one per id at most) and exits 143.
+stop_run() {
+    local name=pid1-stop-run d=$TMP/pid1-stop-run t0=$EPOCHREALTIME fails=() rc pid i n total took ts
+    wanted $name || return 0
+    if [ $HAVE_SAMPLE = 0 ]; then skip $name "the ARC sample (issue 6) is not in the tree yet"; return 0; fi
+    mkdir -p "$d"
+    "${RUN[@]}" --name "$NAME-$name" --cpus=0.5 "$IMAGE" >"$d/results.jsonl" 2>"$d/podman.err" &
+    pid=$!
+    BGPIDS+=("$pid")
+    for ((i = 0; i < 600; i++)); do
+        [ -s "$d/results.jsonl" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    ts=$EPOCHREALTIME
+    podman stop -t "$GRACE" "$NAME-$name" >/dev/null 2>&1
+    wait "$pid"
+    rc=$?
+    took=$(elapsed "$ts")
+    n=$(grep -c . "$d/results.jsonl")
+    total=$(grep -c . "$SAMPLE_JOBS")
+    if ((n == 0)); then
+        fails+=("no result was written before the stop (exit status $rc): $(tail -3 "$d/podman.err" | tr '\n' ' ')")
+    elif ((n >= total)); then
+        fails+=("the batch had finished before podman stop ($n results): nothing was interrupted")
+    else
+        [ "$rc" = 143 ] || fails+=("exit status $rc, expected 143 (stop took ${took}s): $(tail -3 "$d/podman.err" | tr '\n' ' ')")
+        awk -v t="$took" -v g="$GRACE" 'BEGIN { exit !(t < g) }' ||
+            fails+=("podman stop took ${took}s: not before the ${GRACE}s grace period")
+        check "interrupted results" results "$SAMPLE_JOBS" "$d/results.jsonl" --partial
+    fi
+    report $name "$t0" "${fails[@]}"
+}
 default_cmd
+stop_run
 slim_wrapper
 
 # ------------------------------------------------------------------ summary

@@ -36,6 +36,8 @@ def find_sandbox_lib():
         cands.append(os.environ["FITRUN_SANDBOX_LIB"])
     if os.environ.get("FITRUN_BUILD"):
         cands.append(os.path.join(os.environ["FITRUN_BUILD"], "lib", "libfitrun_sandbox.so"))
+    if os.environ.get("FITRUN"):  # the library next to the binary under test
+        cands.append(os.path.join(os.path.dirname(os.environ["FITRUN"]), "lib", "libfitrun_sandbox.so"))
     cands += sorted(glob.glob(os.path.join(SRC, "build*", "lib", "libfitrun_sandbox.so")))
     for path in cands:
         if os.path.exists(path) and _policy_builds(path):

@@ -251,26 +251,51 @@ class WorkerDeath(Base):
 
     def test_child_of_killed_worker_dies_too(self):
         pid = self.rt.pids[0]
-        mark = os.path.join(self.tmp.name, "child-pid")
-        code = f"import os, time\nopen({mark!r}, 'w').write(str(os.getpid()))\n"
-        self.rt.chans[0].sendall(json.dumps(job(code + "def transform(g):\n    time.sleep(30)\n")).encode() + b"\n")
-        for _ in range(100):
-            if os.path.exists(mark) and open(mark).read():
+        self.rt.chans[0].sendall(json.dumps(job("import time\ndef transform(g):\n    time.sleep(30)\n")).encode() + b"\n")
+        children = f"/proc/{pid}/task/{pid}/children"
+        for _ in range(200):
+            with open(children) as f:
+                kids = f.read().split()
+            if kids:
                 break
-            time.sleep(0.05)
-        else:
-            self.skipTest("the child could not write its pid (file writes denied)")
-        child = int(open(mark).read())
+            time.sleep(0.02)
+        self.assertEqual(len(kids), 1, "the worker has no child running the job")
+        child = int(kids[0])
         os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            if not os.path.exists(f"/proc/{child}") or "Z" in open(f"/proc/{child}/stat").read().split(")")[1][:3]:
+
+        def alive():
+            try:
+                with open(f"/proc/{child}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except FileNotFoundError:
+                return False
+        for _ in range(200):
+            if not alive():
                 break
-            time.sleep(0.05)
-        self.assertFalse(os.path.exists(f"/proc/{child}") and
-                         "Z" not in open(f"/proc/{child}/stat").read().split(")")[1][:3],
-                         "the prediction outlived its worker")
+            time.sleep(0.02)
+        self.assertFalse(alive(), "the prediction outlived its worker")
         self.rt.readers[0].readline()
         self.rt.spawn(0)
+
+
+class AbortRequest(Base):
+    def test_sigusr1_stops_the_child_and_the_worker_reports(self):
+        pid = self.rt.pids[0]
+        self.rt.chans[0].sendall(json.dumps(job(
+            "import time\nprint('started', flush=True)\ndef transform(g):\n    time.sleep(30)\n")).encode() + b"\n")
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGUSR1)
+        f = json.loads(self.rt.readers[0].readline())
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual((f["aborted"], f["wall_expired"], f["signal"]), (True, True, signal.SIGKILL))
+        self.assertEqual(f["stdout"], "started\n")  # what it printed before is kept
+        self.assertEqual(dr.classify(f), "timeout")
+        # the same worker goes on; a stray SIGUSR1 between jobs is ignored
+        os.kill(pid, signal.SIGUSR1)
+        f = self.run1("def transform(g):\n    return 3\n")
+        self.assertEqual((f["outputs"], f["aborted"]), ([3], False))
+        self.assertEqual(self.rt.pids[0], pid)
 
 
 class PreludeFailure(unittest.TestCase):

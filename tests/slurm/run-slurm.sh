@@ -110,6 +110,20 @@ merge_to() {
     return $rc
 }
 
+# wait_job ID: until every task left the queue; each must have exited 0, or
+# 1 (`fitrun run` says so when its shard holds invalid input lines, which
+# SLURM shows as FAILED exit=1:0); never a signal, time limit or other code.
+wait_job() {
+    local out rc=0
+    out=$("$TOOL" wait "$1" 300) || rc=$?
+    printf '%s\n' "$out" >&2
+    [ -n "$out" ] || fail "no state for job $1"
+    if grep -Ev ' (COMPLETED exit=0:0|FAILED exit=1:0)$' <<<"$out" | grep -q .; then
+        fail "job $1: a task ended otherwise than fitrun run's exit 0 or 1"
+    fi
+    [ $rc = 0 ] || grep -q 'exit=1:0' <<<"$out" || fail "waiting for job $1 failed"
+}
+
 # run_array OUT_DIR SHARDS CPUS: submit with fitrun, wait; prints the job id
 run_array() {
     local out=$1 shards=$2 cpus=$3 id
@@ -117,7 +131,7 @@ run_array() {
     id=$("$FITRUN" submit slurm --profile "$PROFILE" --jobs "$JOBS" --shards "$shards" --cpus-per-task "$cpus" \
         --time 10 --out-dir "$out" --submit) || fail "fitrun submit slurm --submit failed"
     [[ $id =~ ^[0-9]+$ ]] || fail "fitrun submit printed '$id', not a job id"
-    "$TOOL" wait "$id" 300 >&2 || fail "array job $id did not complete"
+    wait_job "$id"
     echo "$id"
 }
 
@@ -165,7 +179,7 @@ grep -q 'shard [02] of 3)' "$W/partial.jsonl.err" && fail "merge blamed another 
 grep -q 'rerun shard(s) 1 with --resume' "$W/partial.jsonl.err" || fail "no rerun hint for shard 1"
 say "merge reported $(echo $lost | wc -w) missing ids in shard 1; rerunning array index 1"
 id=$(sbatch --parsable --array=1 "$SCRIPT")
-"$TOOL" wait "${id%%;*}" 300 >&2 || fail "rerun of index 1 did not complete"
+wait_job "${id%%;*}"
 merge_to "$OUT" 3 "$W/merged2.jsonl" || { cat "$W/merged2.jsonl.err" >&2; fail "merge after the rerun is incomplete"; }
 outcomes "$W/merged2.jsonl" | diff -u "$W/local.outcomes" - >&2 || fail "outcomes after the rerun differ"
 say "after sbatch --array=1: complete and equal to the local run"
@@ -180,7 +194,7 @@ merge_to "$OUT" 3 "$W/torn.jsonl" || rc=$?
 [ $rc = 1 ] || fail "merge with a torn line exited $rc, not 1"
 grep -q "results.2.jsonl:$before: torn last line" "$W/torn.jsonl.err" || fail "torn line not reported with file:line"
 id=$(sbatch --parsable --array=2 "$SCRIPT")
-"$TOOL" wait "${id%%;*}" 300 >&2 || fail "rerun of index 2 did not complete"
+wait_job "${id%%;*}"
 [ "$(wc -l < "$f")" = "$before" ] || fail "after --resume shard 2 has $(wc -l < "$f") lines, not $before"
 [ "$(jq -r .id "$f" | grep -cxF "$torn")" = 1 ] || fail "$torn is not in results.2.jsonl exactly once"
 merge_to "$OUT" 3 "$W/merged3.jsonl" || { cat "$W/merged3.jsonl.err" >&2; fail "merge after resuming shard 2 is incomplete"; }

@@ -458,6 +458,25 @@ static void test_nproc_is_per_user(void **state)
     assert_non_null(strstr(r.out, "failed: EAGAIN"));
 }
 
+/* A caller that switched to an unprivileged uid before apply (the kernel
+ * then marks it non-dumpable): the exec relay must still take the
+ * listener and name violations; the python preset is unaffected. */
+static void test_unprivileged_uid(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct sb r;
+    SB(&r, "--uid", "65534", "--exec", "preset=exec", "socket");
+    expect_violation(&r, "socket");
+    SB(&r, "--uid", "65534", "--exec", "preset=exec", "hello");
+    expect(&r, "ok", "-", "-");
+    SB(&r, "--uid", "65534", "preset=python", "socket");
+    expect_violation(&r, "socket");
+    SB(&r, "--uid", "65534", "preset=python", "ptrace");
+    expect_violation(&r, "ptrace");
+}
+
 /* ---- the violation mechanism itself ------------------------------------------------------------ */
 
 static void test_own_sigsys_handler(void **state)
@@ -548,6 +567,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cpu_spin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_overflow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nproc_is_per_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unprivileged_uid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_own_sigsys_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_block_sigsys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forged_report_ignored, setup, teardown),

@@ -296,6 +296,7 @@ class Runner:
     def child(self, job, fds, worker_pid):
         """Never returns: runs in the forked child of a worker."""
         try:
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # the worker's, not the child's
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
             self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != worker_pid:
@@ -357,6 +358,10 @@ def _encode_report(rep):
 # --------------------------------------------------------------------------
 # Worker
 
+class AbortRequested(Exception):
+    """fitrun sent SIGUSR1: its own deadline for the running job passed."""
+
+
 class Worker:
     def __init__(self, runner, slot, chan):
         self.runner = runner
@@ -365,6 +370,17 @@ class Worker:
         self.chan = chan
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # fitrun's wall deadline starts when it dispatches the job, a little
+        # before ours: it then asks us (SIGUSR1) to kill the child and report
+        # as usual, so the facts (CPU used, output so far) are not lost and
+        # this worker lives on. Only honoured while a child runs.
+        self.supervising = False
+        signal.signal(signal.SIGUSR1, self._on_abort)
+
+    def _on_abort(self, signum, frame):
+        if self.supervising:
+            self.supervising = False  # once
+            raise AbortRequested()
 
     def serve(self):
         reader = self.chan.makefile("rb", buffering=READ_CHUNK)
@@ -433,22 +449,27 @@ class Worker:
         poller.register(pidfd, select.POLLIN)
         deadline = t0 + cfg.wall_ms / 1000.0 if cfg.wall_ms > 0 else None
         open_fds = set(caps)
-        exited = wall_expired = False
+        exited = wall_expired = aborted = False
         exceeded = None
         try:
-            while not exited and not exceeded:
-                timeout = None
-                if deadline is not None:
-                    timeout = max(0.0, deadline - time.monotonic()) * 1000.0
-                events = poller.poll(timeout)
-                if not events and deadline is not None and time.monotonic() >= deadline:
-                    wall_expired = True
-                    break
-                for fd, _ in events:
-                    if fd == pidfd:
-                        exited = True
-                    elif self._read_into(fd, bufs, caps, poller, open_fds):
-                        exceeded = exceeded or names[fd]
+            try:
+                self.supervising = True
+                while not exited and not exceeded:
+                    timeout = None
+                    if deadline is not None:
+                        timeout = max(0.0, deadline - time.monotonic()) * 1000.0
+                    events = poller.poll(timeout)
+                    if not events and deadline is not None and time.monotonic() >= deadline:
+                        wall_expired = True
+                        break
+                    for fd, _ in events:
+                        if fd == pidfd:
+                            exited = True
+                        elif self._read_into(fd, bufs, caps, poller, open_fds):
+                            exceeded = exceeded or names[fd]
+                self.supervising = False
+            except AbortRequested:
+                aborted = wall_expired = True
             # The child is gone: drain what is already buffered without
             # waiting for EOF, which a stray grandchild (preset none) could
             # hold back forever.
@@ -459,6 +480,7 @@ class Worker:
                 for fd, _ in events:
                     if self._read_into(fd, bufs, caps, poller, open_fds):
                         exceeded = exceeded or names[fd]
+            self.supervising = False
             if wall_expired or (exceeded and not exited):
                 os.kill(pid, signal.SIGKILL)
             # Anything else in the child's process group goes too. Safe before
@@ -472,8 +494,10 @@ class Worker:
             os.close(pidfd)
         wall_ms = (time.monotonic() - t0) * 1000.0
         violation = self.runner.sandbox.violation(fds["rep_r"])
-        return self._facts(pid, status, ru, wall_ms, wall_expired, exceeded, violation,
-                           bufs[fds["out_r"]], bufs[fds["err_r"]], bufs[fds["res_r"]])
+        facts = self._facts(pid, status, ru, wall_ms, wall_expired, exceeded, violation,
+                            bufs[fds["out_r"]], bufs[fds["err_r"]], bufs[fds["res_r"]])
+        facts["aborted"] = aborted
+        return facts
 
     @staticmethod
     def _read_into(fd, bufs, caps, poller, open_fds):

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# fitrun run: SIGTERM/SIGINT stop the run (running jobs killed, finished
+# results kept, summary, 143/130); --resume completes the same --out so that
+# interrupted + resumed = one uninterrupted run, without duplicates.
+
+load run_common
+
+setup() {
+    run_setup
+    # 30 jobs of 0.1-0.5 s, one duplicate id, one invalid line
+    for i in $(seq 1 30); do job "j$i" sh -c "sleep 0.$((i % 5 + 1)); echo $i"; done > jobs.jsonl
+    job j7 echo duplicate >> jobs.jsonl
+    echo 'not json' >> jobs.jsonl
+    OPTS=(--jobs jobs.jsonl --preset none --set sandbox.processes=none --workers 2)
+}
+teardown() { run_teardown; }
+
+# outcome FILE: the sorted (line, id, status, error_type) of every result
+outcome() { jq -c '[.line, .id, .status, .error_type]' "$1" | sort; }
+
+# interrupt SIGNAL: start a run on part.jsonl, signal it once some results
+# are written, wait for it; sets $rc.
+interrupt() {
+    "$FITRUN" run "${OPTS[@]}" --out part.jsonl 2> err.txt &
+    local pid=$!
+    wait_for test -s part.jsonl
+    sleep 0.5
+    kill -"$1" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+}
+
+@test "SIGTERM mid-run, then --resume: exactly the uninterrupted set of results" {
+    run -1 "$FITRUN" run "${OPTS[@]}" --out full.jsonl --quiet
+    [ "$(wc -l < full.jsonl)" -eq 32 ]
+
+    interrupt TERM
+    [ "$rc" -eq 143 ]
+    done_before=$(wc -l < part.jsonl)
+    [ "$done_before" -ge 1 ] && [ "$done_before" -lt 32 ]
+    grep -q 'SIGTERM: stopping' err.txt
+    grep -q 'interrupted by SIGTERM' err.txt
+    grep -q 'run again with --resume' err.txt
+
+    run -1 --separate-stderr "$FITRUN" run "${OPTS[@]}" --out part.jsonl --resume
+    [[ $stderr == *"resuming part.jsonl: $done_before results kept"* ]]
+    [ "$(wc -l < part.jsonl)" -eq 32 ]
+    [ "$(outcome part.jsonl)" = "$(outcome full.jsonl)" ]
+    # and no id twice, apart from the duplicate line's own result
+    [ "$(jq -r 'select(.error_type != "DuplicateId") | .id' part.jsonl | sort | uniq -d)" = "" ]
+}
+
+@test "SIGINT exits 130; a second --resume after a complete run adds nothing" {
+    interrupt INT
+    [ "$rc" -eq 130 ]
+    grep -q 'interrupted by SIGINT' err.txt
+    run -1 "$FITRUN" run "${OPTS[@]}" --out part.jsonl --resume --quiet
+    [ "$(wc -l < part.jsonl)" -eq 32 ]
+    before=$(md5sum < part.jsonl)
+    run -0 "$FITRUN" run "${OPTS[@]}" --out part.jsonl --resume --quiet
+    [ "$(md5sum < part.jsonl)" = "$before" ]
+}
+
+@test "a torn last line is cut, and its job runs again" {
+    run -1 "$FITRUN" run "${OPTS[@]}" --out full.jsonl --quiet
+    head -n 10 full.jsonl > part.jsonl
+    sed -n 11p full.jsonl | head -c 40 >> part.jsonl # killed mid-write
+    torn_id=$(sed -n 11p full.jsonl | jq -r .id)
+    run -1 --separate-stderr "$FITRUN" run "${OPTS[@]}" --out part.jsonl --resume
+    [[ $stderr == *"part.jsonl:11: incomplete last line"* ]]
+    [ "$(outcome part.jsonl)" = "$(outcome full.jsonl)" ]
+    [ "$(count part.jsonl "$torn_id")" -eq 1 ]
+}
+
+@test "without --resume an existing results file is replaced" {
+    echo '{"id": "stale", "status": "ok"}' > out.jsonl
+    job a true > one.jsonl
+    run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
+    [ "$(wc -l < out.jsonl)" -eq 1 ]
+    [ "$(jq -r .id out.jsonl)" = a ]
+}
+
+@test "--resume needs a results file; --out must not be the jobs file" {
+    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --resume
+    [[ $stderr == *"--resume needs --out FILE"* ]]
+    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out jobs.jsonl
+    [[ $stderr == *"is the jobs file"* ]]
+    [ "$(wc -l < jobs.jsonl)" -eq 32 ] # untouched
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# fitrun run over pipes: one long-lived process, a job written -> its result
+# read back before the next job is written; batches; progress output.
+
+load run_common
+
+setup() { run_setup; }
+teardown() { run_teardown; }
+
+@test "streaming: write one job, read its result, write the next — one fitrun process" {
+    coproc FR { exec "$FITRUN" run --jobs - --out - --quiet; }
+    local pid=$FR_PID i line
+    for i in $(seq 1 20); do
+        job "s$i" echo "n$i" >&"${FR[1]}"
+        IFS= read -r -t 20 line <&"${FR[0]}"
+        [ "$(jq -r .id <<< "$line")" = "s$i" ]
+        [ "$(jq -r .stdout <<< "$line")" = "n$i" ]
+        kill -0 "$pid" # the same process all along
+    done
+    exec {FR[1]}>&-
+    wait "$pid"
+}
+
+@test "streaming batches: 8 jobs in, 8 results out, repeatedly, with invalid lines answered at once" {
+    coproc FR { exec "$FITRUN" run --jobs - --out - --quiet --workers 2; }
+    local pid=$FR_PID b i line got
+    for b in 1 2 3; do
+        for i in $(seq 1 8); do job "b$b-$i" echo "$b.$i"; done >&"${FR[1]}"
+        got=()
+        for i in $(seq 1 8); do
+            IFS= read -r -t 20 line <&"${FR[0]}"
+            got+=("$(jq -r .id <<< "$line")")
+        done
+        [ "$(printf '%s\n' "${got[@]}" | sort | tr '\n' ' ')" = "$(printf "b$b-%s\n" 1 2 3 4 5 6 7 8 | sort | tr '\n' ' ')" ]
+    done
+    echo 'not json' >&"${FR[1]}"
+    IFS= read -r -t 20 line <&"${FR[0]}"
+    [ "$(jq -r .status <<< "$line")" = invalid ]
+    exec {FR[1]}>&-
+    run -1 wait "$pid" # an invalid line was seen
+}
+
+@test "a slow job does not hold back the results of others (written when known)" {
+    coproc FR { exec "$FITRUN" run --jobs - --out - --quiet --workers 2; }
+    { job slow sleep 3; job fast echo fast; } >&"${FR[1]}"
+    IFS= read -r -t 2.5 line <&"${FR[0]}" # before the slow one can finish
+    [ "$(jq -r .id <<< "$line")" = fast ]
+    IFS= read -r -t 20 line <&"${FR[0]}"
+    [ "$(jq -r .id <<< "$line")" = slow ]
+    exec {FR[1]}>&-
+    wait "$FR_PID"
+}
+
+@test "--progress plain: a progress line every few seconds on stderr" {
+    for i in $(seq 1 14); do job "p$i" sleep 0.5; done > jobs.jsonl
+    run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --workers 1 --progress plain
+    [[ $stderr == *"fitrun: progress "*"/14 ("*"%) "*" jobs/s ETA "*"ok "* ]]
+    [[ $stderr == *"done: 14 results"* ]]
+}
+
+@test "--progress bar: one line redrawn in place on a terminal" {
+    command -v script > /dev/null || skip "script (util-linux) not installed"
+    for i in $(seq 1 6); do job "p$i" sleep 0.3; done > jobs.jsonl
+    # script gives fitrun a terminal; auto means bar there
+    script -qec "'$FITRUN' run --jobs jobs.jsonl --out out.jsonl --workers 1" typescript > /dev/null
+    [ "$(wc -l < out.jsonl)" -eq 6 ]
+    grep -q $'\r' typescript
+    grep -aq '6/6 \[' typescript
+    grep -aq 'jobs/s\]' typescript
+    # and without a terminal, auto prints no progress at all
+    run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --workers 1
+    [[ $stderr != *$'\r'* ]]
+}

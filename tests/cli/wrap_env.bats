@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# The environment fitrun exports to CMD: every thread-count variable, its
+# own FITRUN_* values, user-set values left alone, a profile's [env]
+# forcing, `--explain` and `--quiet` — through all three modes where it
+# matters (the supervised path builds the child's envp differently from the
+# exec path).
+
+load wrap_common
+
+THREAD_VARS="OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS
+VECLIB_MAXIMUM_THREADS BLIS_NUM_THREADS RAYON_NUM_THREADS GOMAXPROCS JULIA_NUM_THREADS
+LOKY_MAX_CPU_COUNT PYTHON_CPU_COUNT"
+
+# The value of $2 in the env(1) listing $1 ("" and status 1 when absent).
+envval() {
+    grep -m1 "^$2=" <<<"$1" | cut -d= -f2-
+}
+
+# Start from a clean slate: whatever the test harness runs under must not
+# decide these tests.
+clean_env() {
+    local v
+    for v in $THREAD_VARS FITRUN_CPUS FITRUN_WORKERS FITRUN_MEMORY_LIMIT JOBLIB_TEMP_FOLDER; do
+        unset "$v"
+    done
+}
+
+setup() {
+    clean_env
+}
+
+exports_in_mode() {
+    local mode=$1 v
+    # --cpus can only lower what detection found (1 fits on any machine).
+    run -0 fr "$mode" -q --cpus 1 -- env
+    for v in $THREAD_VARS; do
+        [ "$(envval "$output" "$v")" = 1 ] || { echo "$mode: $v=$(envval "$output" "$v")"; return 1; }
+    done
+    [ "$(envval "$output" FITRUN_CPUS)" = 1 ]
+    [[ "$(envval "$output" FITRUN_WORKERS)" =~ ^[1-9][0-9]*$ ]]
+}
+
+@test "every variable is exported with the CPU count (exec)" { exports_in_mode exec; }
+@test "every variable is exported with the CPU count (--init)" { exports_in_mode subreaper; }
+@test "every variable is exported with the CPU count (PID 1)" { needs_root; exports_in_mode pid1; }
+
+@test "fractional CPUs: FITRUN_CPUS keeps the fraction, threads round down" {
+    run -0 "$FITRUN" -q --cpus 1.5 -- env
+    [ "$(envval "$output" FITRUN_CPUS)" = 1.5 ]
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 1 ]
+    run -0 "$FITRUN" -q --cpus 0.5 -- env
+    [ "$(envval "$output" GOMAXPROCS)" = 1 ] # never 0 threads
+}
+
+@test "without --cpus the values follow detection (and --explain agrees)" {
+    run -0 "$FITRUN" -q -- env
+    local omp
+    omp=$(envval "$output" OMP_NUM_THREADS)
+    [[ "$omp" =~ ^[1-9][0-9]*$ ]]
+    [ "$omp" -le "$(nproc --all)" ]
+    run -0 "$FITRUN" --explain
+    [[ "$output" == *"set     OMP_NUM_THREADS=$omp  # OpenMP"* ]]
+}
+
+user_values_in_mode() {
+    local mode=$1
+    OMP_NUM_THREADS=7 MKL_NUM_THREADS= GOMAXPROCS=11 run -0 fr "$mode" -q --cpus 2 -- env
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 7 ]
+    [ "$(grep -c '^OMP_NUM_THREADS=' <<<"$output")" -eq 1 ]
+    grep -qx 'MKL_NUM_THREADS=' <<<"$output" # empty, but the user's
+    [ "$(envval "$output" GOMAXPROCS)" = 11 ]
+    [ "$(envval "$output" OPENBLAS_NUM_THREADS)" = 2 ]
+}
+
+@test "user-set variables are never overridden (exec)" { user_values_in_mode exec; }
+@test "user-set variables are never overridden (--init)" { user_values_in_mode subreaper; }
+@test "user-set variables are never overridden (PID 1)" { needs_root; user_values_in_mode pid1; }
+
+@test "FITRUN_CPUS from the environment is both kept and used as the CPU count" {
+    FITRUN_CPUS=2 run -0 "$FITRUN" -q -- env
+    [ "$(envval "$output" FITRUN_CPUS)" = 2 ]
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 2 ]
+}
+
+@test "the rest of the environment passes through untouched" {
+    FOO='a b=c' PATH=$PATH run -0 "$FITRUN" -q --init -- env
+    grep -qx 'FOO=a b=c' <<<"$output"
+    grep -qx "PATH=$PATH" <<<"$output"
+}
+
+@test "--explain prints what would be exported and why, and does not run CMD" {
+    OMP_NUM_THREADS=9 run -0 "$FITRUN" --explain --cpus 2 -- touch "$BATS_TEST_TMPDIR/ran"
+    [ ! -e "$BATS_TEST_TMPDIR/ran" ]
+    [[ "$output" == *"# mode: exec"* ]]
+    [[ "$output" == *"# command: touch $BATS_TEST_TMPDIR/ran"* ]]
+    [[ "$output" == *"kept    OMP_NUM_THREADS=9  # already set in the environment, left alone (fitrun would export 2"* ]]
+    [[ "$output" == *"set     GOMAXPROCS=2  # the Go runtime: 2 effective CPUs, from the CPU override"* ]]
+    [[ "$output" == *"set     FITRUN_CPUS=2  #"* ]]
+    [[ "$output" == *"FITRUN_WORKERS="* ]]
+    [[ "$output" == *"JOBLIB_TEMP_FOLDER"* ]]
+    # One line per variable, 14 + joblib.
+    [ "$(grep -cE '^(set|kept|forced|skipped) ' <<<"$output")" -eq 15 ]
+}
+
+@test "--explain works without CMD, and as PID 1 says so" {
+    run -0 "$FITRUN" --explain
+    [[ "$output" == *"set     OMP_NUM_THREADS="* ]]
+    needs_root
+    run -0 fr pid1 --explain -- true
+    [[ "$output" == *"# mode: init (PID 1)"* ]]
+    run -0 fr subreaper --explain -- true
+    [[ "$output" == *"# mode: init (child subreaper)"* ]]
+}
+
+@test "fitrun announces what it exports on stderr; --quiet silences it" {
+    run -0 --separate-stderr "$FITRUN" --cpus 2 -- true
+    [[ "$stderr" == "fitrun: 2 CPUs: 2 threads, "*" workers" ]]
+    OMP_NUM_THREADS=4 run -0 --separate-stderr "$FITRUN" --cpus 2 -- true
+    [[ "$stderr" == *"kept from the environment: OMP_NUM_THREADS"* ]]
+    run -0 --separate-stderr "$FITRUN" -q --cpus 2 -- true
+    [ -z "$stderr" ]
+    run -0 --separate-stderr "$FITRUN" -q --init --cpus 2 -- true
+    [ -z "$stderr" ]
+}
+
+@test "a profile's [env] values are forced over the user's, its [resources] apply" {
+    cat >"$BATS_TEST_TMPDIR/p.ini" <<'EOF'
+[resources]
+cpus = 1
+
+[env]
+OMP_NUM_THREADS = 5
+MY_SETTING = from-profile
+EOF
+    OMP_NUM_THREADS=9 MY_SETTING=mine run -0 "$FITRUN" -q --profile "$BATS_TEST_TMPDIR/p.ini" -- env
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 5 ]
+    [ "$(envval "$output" MY_SETTING)" = from-profile ]
+    [ "$(envval "$output" GOMAXPROCS)" = 1 ] # [resources] cpus
+    [ "$(grep -c '^OMP_NUM_THREADS=' <<<"$output")" -eq 1 ]
+    # --cpus on the command line wins over the profile (needs 2 CPUs to show).
+    [ "$(nproc)" -ge 2 ] || return 0
+    run -0 "$FITRUN" -q --profile "$BATS_TEST_TMPDIR/p.ini" --cpus 2 --init -- env
+    [ "$(envval "$output" GOMAXPROCS)" = 2 ]
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 5 ]
+    OMP_NUM_THREADS=9 run -0 "$FITRUN" --profile "$BATS_TEST_TMPDIR/p.ini" --explain
+    [[ "$output" == *"forced  OMP_NUM_THREADS=5  # forced by profile $BATS_TEST_TMPDIR/p.ini [env]; the environment had '9'"* ]]
+}
+
+# A real memory cgroup (v1 here; a child of the cgroup we are in, as the
+# rules of this machine require), so FITRUN_MEMORY_LIMIT comes from the
+# kernel and not from a fixture.
+@test "FITRUN_MEMORY_LIMIT comes from a real memory cgroup limit" {
+    needs_root
+    local cur base cg
+    cur=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+    base=/sys/fs/cgroup/memory$cur
+    if [ -z "$cur" ] || [ ! -w "$base" ]; then
+        # cgroup v2: the memory controller lives in the unified hierarchy.
+        skip "no writable v1 memory cgroup here"
+    fi
+    cg=$base/fitrun-test-wrap-$$-$BATS_TEST_NUMBER
+    mkdir "$cg"
+    cg_track "$cg"
+    echo $((256 * 1024 * 1024)) >"$cg/memory.limit_in_bytes"
+    run -0 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -q -- env' sh "$cg" "$FITRUN"
+    [ "$(envval "$output" FITRUN_MEMORY_LIMIT)" = 268435456 ]
+}
