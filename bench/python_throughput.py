@@ -14,7 +14,12 @@ run them today, same workload, same number of workers, same timeout:
     FITRUN=build/fitrun /usr/bin/python3 bench/python_throughput.py [--n 3200] [--workers 2]
 
 Prints one table: seconds, predictions/s, and fitrun's speed-up over each
-peer (goal: >= 1.2x joblib). Not a test: timings on a shared machine vary.
+peer (goal: >= 1.2x joblib). Then a second, smaller one: the same mix plus
+ONE prediction that kills its process (os._exit) — what researchers meet in
+practice. joblib then raises TerminatedWorkerError and the usual recovery
+(e.g. the public arc25 pipeline) re-runs the whole batch with one fresh
+interpreter per prediction; fitrun reports that one prediction `crash`.
+Not a test: timings on a shared machine vary.
 """
 import argparse
 import json
@@ -103,6 +108,43 @@ def peer_fresh(jobs, workers, timeout):
     return time.monotonic() - t0, out
 
 
+KILLER = "import os\ndef transform(grid):\n    os._exit(1)\n"
+
+
+def peer_joblib_with_recovery(jobs, workers, timeout):
+    """The usual approach, including its recovery from a dead worker."""
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+    saved = os.dup(2)  # loky prints the dead worker's traceback on stderr
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    t0 = time.monotonic()
+    try:
+        _, out = peer_joblib(jobs, workers, timeout)
+    except TerminatedWorkerError:
+        _, out = peer_fresh(jobs, workers, timeout)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return time.monotonic() - t0, out
+
+
+def crash_table(fitrun, a, tmp):
+    jobs = pc.make_jobs(a.crash_n)
+    k = len(jobs) // 2
+    jobs[k] = dict(jobs[k], code=KILLER, kind="os._exit")
+    jpath, opath, prof = (os.path.join(tmp, n) for n in ("cjobs.jsonl", "cout.jsonl", "p.ini"))
+    pc.write_jobs(jpath, jobs)
+    fdt, res, _ = pc.run_fitrun(fitrun, prof, jpath, opath)
+    jdt, _ = peer_joblib_with_recovery(jobs, a.workers, a.timeout)
+    print(f"# the same mix, {len(jobs)} predictions, one of which calls os._exit(1):")
+    print(f"{'runner':34} {'preds':>6} {'seconds':>8} {'preds/s':>8} {'fitrun speed-up':>16}")
+    print(f"{'fitrun':34} {len(jobs):6d} {fdt:8.2f} {len(jobs) / fdt:8.1f} {'1.00x':>16}   "
+          f"(that one: {res[jobs[k]['id']][0]})")
+    print(f"{'joblib + rerun batch per process':34} {len(jobs):6d} {jdt:8.2f} {len(jobs) / jdt:8.1f} "
+          f"{jdt / fdt:15.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=3200, help="predictions (default 3200)")
@@ -110,6 +152,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=0.5, help="seconds per prediction (default 0.5)")
     ap.add_argument("--fresh-n", type=int, default=200, help="predictions for the fresh-interpreter peer")
     ap.add_argument("--peers", default="fitrun,joblib,pool,process,fresh")
+    ap.add_argument("--crash-n", type=int, default=400,
+                    help="predictions of the one-crash comparison (0 = skip it)")
     a = ap.parse_args()
     peers = a.peers.split(",")
     fitrun = pc.find_fitrun()
@@ -151,6 +195,11 @@ def main():
         if ref is not None:
             same = f"{sum(ref.get(i) == v for i, v in verdicts.items())}/{len(verdicts)}"
         print(f"{name:34} {n:6d} {dt:8.2f} {rate:8.1f} {speed:>16} {same:>14}")
+    if a.crash_n and "fitrun" in peers and "joblib" in peers:
+        print()
+        with pc.tmpdir() as tmp:
+            pc.write_profile(os.path.join(tmp, "p.ini"), a.workers, a.timeout)
+            crash_table(fitrun, a, tmp)
 
 
 if __name__ == "__main__":

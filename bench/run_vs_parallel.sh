@@ -52,7 +52,7 @@ secs() {
     t0=$(date +%s%N)
     "$@" > "$T/stdout" 2> /dev/null || true
     t1=$(date +%s%N)
-    echo "scale=3; ($t1 - $t0) / 1000000000" | bc
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'
 }
 
 fitrun_sandbox() { "$FITRUN" run --jobs "$1" --out "$T/out.jsonl" --workers "$W" --quiet --wall-time 10s --cpu-time 10s; }
@@ -64,7 +64,7 @@ gnu_parallel() { parallel -j "$W" --group < "${1%.cmds}.pcmds"; }
 xargs_p() { xargs -P "$W" -L 1 timeout 10 < "$1"; }
 
 row() { # row NAME SECS BASE
-    printf '  %-34s %8.3f s   %6.2fx\n' "$1" "$2" "$(echo "scale=3; $2 / $3" | bc)"
+    printf '  %-34s %8.3f s   %6.2fx\n' "$1" "$2" "$(awk -v a="$2" -v b="$3" 'BEGIN { print a / b }')"
 }
 
 TOOLS=(fitrun_sandbox fitrun_none gnu_parallel xargs_p)
@@ -90,7 +90,9 @@ for w in tiny cpu; do
                 echo "$t: $got jobs done, not $n" >&2
                 exit 1
             fi
-            if [ -z "${best[$t]:-}" ] || [ "$(echo "$s < ${best[$t]}" | bc)" = 1 ]; then best[$t]=$s; fi
+            if [ -z "${best[$t]:-}" ] || awk -v a="$s" -v b="${best[$t]}" 'BEGIN { exit !(a < b) }'; then
+                best[$t]=$s
+            fi
         done
     done
     for t in "${TOOLS[@]}"; do row "${NAME[$t]}" "${best[$t]}" "${best[fitrun_sandbox]}"; done

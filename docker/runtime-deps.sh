@@ -35,6 +35,7 @@ install() {
     if [ -n "$missing" ]; then
         echo "runtime-deps: installing packages not in the cached layer:$missing" >&2
         apt-get update -qq
+        # shellcheck disable=SC2086  # $missing is a list of package names
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
         apt-get clean; rm -rf /var/lib/apt/lists/*
     fi

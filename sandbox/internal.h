@@ -12,7 +12,7 @@
  *   classify.c   outcome classification and names
  *
  * Everything called from fr_policy_apply() (names ending in _apply,
- * fr_filter_install, fr_violation_arm, fr_relay_run) is async-signal-safe:
+ * fr_filter_install, fr_violation_arm, the relay) is async-signal-safe:
  * system calls only, no malloc, no stdio, no locks, no file access. */
 #ifndef FITRUN_SANDBOX_INTERNAL_H
 #define FITRUN_SANDBOX_INTERNAL_H

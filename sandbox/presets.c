@@ -15,8 +15,8 @@
  * *allowed* set is pinned in all 64 bits (EQ, LT, MASKED_EQ with a mask
  * covering the upper half) — junk in the upper half is denied, never
  * allowed. */
+#include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -296,7 +296,7 @@ static int add_rule(scmp_filter_ctx ctx, int nr, const struct fr_rule *r)
         }
         return rc;
     }
-    return -22; /* -EINVAL: unknown check (cannot happen) */
+    return -EINVAL; /* unknown check (cannot happen) */
 }
 
 static bool skipped(int nr, const int *skip, size_t nskip)

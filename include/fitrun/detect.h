@@ -25,7 +25,9 @@
 struct fr_detect_opts {
     const char *sysroot;        /* NULL or "/" = live */
     char *const *envp;          /* environment for scheduler variables; NULL = environ */
-    double cpus_override;       /* > 0: --cpus N (wins over everything) */
+    double cpus_override;       /* > 0: --cpus N (wins over everything: over FITRUN_CPUS and
+                                   over the detected count when lower; it is one more bound in
+                                   the min of cpu_effective, so a higher value is noted, unused) */
 };
 
 /* The controllers detection reads, in the order of fr_resources.cgroup[]. */

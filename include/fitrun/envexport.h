@@ -14,6 +14,11 @@
  *    existing variable is the user's decision and is never overridden;
  *  - a profile's [env] entries are exported as given and win over envp and
  *    over fitrun's own values ("forced");
+ *  - FITRUN_EXPORTED records "NAME=VALUE ..." for what fitrun set; a
+ *    variable whose value is still the one recorded there came from an
+ *    outer fitrun, not from the user, and is recomputed (`fitrun --
+ *    fitrun run`: each job gets its worker's share, not the whole
+ *    allocation the outer wrapper exported);
  *  - the /dev/shm rule: when /dev/shm is known to be smaller than
  *    opts->shm_threshold and JOBLIB_TEMP_FOLDER is not set, joblib's memmap
  *    folder is pointed at a disk-backed per-user directory
@@ -40,7 +45,7 @@
  * 2e9 bytes available; fitrun's default threshold is 2 GiB. */
 #define FR_ENV_SHM_THRESHOLD_DEFAULT (2ull << 30)
 
-#define FR_ENV_MAX 96            /* our 15 + up to FR_PROFILE_MAX_ENV forced */
+#define FR_ENV_MAX 96            /* our 16 + up to FR_PROFILE_MAX_ENV forced */
 #define FR_ENV_REASON_MAX 320
 
 enum fr_env_action {

@@ -252,6 +252,7 @@ int fr_cmd_wrap(int argc, char **argv)
     /* Block signals before anything slow, so a SIGTERM during detection is
      * forwarded to CMD once it runs instead of being lost. */
     struct fr_sigstate st;
+    memset(&st, 0, sizeof st);
     if (supervise && fr_signals_block(&st) < 0) {
         fr_warn("cannot block signals: %s", strerror(errno));
         return FR_EXIT_USAGE;

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 {
     fputs("usage: fitrun detect [--json] [--sysroot DIR] [--cpus N] [--profile FILE]\n"
           "       fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
-          "       fitrun merge --jobs FILE RESULTS...\n"
+          "       fitrun merge --jobs FILE [--shards N] RESULTS...\n"
           "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N ...\n"
           "       fitrun [--init] [--explain] [--quiet] [--profile FILE] -- CMD [ARGS...]\n"
           "Run `fitrun COMMAND --help` for the options of one command; see README.md.\n",

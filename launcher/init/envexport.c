@@ -38,6 +38,15 @@ static const struct {
 
 #define JOBLIB_VAR "JOBLIB_TEMP_FOLDER"
 
+/* What fitrun itself exported, as "NAME=VALUE NAME=VALUE ...", so that a
+ * nested fitrun (the Docker image runs `fitrun -- fitrun run`, and a pool
+ * job may run fitrun again) can tell its parent's values from the user's:
+ * a variable whose value is still the one recorded here was not set by the
+ * user, and is recomputed (a pool job must get its worker's share, not the
+ * whole allocation the outer wrapper exported). Only the counts are
+ * recorded (JOBLIB_TEMP_FOLDER is a path, and the same decision anyway). */
+#define MARKER_VAR "FITRUN_EXPORTED"
+
 const char *fr_env_action_name(enum fr_env_action a)
 {
     switch (a) {
@@ -115,19 +124,45 @@ static void bprintf(char *buf, size_t n, const char *fmt, ...)
 
 #define reason(e, ...) bprintf((e)->reason, sizeof (e)->reason, __VA_ARGS__)
 
-/* Export `value` as `name` unless envp already has it. `why` explains the
- * value; it ends up in the reason either way. */
+/* Does envp's FITRUN_EXPORTED record `name` with exactly `value`? */
+static bool from_outer(char *const *envp, const char *name, const char *value)
+{
+    const char *m = fr_env_lookup(envp, MARKER_VAR);
+    size_t nl = strlen(name), vl = strlen(value);
+    while (m && *m) {
+        while (*m == ' ')
+            m++;
+        size_t tl = strcspn(m, " ");
+        if (tl == nl + 1 + vl && !strncmp(m, name, nl) && m[nl] == '=' && !strncmp(m + nl + 1, value, vl))
+            return true;
+        m += tl;
+    }
+    return false;
+}
+
+/* The user's value of `name`: present in envp and not merely left there
+ * by an outer fitrun (FITRUN_EXPORTED). Sets *outer when it was. */
+static const char *user_value(char *const *envp, const char *name, bool *outer)
+{
+    const char *v = fr_env_lookup(envp, name);
+    *outer = v && from_outer(envp, name, v);
+    return *outer ? NULL : v;
+}
+
+/* Export `value` as `name` unless the user already set it. `why` explains
+ * the value; it ends up in the reason either way. */
 static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name,
                                   const char *value, const char *why)
 {
-    const char *user = fr_env_lookup(envp, name);
+    bool outer;
+    const char *user = user_value(envp, name, &outer);
     struct fr_env_entry *e = put(ex, name, user ? user : value, user ? FR_ENV_KEPT : FR_ENV_SET);
     if (!e)
         return NULL;
     if (user)
         reason(e, "already set in the environment, left alone (fitrun would export %s: %s)", value, why);
     else
-        reason(e, "%s", why);
+        reason(e, "%s%s", why, outer ? " (replaces the value an outer fitrun exported)" : "");
     return e;
 }
 
@@ -245,6 +280,8 @@ static int export_memory(struct fr_env_export *ex, const struct fr_resources *re
 {
     char val[32], human[32], why[FR_ENV_REASON_MAX];
     if (!res->mem_limit.known) {
+        /* Present (the user's, or an outer fitrun's that saw a limit this
+         * one cannot): left as it is. */
         const char *user = fr_env_lookup(envp, "FITRUN_MEMORY_LIMIT");
         struct fr_env_entry *e = put(ex, "FITRUN_MEMORY_LIMIT", user, user ? FR_ENV_KEPT : FR_ENV_SKIPPED);
         if (!e)
@@ -344,6 +381,41 @@ static int apply_forced(struct fr_env_export *ex, char *const *envp, const struc
     return 0;
 }
 
+static bool recorded(const struct fr_env_entry *e)
+{
+    return e->action == FR_ENV_SET && strcmp(e->name, JOBLIB_VAR) && strcmp(e->name, MARKER_VAR) &&
+           !strchr(e->value, ' ');
+}
+
+/* FITRUN_EXPORTED: the counts fitrun SET (see MARKER_VAR). Always
+ * exported (possibly empty), replacing an outer fitrun's record; a profile
+ * that forces it wins like for any variable. */
+static int export_marker(struct fr_env_export *ex)
+{
+    const struct fr_env_entry *old = fr_env_find(ex, MARKER_VAR);
+    if (old && old->action == FR_ENV_FORCED)
+        return 0;
+    size_t len = 1;
+    for (size_t i = 0; i < ex->n; i++)
+        if (recorded(&ex->e[i]))
+            len += strlen(ex->e[i].name) + strlen(ex->e[i].value) + 2;
+    char *m = malloc(len), *p = m;
+    if (!m)
+        return -1;
+    *p = '\0';
+    for (size_t i = 0; i < ex->n; i++) {
+        const struct fr_env_entry *e = &ex->e[i];
+        if (recorded(e))
+            p += sprintf(p, "%s%s=%s", p == m ? "" : " ", e->name, e->value);
+    }
+    struct fr_env_entry *e = put(ex, MARKER_VAR, m, FR_ENV_SET);
+    free(m);
+    if (!e)
+        return -1;
+    reason(e, "the variables fitrun set, so a nested fitrun can tell them from the user's");
+    return 0;
+}
+
 int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
                    char *const *envp, const struct fr_env_forced *forced,
                    const struct fr_env_opts *opts, struct fr_env_export *out)
@@ -359,7 +431,7 @@ int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, i
         return -1;
     if (forced && apply_forced(out, envp, forced) < 0)
         return -1;
-    return 0;
+    return export_marker(out);
 }
 
 void fr_env_free(struct fr_env_export *ex)

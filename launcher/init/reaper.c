@@ -21,7 +21,7 @@ int fr_reap_all(struct fr_main_child *m)
         int st;
         /* __WALL: also reap children whose exit signal is not SIGCHLD
          * (clone() users); they would otherwise stay zombies forever. */
-        pid_t pid = waitpid(m->pid, &st, WNOHANG | __WALL);
+        pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
         if (pid > 0) {
             n++;
             if (pid == m->pid) {

@@ -50,6 +50,7 @@ struct slot {
     uint64_t start_ns;
     uint64_t deadline_ns;           /* wall time; 0 = none */
     enum fr_abort_reason aborted;   /* 0 = not aborted */
+    bool completing;                /* inside fr_host_complete: not to be aborted */
     pid_t sid;                      /* the job's session (orphans in it are spared) */
     pid_t cpu_pid;                  /* CPU clock watched; 0 = none */
     uint64_t cpu_seen_ns;           /* the last CPU time read from it */
@@ -65,7 +66,6 @@ struct watch {
 struct fr_host {
     const struct fr_pool_opts *o;
     struct fr_runtime rt;
-    bool rt_started;
     int epfd, sigfd;
     sigset_t oldmask;
     struct sigaction old_pipe, old_chld;
@@ -279,10 +279,7 @@ static void describe(const struct fr_host *h, const struct fr_raw *raw, uint64_t
         snprintf(v->msg, sizeof v->msg, "forbidden system call %s", oc->syscall[0] ? oc->syscall : "(unknown)");
         break;
     case FR_STATUS_SIGNAL:
-        if (oc->signal_name[0])
-            snprintf(v->type, sizeof v->type, "%s", oc->signal_name);
-        else
-            snprintf(v->type, sizeof v->type, "SIG%s", sigabbrev_np(oc->signal) ? sigabbrev_np(oc->signal) : "?");
+        snprintf(v->type, sizeof v->type, "%s", oc->signal_name); /* fr_classify names every signal */
         snprintf(v->msg, sizeof v->msg, "killed by %s", v->type);
         break;
     case FR_STATUS_OUTPUT_LIMIT:
@@ -316,16 +313,9 @@ static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, u
     r.id = sl->job.id;
     r.status = v.status;
     r.timeout = v.timeout;
-    r.has_exit = v.oc.signal == 0 && v.oc.exit_code >= 0 && raw->kind == FR_RAW_FINISHED;
+    r.has_exit = v.oc.signal == 0 && v.oc.exit_code >= 0;
     r.exit_code = v.oc.exit_code;
-    char signame[24] = "";
-    if (v.oc.signal) {
-        if (v.oc.signal_name[0])
-            snprintf(signame, sizeof signame, "%s", v.oc.signal_name);
-        else
-            snprintf(signame, sizeof signame, "SIG%s", sigabbrev_np(v.oc.signal) ? sigabbrev_np(v.oc.signal) : "?");
-        r.signal = signame;
-    }
+    r.signal = v.oc.signal_name[0] ? v.oc.signal_name : NULL;
     r.syscall = v.oc.syscall[0] ? v.oc.syscall : NULL;
     r.error_type = raw->error_type ? raw->error_type : v.type[0] ? v.type : NULL;
     r.error_message = raw->error_message ? raw->error_message : v.msg[0] ? v.msg : NULL;
@@ -476,6 +466,7 @@ static void release(struct fr_host *h, int s, bool free_job)
         fr_job_clear(&sl->job);
     memset(&sl->job, 0, sizeof sl->job);
     sl->busy = false;
+    sl->completing = false;
     sl->sid = 0;
     sl->cpu_pid = 0;
     sl->aborted = 0;
@@ -492,6 +483,9 @@ void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     struct slot *sl = &h->slots[s];
     uint64_t now = fr_now_ns();
     bool keep_job = false;
+    /* Writing the result may fail and stop the run (interrupt()), which
+     * must not abort the job being reported. */
+    sl->completing = true;
     if (sl->aborted == FR_ABORT_INTERRUPT) {
         /* Not a result: the job did not get to finish. --resume runs it. */
     } else if (raw->kind == FR_RAW_CRASHED && sl->job.attempts < 2 && !h->stopping) {
@@ -700,7 +694,7 @@ static void interrupt(struct fr_host *h, int sig)
     h->nretry = 0;
     for (int s = 0; s < h->nslots; s++) {
         struct slot *sl = &h->slots[s];
-        if (sl->busy && sl->aborted != FR_ABORT_INTERRUPT) {
+        if (sl->busy && !sl->completing && sl->aborted != FR_ABORT_INTERRUPT) {
             sl->aborted = FR_ABORT_INTERRUPT;
             h->rt.ops->abort(&h->rt, s, FR_ABORT_INTERRUPT);
         }
@@ -979,7 +973,6 @@ int fr_pool_run(const struct fr_pool_opts *o)
         teardown(&h);
         return FR_EXIT_USAGE;
     }
-    h.rt_started = true;
     loop(&h);
     h.rt.ops->stop(&h.rt);
     int left = reaper_final(&h.reaper, FINAL_REAP_MS);

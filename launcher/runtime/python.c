@@ -30,8 +30,14 @@
  * default action kills it) and the sandbox sets RLIMIT_CPU as a backstop;
  * the worker enforces the wall time itself. The pool's own wall deadline
  * starts a little earlier (at begin), so it usually fires first: abort()
- * then kills the worker (its child dies with it, PR_SET_PDEATHSIG) and
- * replaces it — a fork of the warm zygote, a few milliseconds. */
+ * then asks the worker (SIGUSR1) to kill its child and report as usual, so
+ * the result keeps the child's real CPU time and output and the worker
+ * lives on; only if no report comes within PY_ABORT_GRACE_MS is the worker
+ * killed (its child dies with it, PR_SET_PDEATHSIG) and replaced — a fork
+ * of the warm zygote.
+ *
+ * Start-up blocks (the pool's loop does not run yet) but notices a pending
+ * SIGINT/SIGTERM/SIGHUP, so Ctrl-C during a slow prelude works. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -43,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -74,6 +81,8 @@
 struct pyslot {
     int chan;                   /* our end of the worker's channel; -1 = none */
     pid_t pid;                  /* the worker; 0 until its "spawned" event */
+    int pidfd;                  /* the worker, for signals (it is not our child: its pid
+                                   could be reused once the zygote has reaped it); -1 = none */
     unsigned token;             /* spawn token of the current worker */
     const struct fr_job *job;   /* in flight, or NULL */
     uint64_t begin_ns;
@@ -318,6 +327,9 @@ static int spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     }
     s->chan = sv[0];
     s->pid = 0;
+    if (s->pidfd >= 0)
+        close(s->pidfd);
+    s->pidfd = -1;
     s->token = token;
     s->rlen = 0;
     return 0;
@@ -338,12 +350,22 @@ static void drop_channel(struct fr_runtime *rt, struct pyslot *s)
     s->chan = -1;
 }
 
+static int signal_worker(struct pyslot *s, int sig)
+{
+    if (s->pidfd >= 0)
+        return pidfd_send_signal(s->pidfd, sig, NULL, 0);
+    if (s->pid > 0)
+        return kill(s->pid, sig);
+    errno = ESRCH;
+    return -1;
+}
+
 /* Kill the worker of slot s (its prediction child dies with it), now or as
  * soon as its pid is known. */
 static void kill_worker(struct pyrt *py, struct pyslot *s)
 {
     if (s->pid > 0)
-        kill(s->pid, SIGKILL);
+        signal_worker(s, SIGKILL);
     else if (py->ndoomed < PY_MAX_DOOMED)
         py->doomed[py->ndoomed++] = s->token;
 }
@@ -379,10 +401,12 @@ static void ctl_message(struct fr_runtime *rt, const char *msg, size_t len)
         fr_warn("python runtime: unreadable control message '%.*s'", (int)(len > 200 ? 200 : len), msg);
     } else if (!strcmp(ev, "spawned")) {
         struct pyslot *s = slot_of_token(py, (unsigned)token);
-        if (take_doomed(py, (unsigned)token) && pid > 0)
-            kill((pid_t)pid, SIGKILL);
-        else if (s)
+        if (take_doomed(py, (unsigned)token) && pid > 0) {
+            kill((pid_t)pid, SIGKILL); /* just forked: it cannot have been reaped yet */
+        } else if (s && pid > 0) {
             s->pid = (pid_t)pid;
+            s->pidfd = pidfd_open(s->pid, 0); /* -1 if it died already: EOF will say so */
+        }
     } else if (!strcmp(ev, "worker_exit")) {
         /* Deaths are noticed (and handled) by EOF on the channel; this only
          * says how it died, for the user. */
@@ -428,13 +452,29 @@ static void ctl_event(struct fr_runtime *rt, uint32_t events)
 
 /* ---- start-up ------------------------------------------------------------ */
 
-/* Wait (blocking, only during start) for the next control message. */
+/* A stop signal is waiting. The pool blocks SIGINT/SIGTERM/SIGHUP (it
+ * reads them from a signalfd in its loop, which does not run yet while we
+ * start), so a long prelude would otherwise ignore Ctrl-C. */
+static bool stop_pending(void)
+{
+    sigset_t set;
+    return sigpending(&set) == 0 &&
+           (sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGHUP) == 1);
+}
+
+/* Wait (blocking, only during start) for the next control message.
+ * Returns its length, 0 at EOF, -1 with errno (EINTR: a stop signal is
+ * pending; it is left pending for the pool). */
 static ssize_t ctl_wait(struct pyrt *py, char *buf, size_t n)
 {
     for (;;) {
+        if (stop_pending()) {
+            errno = EINTR;
+            return -1;
+        }
         struct pollfd pfd = {.fd = py->ctl, .events = POLLIN};
-        int r = poll(&pfd, 1, -1);
-        if (r < 0 && errno == EINTR)
+        int r = poll(&pfd, 1, 200);
+        if (r == 0 || (r < 0 && errno == EINTR))
             continue;
         if (r < 0)
             return -1;
@@ -585,6 +625,24 @@ static const char *fs_name(const char *path)
     }
 }
 
+/* The warning for a slow start-up (> PY_SLOW_START_MS), or "" when it was
+ * not slow. Names the filesystem when it is a network one: the usual cause,
+ * and the cure (a local copy) is the same for the interpreter and prelude. */
+static void startup_warning(const struct fr_profile *p, double prelude_ms, uint64_t total_ms, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (total_ms <= PY_SLOW_START_MS)
+        return;
+    const char *fs = fs_name(p->interpreter), *pfs = fs_name(p->prelude);
+    char where[PATH_MAX + 64] = "";
+    if (fs || pfs)
+        snprintf(where, sizeof where, "%s is on %s; ", fs ? p->interpreter : p->prelude, fs ? fs : pfs);
+    bool in_prelude = prelude_ms > total_ms / 2.0;
+    snprintf(buf, n, "python start-up took %.1f s%s: %scopy the interpreter (or venv) and the packages it "
+             "imports to a local disk if they are on a network filesystem",
+             total_ms / 1000.0, in_prelude ? ", most of it importing the prelude's modules" : "", where);
+}
+
 static void report_startup(const struct fr_profile *p, json_t *ready, int nslots, uint64_t total_ms)
 {
     json_t *v;
@@ -594,19 +652,104 @@ static void report_startup(const struct fr_profile *p, json_t *ready, int nslots
     fr_info("python: %s %s started once with %d worker%s in %.2f s (interpreter %.2f s, prelude %.2f s)",
             p->interpreter, version ? version : "", nslots, nslots == 1 ? "" : "s", total_ms / 1000.0,
             boot >= 0 ? boot / 1000.0 : 0.0, prelude / 1000.0);
-    if (total_ms <= PY_SLOW_START_MS)
+    char warning[PATH_MAX + 512];
+    startup_warning(p, prelude, total_ms, warning, sizeof warning);
+    if (warning[0])
+        fr_warn("%s", warning);
+}
+
+static json_t *or_null(json_t *v)
+{
+    return v ? v : json_null();
+}
+
+/* Wait for "ready" (returned, a new reference) or fail with the message
+ * the user sees: the prelude's error, or why the interpreter went away. */
+static json_t *wait_ready(struct pyrt *py, const struct fr_profile *p, char *buf, char *err, size_t errlen)
+{
+    ssize_t got = ctl_wait(py, buf, PY_MSG_MAX);
+    if (got < 0 && errno == EINTR) {
+        snprintf(err, errlen, "interrupted while %s was starting", p->interpreter);
+        return NULL;
+    }
+    if (got <= 0) {
+        early_exit_message(py, p, err, errlen);
+        return NULL;
+    }
+    json_t *m = json_loadb(buf, (size_t)got, 0, NULL);
+    const char *ev = json_string_value(json_object_get(m, "event"));
+    if (ev && !strcmp(ev, "ready"))
+        return m;
+    if (ev && !strcmp(ev, "fatal"))
+        fatal_message(m, p, err, errlen);
+    else
+        snprintf(err, errlen, "unexpected message from the interpreter '%.*s'", (int)(got > 200 ? 200 : got), buf);
+    json_decref(m);
+    return NULL;
+}
+
+/* Kill the zygote's process group and reap the zygote. */
+static void end_zygote(struct pyrt *py)
+{
+    if (py->zygote <= 0)
         return;
-    /* Name the filesystem when it is a network one: that is the usual
-     * cause, and the cure (a local copy) is the same for both paths. */
-    const char *fs = fs_name(p->interpreter), *pfs = fs_name(p->prelude);
-    const char *what = fs ? p->interpreter : p->prelude;
-    char where[PATH_MAX + 64] = "";
-    if (fs || pfs)
-        snprintf(where, sizeof where, "%s is on %s; ", what, fs ? fs : pfs);
-    bool in_prelude = prelude > total_ms / 2.0;
-    fr_warn("python start-up took %.1f s%s: %scopy the interpreter (or venv) and the packages it imports "
-            "to a local disk if they are on a network filesystem",
-            total_ms / 1000.0, in_prelude ? ", most of it importing the prelude's modules" : "", where);
+    kill(-py->zygote, SIGKILL);
+    pid_t r;
+    do
+        r = waitpid(py->zygote, NULL, 0);
+    while (r < 0 && errno == EINTR);
+    py->zygote = 0;
+}
+
+/* For `fitrun detect --profile`: start the profile's interpreter and
+ * prelude once, exactly as `fitrun run` does (sandbox self-test included,
+ * no worker), and describe the start-up as a JSON object (new reference):
+ *   {"interpreter", "python", "total_ms", "boot_ms", "prelude_ms",
+ *    "selftest_ms", "warning" (null unless slower than 1 s)}
+ * or NULL with the error (a failing prelude, a missing interpreter) in err.
+ * Blocking; the interpreter is killed before returning.
+ * (For include/fitrun/runtime.h; declared here until it is there.) */
+json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
+json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen)
+{
+    extern char **environ;
+    struct pyrt py = {.ctl = -1};
+    struct fr_runtime_config cfg = {.profile = p, .envp = environ, .output_cap = p->output, .self_exe = self_exe};
+    json_t *out = NULL, *ready = NULL;
+    char *buf = NULL;
+    if (find_script(self_exe, py.script, sizeof py.script, err, errlen) < 0 ||
+        find_lib(self_exe, py.lib, sizeof py.lib, err, errlen) < 0)
+        return NULL;
+    if (access(p->interpreter, X_OK) < 0) {
+        snprintf(err, errlen, "python interpreter %s: %s", p->interpreter, strerror(errno));
+        return NULL;
+    }
+    if (!(py.policy_kv = policy_kv(p)) || !(buf = malloc(PY_MSG_MAX))) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    uint64_t t0 = fr_now_ns();
+    if (fork_zygote(&py, &cfg, err, errlen) < 0 || !(ready = wait_ready(&py, p, buf, err, errlen)))
+        goto done;
+    uint64_t total_ms = (fr_now_ns() - t0) / 1000000;
+    char warning[PATH_MAX + 512];
+    startup_warning(p, json_number_value(json_object_get(ready, "prelude_ms")), total_ms, warning, sizeof warning);
+    out = json_pack("{s:s, s:O, s:I, s:O, s:O, s:O, s:o}", "interpreter", p->interpreter,
+                    "python", or_null(json_object_get(ready, "python")), "total_ms", (json_int_t)total_ms,
+                    "boot_ms", or_null(json_object_get(ready, "boot_ms")),
+                    "prelude_ms", or_null(json_object_get(ready, "prelude_ms")),
+                    "selftest_ms", or_null(json_object_get(ready, "selftest_ms")),
+                    "warning", warning[0] ? json_string(warning) : json_null());
+    if (!out)
+        snprintf(err, errlen, "out of memory");
+done:
+    json_decref(ready);
+    free(buf);
+    free(py.policy_kv);
+    if (py.ctl >= 0)
+        close(py.ctl);
+    end_zygote(&py);
+    return out;
 }
 
 static void py_stop(struct fr_runtime *rt);
@@ -626,7 +769,7 @@ static int start_inner(struct fr_runtime *rt, int nslots, char *err, size_t errl
     py->next_token = 1;
     py->line_cap = PY_RESULT_CAP + 8 * cfg->output_cap + (1u << 20);
     for (int i = 0; i < nslots; i++)
-        py->slots[i].chan = py->slots[i].timer = -1;
+        py->slots[i].chan = py->slots[i].timer = py->slots[i].pidfd = -1;
     if (find_script(cfg->self_exe, py->script, sizeof py->script, err, errlen) < 0 ||
         find_lib(cfg->self_exe, py->lib, sizeof py->lib, err, errlen) < 0)
         return -1;
@@ -651,26 +794,9 @@ static int start_inner(struct fr_runtime *rt, int nslots, char *err, size_t errl
         return -1;
     }
     int rc = -1;
-    json_t *ready = NULL;
-    while (!ready) {
-        ssize_t got = ctl_wait(py, buf, PY_MSG_MAX);
-        if (got <= 0) {
-            early_exit_message(py, p, err, errlen);
-            goto out;
-        }
-        json_t *m = json_loadb(buf, (size_t)got, 0, NULL);
-        const char *ev = json_string_value(json_object_get(m, "event"));
-        if (ev && !strcmp(ev, "ready"))
-            ready = m;
-        else {
-            if (ev && !strcmp(ev, "fatal"))
-                fatal_message(m, p, err, errlen);
-            else
-                snprintf(err, errlen, "unexpected message from the interpreter '%.*s'", (int)(got > 200 ? 200 : got), buf);
-            json_decref(m);
-            goto out;
-        }
-    }
+    json_t *ready = wait_ready(py, p, buf, err, errlen);
+    if (!ready)
+        goto out;
     /* Every worker now, so that the total start-up is known before the
      * first job (and a fork failure stops the run here). */
     for (int i = 0; i < nslots; i++)
@@ -680,6 +806,10 @@ static int start_inner(struct fr_runtime *rt, int nslots, char *err, size_t errl
         }
     for (int got_workers = 0; got_workers < nslots;) {
         ssize_t got = ctl_wait(py, buf, PY_MSG_MAX);
+        if (got < 0 && errno == EINTR) {
+            snprintf(err, errlen, "interrupted while the python workers were starting");
+            goto out;
+        }
         if (got <= 0) {
             early_exit_message(py, p, err, errlen);
             goto out;
@@ -1165,7 +1295,7 @@ static int request_stop(struct fr_runtime *rt, int slot)
     }
     struct itimerspec grace = {.it_value = {.tv_sec = PY_ABORT_GRACE_MS / 1000,
                                             .tv_nsec = (PY_ABORT_GRACE_MS % 1000) * 1000000L}};
-    if (timerfd_settime(s->timer, 0, &grace, NULL) < 0 || kill(s->pid, SIGUSR1) < 0)
+    if (timerfd_settime(s->timer, 0, &grace, NULL) < 0 || signal_worker(s, SIGUSR1) < 0)
         return -1;
     return 0;
 }
@@ -1209,6 +1339,8 @@ static void py_stop(struct fr_runtime *rt)
             fr_host_unwatch(rt->host, py->slots[i].timer);
             close(py->slots[i].timer);
         }
+        if (py->slots[i].pidfd >= 0)
+            close(py->slots[i].pidfd);
         free(py->slots[i].wbuf);
         free(py->slots[i].rbuf);
     }
@@ -1219,12 +1351,9 @@ static void py_stop(struct fr_runtime *rt)
     }
     if (py->zygote > 0) {
         /* Every slot is idle: nothing of value runs in the group any more. */
-        kill(-py->zygote, SIGKILL);
-        pid_t r;
-        do
-            r = waitpid(py->zygote, NULL, 0);
-        while (r < 0 && errno == EINTR);
-        fr_host_disown(rt->host, py->zygote);
+        pid_t z = py->zygote;
+        end_zygote(py);
+        fr_host_disown(rt->host, z);
         fr_host_reap(rt->host);
     }
     free(py->policy_kv);

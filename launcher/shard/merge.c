@@ -231,7 +231,8 @@ static long result_line(struct merge *m, struct rfile *rf, const struct fr_resul
         /* By line, checked against the id on that line: a result written
          * for another jobs file must not fill this one's gaps. */
         bool same_id = s && s->id && q && !strcmp(s->id, q);
-        if (s && (s->kind == SLOT_INVALID || (s->kind == SLOT_JOB && same_id) ||
+        /* `fitrun run` answers an invalid line with "id": null. */
+        if (s && ((s->kind == SLOT_INVALID && !k->id) || (s->kind == SLOT_JOB && same_id) ||
                   (s->kind == SLOT_REPEAT && same_id && k->duplicate)))
             line = k->line;
         else if (s && s->kind == SLOT_REPEAT && same_id)
@@ -242,7 +243,7 @@ static long result_line(struct merge *m, struct rfile *rf, const struct fr_resul
             fr_warn("merge: %s:%ld: result for line %ld (id %s), but line %ld of %s is %s; dropped (results of "
                     "another jobs file?)",
                     rf->path, rline, k->line, q ? q : "null", k->line, m->jobs_name,
-                    !s || s->kind == SLOT_BLANK ? "no job" : s->id);
+                    !s || s->kind == SLOT_BLANK ? "no job" : s->kind == SLOT_INVALID ? "not a job" : s->id);
         if (!line)
             rf->foreign++;
     } else if (!k->id || k->duplicate) {

@@ -61,58 +61,49 @@ void fr_die_errno(int status, const char *fmt, ...)
 
 char *fr_read_file(const char *path, size_t max, size_t *len)
 {
+    /* Read up to one byte past `max`: getting that byte is how a file that
+     * is too large is told apart from one of exactly `max` bytes. */
+    if (max > SIZE_MAX / 2)
+        max = SIZE_MAX / 2;
+    const size_t limit = max + 1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    size_t cap = 4096 < max + 1 ? 4096 : max + 1, used = 0;
+    size_t cap = limit + 1 < 4096 ? limit + 1 : 4096, used = 0; /* +1: the NUL */
     char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        errno = ENOMEM;
-        return NULL;
-    }
-    for (;;) {
-        if (used + 1 >= cap) {
-            if (cap > max) { /* read one byte past max: file too large */
-                free(buf);
-                close(fd);
-                errno = EFBIG;
-                return NULL;
-            }
-            size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            if (ncap <= cap)
-                ncap = cap + 1;
+    int err = 0;
+    while (buf && used < limit) {
+        if (used + 1 == cap) {
+            size_t ncap = cap * 2 < limit + 1 ? cap * 2 : limit + 1;
             char *nb = realloc(buf, ncap);
             if (!nb) {
-                free(buf);
-                close(fd);
-                errno = ENOMEM;
-                return NULL;
+                err = ENOMEM;
+                break;
             }
             buf = nb;
             cap = ncap;
         }
         ssize_t r = read(fd, buf + used, cap - 1 - used);
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            free(buf);
-            close(fd);
-            errno = e;
-            return NULL;
+            err = errno;
+            break;
         }
         if (r == 0)
             break;
         used += (size_t)r;
-        if (used > max) {
-            free(buf);
-            close(fd);
-            errno = EFBIG;
-            return NULL;
-        }
     }
+    if (!buf)
+        err = ENOMEM;
+    else if (!err && used > max)
+        err = EFBIG;
     close(fd);
+    if (err) {
+        free(buf);
+        errno = err;
+        return NULL;
+    }
     buf[used] = '\0';
     if (len)
         *len = used;

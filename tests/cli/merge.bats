@@ -163,7 +163,7 @@ ids() { jq -r .id "$@" | tr '\n' ' '; }
     { echo '{"id":"a1"}'; echo '{oops'; echo; echo '{"argv":["true"]}'; echo '{"id":7}'; echo '{"id":"a6"}';
       echo '{"id":"a1"}'; } > jobs2.jsonl
     # what one `fitrun run` writes for it (in completion order), plus two strays
-    { result a6 ok; result a1 ok
+    { result a6 ok; result a1 ok; result zz ok 2
       printf '{"id":null,"status":"invalid","error_type":"InvalidJSON","line":2}\n'
       printf '{"id":null,"status":"invalid","error_type":"MissingId","line":5}\n'
       printf '{"id":null,"status":"invalid","error_type":"MissingId","line":4}\n'
@@ -176,8 +176,10 @@ ids() { jq -r .id "$@" | tr '\n' ' '; }
     [[ $stderr == *'jobs2.jsonl:4: not a job (the job has no "id"); no result expected'* ]]
     [[ $stderr == *'jobs2.jsonl:5: not a job ("id" must be a non-empty string)'* ]]
     [[ $stderr == *'jobs2.jsonl:7: id "a1" repeats line 1'* ]]
-    [[ $stderr == *'results.0.jsonl:7: result for line 3 (id "zz"), but line 3 of jobs2.jsonl is no job; dropped'* ]]
-    [[ $stderr == *'results.0.jsonl:8: a result with neither "line" nor a job'"'"'s "id"; skipped'* ]]
+    [[ $stderr == *'results.0.jsonl:3: result for line 2 (id "zz"), but line 2 of jobs2.jsonl is not a job; dropped'* ]]
+    [[ $stderr == *'results.0.jsonl:8: result for line 3 (id "zz"), but line 3 of jobs2.jsonl is no job; dropped'* ]]
+    [[ $stderr == *'results.0.jsonl:9: a result with neither "line" nor a job'"'"'s "id"; skipped'* ]]
+    [ "$(printf '%s\n' "$output" | jq -r 'select(.line == 2).error_type')" = InvalidJSON ]
     [[ $stderr == *"complete: 2 of 2 jobs have a result, from 1 file; 4 results for invalid input lines kept"* ]]
     [[ $stderr != *"jobs2.jsonl:3"* ]]   # a blank line is nothing
 }

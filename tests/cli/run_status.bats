@@ -163,3 +163,15 @@ teardown() { run_teardown; }
     run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet
     [ "$(field out.jsonl bin stdout)" = "a�b�" ]
 }
+
+@test "--shard K/N runs only its lines (invalid ones too) and names the output" {
+    for i in 1 2 3 4 5 6 7 8 9; do job "s$i" echo "$i"; done > jobs.jsonl
+    sed -i '5s/.*/not json/' jobs.jsonl # line 5 belongs to shard 1 of 3
+    run -0 "$FITRUN" run --jobs jobs.jsonl --out 'res.{shard}.jsonl' --shard 0/3 --quiet
+    [ "$(jq -r .line res.0.jsonl | sort -n | tr '\n' ' ')" = "1 4 7 " ]
+    run -1 "$FITRUN" run --jobs jobs.jsonl --out 'res.{shard}.jsonl' --shard 1/3 --quiet
+    [ "$(jq -r .line res.1.jsonl | sort -n | tr '\n' ' ')" = "2 5 8 " ]
+    [ "$(jq -r 'select(.line == 5) | .status' res.1.jsonl)" = invalid ]
+    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out 'res.{shard}.jsonl'
+    [[ $stderr == *"{shard} needs --shard"* ]]
+}

@@ -37,18 +37,21 @@ teardown() { run_teardown; }
     IFS= read -r -t 20 line <&"${FR[0]}"
     [ "$(jq -r .status <<< "$line")" = invalid ]
     exec {FR[1]}>&-
-    run -1 wait "$pid" # an invalid line was seen
+    rc=0
+    wait "$pid" || rc=$? # (not `run wait`: run's subshell cannot wait for our coproc)
+    [ "$rc" -eq 1 ]      # an invalid line was seen
 }
 
 @test "a slow job does not hold back the results of others (written when known)" {
     coproc FR { exec "$FITRUN" run --jobs - --out - --quiet --workers 2; }
-    { job slow sleep 3; job fast echo fast; } >&"${FR[1]}"
-    IFS= read -r -t 2.5 line <&"${FR[0]}" # before the slow one can finish
+    local pid=$FR_PID # bash unsets FR_PID once the coprocess is reaped
+    { job slow sleep 6; job fast echo fast; } >&"${FR[1]}"
+    IFS= read -r -t 5 line <&"${FR[0]}" # before the slow one can finish
     [ "$(jq -r .id <<< "$line")" = fast ]
     IFS= read -r -t 20 line <&"${FR[0]}"
     [ "$(jq -r .id <<< "$line")" = slow ]
     exec {FR[1]}>&-
-    wait "$FR_PID"
+    wait "$pid"
 }
 
 @test "--progress plain: a progress line every few seconds on stderr" {

@@ -52,13 +52,14 @@ pids_of() { cat "$D"/pid.*."$1"; }
     # a long-running fitrun (streaming): t3 times out while fitrun goes on
     coproc FR { exec "$FITRUN" run --jobs - --out - --quiet --preset none \
         --set sandbox.processes=none --wall-time 1s; }
+    local pid=$FR_PID # bash unsets FR_PID once the coprocess is reaped
     tree_job t3 'sleep 300' >&"${FR[1]}"
     IFS= read -r -t 20 line <&"${FR[0]}"
     [ "$(jq -r .status <<< "$line")" = timeout ]
-    kill -0 "$FR_PID" # still running
+    kill -0 "$pid" # still running
     wait_for eval '! alive $(pids_of t3)'
     exec {FR[1]}>&-
-    wait "$FR_PID"
+    wait "$pid"
 }
 
 @test "CPU timeout of a forking job kills its children too" {

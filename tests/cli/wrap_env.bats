@@ -20,7 +20,7 @@ envval() {
 # decide these tests.
 clean_env() {
     local v
-    for v in $THREAD_VARS FITRUN_CPUS FITRUN_WORKERS FITRUN_MEMORY_LIMIT JOBLIB_TEMP_FOLDER; do
+    for v in $THREAD_VARS FITRUN_CPUS FITRUN_WORKERS FITRUN_MEMORY_LIMIT JOBLIB_TEMP_FOLDER FITRUN_EXPORTED; do
         unset "$v"
     done
 }
@@ -64,12 +64,12 @@ exports_in_mode() {
 
 user_values_in_mode() {
     local mode=$1
-    OMP_NUM_THREADS=7 MKL_NUM_THREADS= GOMAXPROCS=11 run -0 fr "$mode" -q --cpus 2 -- env
+    OMP_NUM_THREADS=7 MKL_NUM_THREADS= GOMAXPROCS=11 run -0 fr "$mode" -q --cpus 1 -- env
     [ "$(envval "$output" OMP_NUM_THREADS)" = 7 ]
     [ "$(grep -c '^OMP_NUM_THREADS=' <<<"$output")" -eq 1 ]
     grep -qx 'MKL_NUM_THREADS=' <<<"$output" # empty, but the user's
     [ "$(envval "$output" GOMAXPROCS)" = 11 ]
-    [ "$(envval "$output" OPENBLAS_NUM_THREADS)" = 2 ]
+    [ "$(envval "$output" OPENBLAS_NUM_THREADS)" = 1 ]
 }
 
 @test "user-set variables are never overridden (exec)" { user_values_in_mode exec; }
@@ -82,6 +82,22 @@ user_values_in_mode() {
     [ "$(envval "$output" OMP_NUM_THREADS)" = 2 ]
 }
 
+@test "a nested fitrun recomputes what the outer one set, but keeps the user's values" {
+    # The Docker image runs `fitrun -- fitrun run`: the inner run must not
+    # take the outer wrapper's whole-allocation values for the user's.
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for the outer and inner values to differ"
+    run -0 "$FITRUN" -q --cpus 2 -- "$FITRUN" -q --cpus 1 -- env
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 1 ]
+    [ "$(envval "$output" FITRUN_CPUS)" = 1 ]
+    [ "$(grep -c '^FITRUN_EXPORTED=' <<<"$output")" -eq 1 ]
+    [[ "$(envval "$output" FITRUN_EXPORTED)" == *"OMP_NUM_THREADS=1"* ]]
+    OMP_NUM_THREADS=2 run -0 "$FITRUN" -q --cpus 2 -- "$FITRUN" -q --cpus 1 -- env
+    [ "$(envval "$output" OMP_NUM_THREADS)" = 2 ]
+    run -0 "$FITRUN" -q --cpus 2 -- sh -c 'GOMAXPROCS=7 exec "$0" -q --init --cpus 1 -- env' "$FITRUN"
+    [ "$(envval "$output" GOMAXPROCS)" = 7 ]
+    [ "$(envval "$output" MKL_NUM_THREADS)" = 1 ]
+}
+
 @test "the rest of the environment passes through untouched" {
     FOO='a b=c' PATH=$PATH run -0 "$FITRUN" -q --init -- env
     grep -qx 'FOO=a b=c' <<<"$output"
@@ -89,17 +105,17 @@ user_values_in_mode() {
 }
 
 @test "--explain prints what would be exported and why, and does not run CMD" {
-    OMP_NUM_THREADS=9 run -0 "$FITRUN" --explain --cpus 2 -- touch "$BATS_TEST_TMPDIR/ran"
+    OMP_NUM_THREADS=9 run -0 "$FITRUN" --explain --cpus 1 -- touch "$BATS_TEST_TMPDIR/ran"
     [ ! -e "$BATS_TEST_TMPDIR/ran" ]
     [[ "$output" == *"# mode: exec"* ]]
     [[ "$output" == *"# command: touch $BATS_TEST_TMPDIR/ran"* ]]
-    [[ "$output" == *"kept    OMP_NUM_THREADS=9  # already set in the environment, left alone (fitrun would export 2"* ]]
-    [[ "$output" == *"set     GOMAXPROCS=2  # the Go runtime: 2 effective CPUs, from the CPU override"* ]]
-    [[ "$output" == *"set     FITRUN_CPUS=2  #"* ]]
+    [[ "$output" == *"kept    OMP_NUM_THREADS=9  # already set in the environment, left alone (fitrun would export 1"* ]]
+    [[ "$output" == *"set     GOMAXPROCS=1  # the Go runtime: 1 effective CPUs, from the CPU override --cpus"* ]]
+    [[ "$output" == *"set     FITRUN_CPUS=1  #"* ]]
     [[ "$output" == *"FITRUN_WORKERS="* ]]
     [[ "$output" == *"JOBLIB_TEMP_FOLDER"* ]]
-    # One line per variable, 14 + joblib.
-    [ "$(grep -cE '^(set|kept|forced|skipped) ' <<<"$output")" -eq 15 ]
+    # One line per variable: 14, joblib's, and the FITRUN_EXPORTED record.
+    [ "$(grep -cE '^(set|kept|forced|skipped) ' <<<"$output")" -eq 16 ]
 }
 
 @test "--explain works without CMD, and as PID 1 says so" {
@@ -113,13 +129,13 @@ user_values_in_mode() {
 }
 
 @test "fitrun announces what it exports on stderr; --quiet silences it" {
-    run -0 --separate-stderr "$FITRUN" --cpus 2 -- true
-    [[ "$stderr" == "fitrun: 2 CPUs: 2 threads, "*" workers" ]]
-    OMP_NUM_THREADS=4 run -0 --separate-stderr "$FITRUN" --cpus 2 -- true
+    run -0 --separate-stderr "$FITRUN" --cpus 1 -- true
+    [[ "$stderr" == "fitrun: 1 CPUs: 1 threads, "*" workers" ]]
+    OMP_NUM_THREADS=4 run -0 --separate-stderr "$FITRUN" --cpus 1 -- true
     [[ "$stderr" == *"kept from the environment: OMP_NUM_THREADS"* ]]
-    run -0 --separate-stderr "$FITRUN" -q --cpus 2 -- true
+    run -0 --separate-stderr "$FITRUN" -q --cpus 1 -- true
     [ -z "$stderr" ]
-    run -0 --separate-stderr "$FITRUN" -q --init --cpus 2 -- true
+    run -0 --separate-stderr "$FITRUN" -q --init --cpus 1 -- true
     [ -z "$stderr" ]
 }
 

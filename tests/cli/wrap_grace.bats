@@ -71,8 +71,13 @@ load wrap_common
 
 @test "processes outside the child's group are not touched by the cleanup" {
     # setsid puts the sleeper in its own session/group: not fitrun's to
-    # kill (with --init it is reparented on, and survives fitrun).
-    run -0 fr subreaper -q --grace 1s -- sh -c 'setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! >"$0"' \
+    # kill (with --init it is reparented on, and survives fitrun). The main
+    # child waits until setsid has happened, or the cleanup could win the race.
+    run -0 fr subreaper -q --grace 1s -- sh -c '
+        setsid sleep 30 </dev/null >/dev/null 2>&1 &
+        p=$!
+        echo $p >"$0"
+        while [ "$(cut -d" " -f6 /proc/$p/stat)" = "$(cut -d" " -f6 /proc/$$/stat)" ]; do sleep 0.01; done' \
         "$BATS_TEST_TMPDIR/pid"
     local p
     p=$(cat "$BATS_TEST_TMPDIR/pid")

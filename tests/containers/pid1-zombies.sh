@@ -4,7 +4,7 @@
 # reparented to PID 1; while it sleeps its parent must be 1, after it exits
 # nothing in the container may be left as a zombie (state Z).
 : >/out/orphans
-for i in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
     sh -c 'sleep 1 & echo $! >>/out/orphans'
 done
 for p in $(cat /out/orphans); do

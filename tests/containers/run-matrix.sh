@@ -40,7 +40,7 @@ CHECK=("$PY" "$HERE/check.py")
 TAG=fitrun-test:containers
 KEEP_IMAGE=${FITRUN_TEST_KEEP_IMAGE:-1}
 NAME=fitrun-test-containers-$$       # prefix of every container this run starts
-LOCK=/tmp/fitrun-test-containers.lock
+LOCK=/run/lock/fitrun-test-containers.lock   # FHS: the place for lock files
 GRACE=10                             # podman stop -t: seconds before SIGKILL
 T_START=$EPOCHREALTIME
 
@@ -71,9 +71,15 @@ fi
 
 # One matrix at a time on this machine: several engineers (and ctest runs)
 # share podman's image store and the two CPUs; the quota shapes measure
-# nothing useful when two matrices compete.
-exec 8>"$LOCK"
-if ! flock -w 1500 8; then say "FAIL containers: another matrix held $LOCK for 25 minutes"; exit 1; fi
+# nothing useful when two matrices compete. The script re-runs itself under
+# flock -o, so that the lock's descriptor is not inherited by podman,
+# conmon and the containers (a lingering child would hold the lock).
+if [ -z "${FITRUN_TEST_CONTAINERS_LOCKED:-}" ]; then
+    FITRUN_TEST_CONTAINERS_LOCKED=1 flock -o -w 900 -E 75 "$LOCK" bash "${BASH_SOURCE[0]}" "$@"
+    rc=$?
+    [ $rc = 75 ] && say "FAIL containers: another matrix held $LOCK for 15 minutes"
+    exit $rc
+fi
 
 TMP=$(mktemp -d /tmp/fitrun-test-containers.XXXXXX)
 BGPIDS=()
@@ -112,11 +118,11 @@ trap 'exit 143' TERM
 # leaf also removes its parents that nothing else uses.
 prune_images() {
     local ids
-    ids=$(for l in fitrun fitrun-build fitrun-slim; do
-              podman images -a -q --filter dangling=true \
-                  --filter "label=org.opencontainers.image.title=$l" 2>/dev/null
-          done | sort -u)
-    [ -n "$ids" ] && podman rmi $ids >/dev/null 2>&1
+    mapfile -t ids < <(for l in fitrun fitrun-build fitrun-slim; do
+                           podman images -a -q --filter dangling=true \
+                               --filter "label=org.opencontainers.image.title=$l" 2>/dev/null
+                       done | sort -u)
+    ((${#ids[@]} == 0)) || podman rmi "${ids[@]}" >/dev/null 2>&1
     return 0
 }
 
@@ -154,7 +160,8 @@ tar -C "$SRC" --exclude=./.git --exclude='./build' --exclude='./build-*' \
 
 build() { # build LOG [podman build options...]
     local log=$1; shift
-    podman build --pull=never "${PODMAN_LIMITS[@]}" -f "$CTX/docker/Dockerfile" "$@" "$CTX" >"$log" 2>&1
+    # --force-rm: no buildah working container is left behind when a step fails
+    podman build --pull=never --force-rm "${PODMAN_LIMITS[@]}" -f "$CTX/docker/Dockerfile" "$@" "$CTX" >"$log" 2>&1
 }
 T0=$EPOCHREALTIME
 if ! build "$TMP/build-stage.log" --target build -t "$TAG-build" ||
@@ -209,7 +216,7 @@ report host "$T0" "${host_fail[@]}"
 [ $HAVE_SAMPLE = 1 ] || say "note: samples/arc/jobs.jsonl or profiles/arc-python.ini not in the tree yet: exec jobs only"
 
 # ------------------------------------------------------------------ shapes
-NCPU=$(nproc --all)
+NCPU=$(getconf _NPROCESSORS_ONLN)
 MIB=$((1 << 20))
 
 # check_rc DIR STEP — the step ran and exited 0 (appends to the caller's fails)
@@ -239,12 +246,14 @@ check() { # check LABEL check.py-args... — run check.py, collect its messages
 #   wrap=N     expected FITRUN_WORKERS exported by the wrapper
 #   mode=N     expected "Seccomp: N" of the container's own processes
 #   sample=0   do not run the ARC sample in this shape
+#   cpus=N     the shape needs N online CPUs (SKIP on a smaller machine)
 shape() {
     local name=$1 flags=$2; shift 2
     wanted "$name" || return 0
-    local filters=$((${HOST_FILTERS:-0} + 1)) sample=$HAVE_SAMPLE pworkers= mode= wrap=
+    local filters=$((${HOST_FILTERS:-0} + 1)) sample=$HAVE_SAMPLE pworkers='' mode='' wrap=
     while (($#)) && [ "$1" != -- ]; do
         case $1 in
+        cpus=*) if ((NCPU < ${1#cpus=})); then skip "$name" "needs ${1#cpus=} CPUs, this machine has $NCPU"; return 0; fi ;;
         mode=*) mode=${1#mode=} ;;
         wrap=*) wrap=workers=${1#wrap=} ;;
         filters=*) filters=$((${HOST_FILTERS:-0} + ${1#filters=})) ;;
@@ -269,7 +278,7 @@ shape() {
         check "detect --json" detect "$d/detect.out" cgroup.version=1 "$@"
     fi
     if check_rc "$d" env && [ -s "$d/detect.out" ]; then
-        check "fitrun -- env" env "$d/env.out" "$d/detect.out" $wrap
+        check "fitrun -- env" env "$d/env.out" "$d/detect.out" ${wrap:+"$wrap"}
     fi
     if check_rc "$d" exec; then
         check_plan "$d/exec.err" "$pworkers"
@@ -289,22 +298,22 @@ shape() {
     report "$name" "$t0" "${fails[@]}"
 }
 
-shape none "" workers=$NCPU -- \
-    cpu.online=$NCPU cpu.affinity=$NCPU cpu.quota=null cpu.effective=$NCPU \
-    memory.limit=null shm.size'>=1' "shm.size<=$((64 * MIB))" plan.workers=$NCPU
+shape none "" workers="$NCPU" -- \
+    cpu.online="$NCPU" cpu.affinity="$NCPU" cpu.quota=null cpu.effective="$NCPU" \
+    memory.limit=null shm.size'>=1' "shm.size<=$((64 * MIB))" plan.workers="$NCPU"
 shape cpus-0.5 "--cpus=0.5" workers=1 -- \
     cpu.quota=0.5 cpu.quota_source~cfs_quota_us cpu.effective=0.5 plan.workers=1
-shape cpus-1.5 "--cpus=1.5" workers=1 -- \
+shape cpus-1.5 "--cpus=1.5" cpus=2 workers=1 -- \
     cpu.quota=1.5 cpu.effective=1.5 plan.workers=1
-shape cpuset-1 "--cpuset-cpus=1" workers=1 -- \
+shape cpuset-1 "--cpuset-cpus=1" cpus=2 workers=1 -- \
     cpu.affinity=1 cpu.quota=null cpu.effective=1 plan.workers=1
-shape cpus-0.5-cpuset-0,1 "--cpus=0.5 --cpuset-cpus=0,1" workers=1 -- \
+shape cpus-0.5-cpuset-0,1 "--cpus=0.5 --cpuset-cpus=0,1" cpus=2 workers=1 -- \
     cpu.affinity=2 cpu.quota=0.5 cpu.effective=0.5 plan.workers=1
 # exec.ini asks 200M per worker, the default profile (the wrapper's) 512M:
 # a 256 MiB container fits one worker either way
 shape memory-256m "--memory=256m" workers=1 wrap=1 -- \
-    memory.limit=$((256 * MIB)) memory.limit_source~memory.limit_in_bytes plan.workers=$NCPU
-shape pids-64 "--pids-limit=64" workers=$NCPU -- \
+    memory.limit=$((256 * MIB)) memory.limit_source~memory.limit_in_bytes plan.workers="$NCPU"
+shape pids-64 "--pids-limit=64" workers="$NCPU" -- \
     pids.limit=64 pids.current'>=1' pids.current'<=32'
 # /dev/shm below 2 GiB: the wrapper points JOBLIB_TEMP_FOLDER at disk (check.py env)
 shape shm-64m "--shm-size=64m" -- "shm.size=$((64 * MIB))"

@@ -20,10 +20,16 @@
 
 static int out_fd = -1;
 static volatile sig_atomic_t recorded;
+static long limit; /* --exit-after; 0 = none */
 
-/* Async-signal-safe: format the number by hand, one write per line. */
+/* Async-signal-safe: format the number by hand, one write per line. Once
+ * the limit is reached nothing more is recorded: the process is on its
+ * way out, and what arrives then (the wrapper's cleanup of the group, our
+ * own child's SIGCHLD) is not part of the test. */
 static void record(int sig)
 {
+    if (limit > 0 && recorded >= limit)
+        return;
     char buf[16];
     int n = 0;
     char tmp[12];
@@ -81,7 +87,7 @@ static void mark_ready(const char *path)
 }
 
 /* Sleep until enough signals were recorded (forever when limit <= 0). */
-static void wait_for(long limit)
+static void wait_for(void)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -101,7 +107,6 @@ static void wait_for(long limit)
 int main(int argc, char **argv)
 {
     int do_fork = 0;
-    long limit = 0;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--fork"))
@@ -128,18 +133,18 @@ int main(int argc, char **argv)
             snprintf(cpath, sizeof cpath, "%s.child", path);
             open_out(cpath);
             mark_ready(cpath);
-            wait_for(limit);
+            wait_for();
             return 0;
         }
         /* The parent does not wait for its child: the child's fate is the
          * wrapper's business (cleanup of the group). */
         open_out(path);
         mark_ready(path);
-        wait_for(limit);
+        wait_for();
         return 0;
     }
     open_out(path);
     mark_ready(path);
-    wait_for(limit);
+    wait_for();
     return 0;
 }

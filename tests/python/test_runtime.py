@@ -38,7 +38,9 @@ class Base(unittest.TestCase):
             prelude = os.path.join(cls.tmp.name, "prelude.py")
             with open(prelude, "w") as f:
                 f.write(textwrap.dedent(cls.prelude_text))
-        kw = dict(workers=2, sandbox_lib=LIB, cpu_ms=1000, wall_ms=3000)
+        # A generous wall limit: on a loaded machine a CPU-bound test must
+        # still reach its CPU limit first (WallTime below tests wall time).
+        kw = dict(workers=2, sandbox_lib=LIB, cpu_ms=1000, wall_ms=60000)
         kw.update(cls.kwargs)
         cls.rt = dr.Runtime(prelude, **kw)
         assert cls.rt.ready.get("event") == "ready", cls.rt.ready
@@ -175,14 +177,10 @@ class Results(Base):
         f = self.run1("def transform(g):\n    while True:\n        pass\n")
         self.assertEqual(f["status"], "timeout")
         self.assertEqual(f["signal"], signal.SIGPROF)
-        self.assertGreaterEqual(f["cpu_ms"], 900)  # rusage is tick-sampled
-        self.assertLess(f["cpu_ms"], 1900)  # not the whole-second RLIMIT_CPU
-
-    def test_wall_timeout(self):
-        t0 = time.monotonic()
-        f = self.run1("import time\ndef transform(g):\n    time.sleep(60)\n")
-        self.assertEqual((f["status"], f["wall_expired"], f["signal"]), ("timeout", True, signal.SIGKILL))
-        self.assertLess(time.monotonic() - t0, 30)
+        # rusage is tick-sampled (and a loaded VM skews it): only rough bounds,
+        # the point being that SIGPROF (our ms timer) ended it, not RLIMIT_CPU.
+        self.assertGreaterEqual(f["cpu_ms"], 500)
+        self.assertLess(f["cpu_ms"], 1900)
 
     def test_output_flood_is_cut_at_the_cap(self):
         f = self.run1("def transform(g):\n    while True:\n        print('x' * 999)\n")
@@ -204,6 +202,18 @@ class Results(Base):
         for k in ("boot_ms", "prelude_ms", "selftest_ms"):
             self.assertGreaterEqual(r[k], 0, k)
         self.assertEqual(r["sandbox"], "on" if LIB else "off")
+
+
+class WallTime(Base):
+    kwargs = {"wall_ms": 1000}
+
+    def test_wall_timeout(self):
+        t0 = time.monotonic()
+        f = self.run1("import time\ndef transform(g):\n    time.sleep(60)\n")
+        self.assertEqual((f["status"], f["wall_expired"], f["aborted"], f["signal"]),
+                         ("timeout", True, False, signal.SIGKILL))
+        self.assertGreaterEqual(f["wall_ms"], 1000)
+        self.assertLess(time.monotonic() - t0, 30)
 
 
 class SmallCaps(Base):
@@ -341,9 +351,13 @@ class NothingLeftBehind(unittest.TestCase):
         rt.run_many([job("def transform(g):\n    return g\n", jid=str(i)) for i in range(4)])
         rt.close()
         time.sleep(0.2)
-        alive = [p for p in pids if os.path.exists(f"/proc/{p}")
-                 and "Z" not in open(f"/proc/{p}/stat").read().split(")")[1][:3]]
-        self.assertEqual(alive, [])
+        def alive(p):
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except FileNotFoundError:
+                return False
+        self.assertEqual([p for p in pids if alive(p)], [])
 
 
 @needs_sandbox

@@ -379,6 +379,60 @@ static void test_print(void **state)
     fr_env_free(&ex);
 }
 
+static void test_marker_records_what_fitrun_set(void **state)
+{
+    (void)state;
+    struct fr_resources r = res_with_shm(1024);
+    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    char *envp[] = {"MKL_NUM_THREADS=4", NULL};
+    struct fr_env_export ex;
+    assert_int_equal(fr_env_compute(&r, &p, 0, envp, NULL, NULL, &ex), 0);
+    const struct fr_env_entry *m = must_find(&ex, "FITRUN_EXPORTED");
+    assert_int_equal(m->action, FR_ENV_SET);
+    assert_non_null(strstr(m->value, "OMP_NUM_THREADS=2 "));
+    assert_non_null(strstr(m->value, "FITRUN_WORKERS=2"));
+    assert_null(strstr(m->value, "MKL_NUM_THREADS"));    /* kept: the user's */
+    assert_null(strstr(m->value, "JOBLIB_TEMP_FOLDER")); /* a path: not recorded */
+    fr_env_free(&ex);
+}
+
+/* `fitrun -- fitrun run`: the outer wrapper exports the whole allocation;
+ * the inner run must give each job its worker's share, yet still keep
+ * what the user set in between. */
+static void test_nested_fitrun_recomputes_outer_values(void **state)
+{
+    (void)state;
+    struct fr_resources r = res_with_cpus(4);
+    struct fr_plan p = plan_with(4, FR_ROUND_FLOOR);
+    char *base[] = {"PATH=/bin", "GOMAXPROCS=16", NULL};
+    struct fr_env_export outer, inner;
+    assert_int_equal(fr_env_compute(&r, &p, 0, base, NULL, NULL, &outer), 0);
+    char **env = fr_env_build_envp(&outer, base);
+    assert_non_null(env);
+    /* The user's script changes one of fitrun's values before the inner run. */
+    for (char **e = env; *e; e++)
+        if (!strncmp(*e, "BLIS_NUM_THREADS=", 17)) {
+            free(*e);
+            *e = strdup("BLIS_NUM_THREADS=3");
+            assert_non_null(*e);
+        }
+    assert_int_equal(fr_env_compute(&r, &p, 1, env, NULL, NULL, &inner), 0);
+    assert_entry(&inner, "OMP_NUM_THREADS", FR_ENV_SET, "1");
+    assert_non_null(strstr(must_find(&inner, "OMP_NUM_THREADS")->reason, "outer fitrun"));
+    assert_entry(&inner, "FITRUN_CPUS", FR_ENV_SET, "1");
+    assert_entry(&inner, "BLIS_NUM_THREADS", FR_ENV_KEPT, "3");   /* changed by the user */
+    assert_entry(&inner, "GOMAXPROCS", FR_ENV_KEPT, "16");        /* the user's from the start */
+    /* The inner record replaces the outer one. */
+    char **env2 = fr_env_build_envp(&inner, env);
+    assert_int_equal(count_prefix(env2, "FITRUN_EXPORTED="), 1);
+    assert_int_equal(count_prefix(env2, "OMP_NUM_THREADS="), 1);
+    assert_true(has(env2, "OMP_NUM_THREADS=1"));
+    fr_envp_free(env2);
+    fr_envp_free(env);
+    fr_env_free(&inner);
+    fr_env_free(&outer);
+}
+
 /* --- fr_env_make_dirs: the one function with side effects --- */
 
 static char tmproot[64];
@@ -492,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_shm_forced),
         cmocka_unit_test(test_build_envp),
         cmocka_unit_test(test_print),
+        cmocka_unit_test(test_marker_records_what_fitrun_set),
+        cmocka_unit_test(test_nested_fitrun_recomputes_outer_values),
         cmocka_unit_test(test_make_dirs),
         cmocka_unit_test(test_make_dirs_refuses_symlink),
         cmocka_unit_test(test_make_dirs_missing_parent),

@@ -339,6 +339,59 @@ static void test_not_dumpable(void **state)
     assert_string_equal(r.out, "dumpable=1\n");
 }
 
+/* A prepared worker: its own bounding set is gone (effective set intact),
+ * and its jobs still end with everything dropped. Runs in a forked
+ * "worker" so the test process keeps its bounding set. */
+static void test_prepared_worker(void **state)
+{
+    (void)state;
+    int out[2];
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    pid_t worker = fork();
+    assert_true(worker >= 0);
+    if (worker == 0) {
+        close(out[0]);
+        char err[256];
+        struct fr_policy *p;
+        if (fr_policy_build_kv("preset=python;keep_caps=cap_kill", &p, err, sizeof err) < 0 ||
+            fr_policy_prepare_worker(p) < 0)
+            _exit(3);
+        say(out[1], "worker:");
+        dump_status(out[1]);
+        pid_t job = fork();
+        if (job == 0) {
+            if (fr_policy_apply(p, -1) < 0)
+                _exit(4);
+            say(out[1], "job:");
+            dump_status(out[1]);
+            _exit(0);
+        }
+        int st;
+        _exit(waitpid(job, &st, 0) == job && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5);
+    }
+    close(out[1]);
+    static char buf[16384];
+    size_t have = 0;
+    ssize_t n;
+    while ((n = read(out[0], buf + have, sizeof buf - 1 - have)) > 0)
+        have += (size_t)n;
+    buf[have] = '\0';
+    close(out[0]);
+    int st;
+    assert_int_equal(waitpid(worker, &st, 0), worker);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("worker status 0x%x:\n%s", st, buf);
+    char *job = strstr(buf, "job:");
+    assert_non_null(job);
+    *job = '\0';
+    unsigned long long kill_cap = 1ull << 5; /* CAP_KILL */
+    assert_int_equal(status_field(buf, "CapBnd"), kill_cap);
+    assert_true(status_field(buf, "CapEff") != 0); /* the worker keeps its own */
+    assert_int_equal(status_field(job + 1, "CapBnd"), kill_cap);
+    assert_int_equal(status_field(job + 1, "CapEff"), kill_cap);
+    assert_int_equal(status_field(job + 1, "Seccomp"), 2);
+}
+
 static void test_spec_allow_accepted(void **state)
 {
     (void)state;
@@ -412,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_signals_still_work),
         cmocka_unit_test(test_violation_reported),
         cmocka_unit_test(test_not_dumpable),
+        cmocka_unit_test(test_prepared_worker),
         cmocka_unit_test(test_spec_allow_accepted),
         cmocka_unit_test(test_deny_list_on_none),
         cmocka_unit_test(test_exec_relay_mirrors),

@@ -114,7 +114,7 @@ split_sections() {
 #   size `fitrun run --profile exec.ini` must log in its plan line
 vmcase() {
     local name=$1 cpumax=$2 cpuset=$3 memmax=$4; shift 4
-    local pworkers= t0=$EPOCHREALTIME fails=() rc d=$TMP/$name
+    local pworkers='' t0=$EPOCHREALTIME fails=() rc d=$TMP/$name
     while (($#)) && [ "$1" != -- ]; do
         case $1 in workers=*) pworkers=${1#workers=} ;; esac
         shift

@@ -752,8 +752,8 @@ def main(argv):
         return 1
     try:
         return zygote.serve()
-    except BrokenPipeError:
-        return 0
+    except (BrokenPipeError, ConnectionResetError):
+        return 0  # fitrun went away (it closed the control socket with events unread)
 
 
 if __name__ == "__main__":
