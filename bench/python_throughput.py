@@ -22,6 +22,7 @@ interpreter per prediction; fitrun reports that one prediction `crash`.
 Not a test: timings on a shared machine vary.
 """
 import argparse
+import importlib
 import json
 import multiprocessing as mp
 import os
@@ -42,7 +43,7 @@ def peer_joblib(jobs, workers, timeout):
 
 
 def _pool_init():
-    import numpy  # noqa: F401  (what a researcher's worker imports)
+    importlib.import_module("numpy")  # what a researcher's worker imports
 
 
 def _pool_run(args):
@@ -62,7 +63,7 @@ def _one_process(job, timeout, conn):
 
 
 def peer_process(jobs, workers, timeout):
-    import numpy  # noqa: F401  (the parent has it loaded; children are forked)
+    importlib.import_module("numpy")  # the parent has it loaded; children are forked
     ctx = mp.get_context("fork")
     t0 = time.monotonic()
     out, running, it = [], [], iter(jobs)

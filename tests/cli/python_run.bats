@@ -301,3 +301,13 @@ EOF
     [ ! -s "$D/out.jsonl" ]
     nothing_left
 }
+
+@test "python run: a memory limit the interpreter cannot live with is one clear error before any job" {
+    for i in 1 2 3; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
+    run_jobs --memory 40M
+    [ "$status" -eq 125 ]
+    [ ! -s "$D/out.jsonl" ]
+    [[ "$stderr" =~ SelfTestFailed ]]
+    [[ "$stderr" =~ "memory limit is below the interpreter's own size" ]]
+    nothing_left
+}

@@ -51,6 +51,7 @@ NESTING_CAP = 100           # deepest output structure accepted
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # jansson's json_int_t
 PR_SET_PDEATHSIG = 1
 READ_CHUNK = 1 << 16
+SELFTEST_ALLOC = 16 << 20   # what the sandbox self-test allocates
 
 # Exit statuses of a prediction's child when it cannot even run the code
 # (it reports why on the result fd first, when it still can).
@@ -620,6 +621,7 @@ class Zygote:
         policy the interpreter cannot live with (e.g. a memory limit below its
         own footprint) stops the run with one message instead of failing
         every prediction."""
+        vm_mib = _vm_size_mib()
         r, w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
@@ -628,6 +630,14 @@ class Zygote:
                 rc = self.runner.sandbox.apply(-1)
                 if rc != 0:
                     os.write(w, f"applying the policy failed: {os.strerror(-rc)}".encode())
+                    os._exit(1)
+                try:
+                    # Room for a prediction's data beyond the interpreter itself.
+                    bytearray(SELFTEST_ALLOC)
+                except MemoryError:
+                    os.write(w, f"it cannot allocate {SELFTEST_ALLOC >> 20} MiB: the memory limit is "
+                                f"below the interpreter's own size ({vm_mib} MiB of address space "
+                                f"with the prelude loaded) plus room for data".encode())
                     os._exit(1)
                 rep = self.runner.run_code("def f(x):\n    return [x] * 2\n", "f", [[1, 2]], hooks=False)
                 if rep["outputs"] != [[[1, 2], [1, 2]]]:
@@ -714,6 +724,17 @@ class Zygote:
                     for extra in fds:
                         os.close(extra)
                     self.send({"event": "error", "message": f"unknown control message {msg[:200]!r}"})
+
+
+def _vm_size_mib():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) >> 10
+    except (OSError, ValueError):
+        pass
+    return "?"
 
 
 def _ms(seconds):
