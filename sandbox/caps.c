@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "fitrun/util.h"
 #include "internal.h"
 
 int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen)
@@ -35,7 +36,7 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
      * capabilities exist, so new kernels' capabilities are dropped too. */
     out->last_cap = (int)cap_max_bits() - 1;
     if (out->last_cap < 0 || out->last_cap > 63) {
-        fr_sb_err(err, errlen, "sandbox: cannot handle %d capabilities (libcap cap_max_bits)", out->last_cap + 1);
+        fr_seterr(err, errlen, "sandbox: cannot handle %d capabilities (libcap cap_max_bits)", out->last_cap + 1);
         return -1;
     }
     /* Children inherit a subset of this (the bounding set only shrinks). */
@@ -44,13 +45,13 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
             out->bounding |= 1ULL << cap;
     out->state = cap_init(); /* all sets clear */
     if (!out->state) {
-        fr_sb_err(err, errlen, "sandbox: cap_init: %s", strerror(errno));
+        fr_seterr(err, errlen, "sandbox: cap_init: %s", strerror(errno));
         return -1;
     }
     for (size_t i = 0; keep && keep[i]; i++) {
         cap_value_t cap;
         if (cap_from_name(keep[i], &cap) < 0 || cap < 0 || cap > out->last_cap) {
-            fr_sb_err(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)",
+            fr_seterr(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)",
                       keep[i]);
             fr_caps_plan_free(out);
             return -1;
@@ -59,7 +60,7 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
         if (cap_set_flag(out->state, CAP_EFFECTIVE, 1, &cap, CAP_SET) < 0 ||
             cap_set_flag(out->state, CAP_PERMITTED, 1, &cap, CAP_SET) < 0 ||
             cap_set_flag(out->state, CAP_INHERITABLE, 1, &cap, CAP_SET) < 0) {
-            fr_sb_err(err, errlen, "sandbox: cap_set_flag(%s): %s", keep[i], strerror(errno));
+            fr_seterr(err, errlen, "sandbox: cap_set_flag(%s): %s", keep[i], strerror(errno));
             fr_caps_plan_free(out);
             return -1;
         }

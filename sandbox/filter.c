@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fitrun/util.h"
 #include "internal.h"
 
 /* The library's own protocol needs these (the report is a write(2), the
@@ -42,12 +43,12 @@ static int resolve_names(const char *const *names, const char *what, int *nrs, s
     *n = 0;
     for (size_t i = 0; names && names[i]; i++) {
         if (*n >= FR_NAMES_MAX) {
-            fr_sb_err(err, errlen, "too many syscalls in %s (max %d)", what, FR_NAMES_MAX);
+            fr_seterr(err, errlen, "too many syscalls in %s (max %d)", what, FR_NAMES_MAX);
             return -1;
         }
         int nr = seccomp_syscall_resolve_name(names[i]);
         if (nr == __NR_SCMP_ERROR) {
-            fr_sb_err(err, errlen, "unknown syscall '%s' in %s", names[i], what);
+            fr_seterr(err, errlen, "unknown syscall '%s' in %s", names[i], what);
             return -1;
         }
         nrs[(*n)++] = nr;
@@ -61,7 +62,7 @@ static int check_lists(const struct fr_policy_spec *spec, const int *deny, size_
     for (size_t i = 0; i < ndeny; i++) {
         for (size_t r = 0; g_reserved[r]; r++) {
             if (deny[i] == seccomp_syscall_resolve_name(g_reserved[r])) {
-                fr_sb_err(err, errlen,
+                fr_seterr(err, errlen,
                           "cannot deny '%s': the sandbox's own violation reporting and exit need it",
                           spec->deny[i]);
                 return -1;
@@ -69,7 +70,7 @@ static int check_lists(const struct fr_policy_spec *spec, const int *deny, size_
         }
         for (size_t a = 0; a < nallow; a++) {
             if (deny[i] == allow[a]) {
-                fr_sb_err(err, errlen, "syscall '%s' is in both allow and deny", spec->deny[i]);
+                fr_seterr(err, errlen, "syscall '%s' is in both allow and deny", spec->deny[i]);
                 return -1;
             }
         }
@@ -82,26 +83,26 @@ static int export_program(scmp_filter_ctx ctx, struct fr_filter *out, char *err,
 {
     int fd = memfd_create("fitrun-seccomp-bpf", MFD_CLOEXEC);
     if (fd < 0) {
-        fr_sb_err(err, errlen, "sandbox: memfd_create for the seccomp program: %s", strerror(errno));
+        fr_seterr(err, errlen, "sandbox: memfd_create for the seccomp program: %s", strerror(errno));
         return -1;
     }
     int rc = seccomp_export_bpf(ctx, fd);
     if (rc < 0) {
-        fr_sb_err(err, errlen, "sandbox: seccomp_export_bpf: %s", strerror(-rc));
+        fr_seterr(err, errlen, "sandbox: seccomp_export_bpf: %s", strerror(-rc));
         close(fd);
         return -1;
     }
     off_t size = lseek(fd, 0, SEEK_END);
     if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
         size / (off_t)sizeof(struct sock_filter) > FR_BPF_MAX_INSNS) {
-        fr_sb_err(err, errlen, "sandbox: compiled seccomp program has %lld bytes (want a multiple of %zu, at most %d instructions)",
+        fr_seterr(err, errlen, "sandbox: compiled seccomp program has %lld bytes (want a multiple of %zu, at most %d instructions)",
                   (long long)size, sizeof(struct sock_filter), FR_BPF_MAX_INSNS);
         close(fd);
         return -1;
     }
     out->insns = malloc((size_t)size);
     if (!out->insns) {
-        fr_sb_err(err, errlen, "sandbox: out of memory for the seccomp program");
+        fr_seterr(err, errlen, "sandbox: out of memory for the seccomp program");
         close(fd);
         return -1;
     }
@@ -109,7 +110,7 @@ static int export_program(scmp_filter_ctx ctx, struct fr_filter *out, char *err,
     int saved = errno;
     close(fd);
     if (got != (ssize_t)size) {
-        fr_sb_err(err, errlen, "sandbox: reading back the seccomp program: %s",
+        fr_seterr(err, errlen, "sandbox: reading back the seccomp program: %s",
                   got < 0 ? strerror(saved) : "short read");
         return -1;
     }
@@ -124,7 +125,7 @@ static int find_pid_slots(struct fr_filter *f, char *err, size_t errlen)
         if (f->insns[i].code != (BPF_JMP | BPF_JEQ | BPF_K) || f->insns[i].k != FR_PID_PLACEHOLDER)
             continue;
         if (f->npid >= FR_PID_SLOTS_MAX) {
-            fr_sb_err(err, errlen, "sandbox: more than %d pid comparisons in the seccomp program", FR_PID_SLOTS_MAX);
+            fr_seterr(err, errlen, "sandbox: more than %d pid comparisons in the seccomp program", FR_PID_SLOTS_MAX);
             return -1;
         }
         f->pid_at[f->npid++] = i;
@@ -140,7 +141,7 @@ static int add_lists(scmp_filter_ctx ctx, const struct fr_policy_spec *spec, con
         for (size_t i = 0; !rc && i < ndeny; i++)
             rc = seccomp_rule_add(ctx, SCMP_ACT_TRAP, deny[i], 0);
         if (rc < 0) {
-            fr_sb_err(err, errlen, "sandbox: seccomp_rule_add(deny): %s", strerror(-rc));
+            fr_seterr(err, errlen, "sandbox: seccomp_rule_add(deny): %s", strerror(-rc));
             return -1;
         }
         return fr_presets_protect_handler(ctx, err, errlen);
@@ -152,7 +153,7 @@ static int add_lists(scmp_filter_ctx ctx, const struct fr_policy_spec *spec, con
     for (size_t i = 0; !rc && i < nallow; i++)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow[i], 0);
     if (rc < 0) {
-        fr_sb_err(err, errlen, "sandbox: seccomp_rule_add(allow): %s", strerror(-rc));
+        fr_seterr(err, errlen, "sandbox: seccomp_rule_add(allow): %s", strerror(-rc));
         return -1;
     }
     return 0;
@@ -173,7 +174,7 @@ int fr_filter_build(const struct fr_policy_spec *spec, struct fr_filter *out, ch
     switch (spec->preset) {
     case FR_PRESET_NONE:
         if (nallow) {
-            fr_sb_err(err, errlen, "allow needs preset python or exec (preset none has no filter to add to)");
+            fr_seterr(err, errlen, "allow needs preset python or exec (preset none has no filter to add to)");
             return -1;
         }
         if (!ndeny)
@@ -190,13 +191,13 @@ int fr_filter_build(const struct fr_policy_spec *spec, struct fr_filter *out, ch
         def = SCMP_ACT_NOTIFY;
         break;
     default:
-        fr_sb_err(err, errlen, "sandbox: unknown preset %d", (int)spec->preset);
+        fr_seterr(err, errlen, "sandbox: unknown preset %d", (int)spec->preset);
         return -1;
     }
 
     scmp_filter_ctx ctx = seccomp_init(def);
     if (!ctx) {
-        fr_sb_err(err, errlen, "sandbox: seccomp_init failed (out of memory?)");
+        fr_seterr(err, errlen, "sandbox: seccomp_init failed (out of memory?)");
         return -1;
     }
     int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
@@ -206,7 +207,7 @@ int fr_filter_build(const struct fr_policy_spec *spec, struct fr_filter *out, ch
     if (!rc)
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (rc < 0) {
-        fr_sb_err(err, errlen, "sandbox: seccomp_attr_set: %s", strerror(-rc));
+        fr_seterr(err, errlen, "sandbox: seccomp_attr_set: %s", strerror(-rc));
         seccomp_release(ctx);
         return -1;
     }

@@ -28,7 +28,6 @@
 #include "fitrun/sandbox.h"
 
 /* printf-style message into err (never overflows, always terminated). */
-void fr_sb_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- rlimits.c ---------------------------------------------------------- */
 #define FR_RLIMIT_MAX 8

@@ -14,16 +14,6 @@
 #include "fitrun/util.h"
 #include "internal.h"
 
-void fr_sb_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static const char *const g_preset_names[] = {
     [FR_PRESET_NONE] = "none",
     [FR_PRESET_EXEC] = "exec",
@@ -85,21 +75,21 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
     if (err && errlen)
         err[0] = '\0';
     if (!out) {
-        fr_sb_err(err, errlen, "sandbox: fr_policy_build needs somewhere to put the policy");
+        fr_seterr(err, errlen, "sandbox: fr_policy_build needs somewhere to put the policy");
         return -1;
     }
     *out = NULL;
     if (!spec) {
-        fr_sb_err(err, errlen, "sandbox: no policy spec given");
+        fr_seterr(err, errlen, "sandbox: no policy spec given");
         return -1;
     }
     if ((unsigned)spec->preset >= sizeof g_preset_names / sizeof g_preset_names[0]) {
-        fr_sb_err(err, errlen, "sandbox: unknown preset %d (expected none, exec or python)", (int)spec->preset);
+        fr_seterr(err, errlen, "sandbox: unknown preset %d (expected none, exec or python)", (int)spec->preset);
         return -1;
     }
     struct fr_policy *p = calloc(1, sizeof *p);
     if (!p) {
-        fr_sb_err(err, errlen, "sandbox: out of memory for a policy");
+        fr_seterr(err, errlen, "sandbox: out of memory for a policy");
         return -1;
     }
     p->preset = spec->preset;
@@ -113,7 +103,7 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
     }
     if (copy_list(spec->allow, &p->allow) < 0 || copy_list(spec->deny, &p->deny) < 0 ||
         copy_list(spec->keep_caps, &p->keep) < 0) {
-        fr_sb_err(err, errlen, "sandbox: out of memory copying the policy's lists");
+        fr_seterr(err, errlen, "sandbox: out of memory copying the policy's lists");
         fr_policy_free(p);
         return -1;
     }
@@ -151,7 +141,7 @@ static int parse_list(char *val, const char **list, const char *key, int item, c
     char *save = NULL;
     for (char *tok = strtok_r(val, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
         if (n >= FR_KV_LIST_MAX) {
-            fr_sb_err(err, errlen, "sandbox kv item %d: more than %d names in %s", item, FR_KV_LIST_MAX, key);
+            fr_seterr(err, errlen, "sandbox kv item %d: more than %d names in %s", item, FR_KV_LIST_MAX, key);
             return -1;
         }
         list[n++] = tok;
@@ -196,14 +186,14 @@ static int parse_item(struct kv_state *st, const char *key, char *val, int item,
     else if (strcmp(key, "output") == 0)
         rc = fr_parse_size(val, &ignored);
     else {
-        fr_sb_err(err, errlen,
+        fr_seterr(err, errlen,
                   "sandbox kv item %d: unknown key '%s' (known: preset, cpu_time, memory, fsize, nofile, "
                   "processes, stack, core, allow, deny, keep_caps, spec_allow, wall_time, output)",
                   item, key);
         return -1;
     }
     if (rc < 0) {
-        fr_sb_err(err, errlen, "sandbox kv item %d: bad value '%s' for %s", item, val, key);
+        fr_seterr(err, errlen, "sandbox kv item %d: bad value '%s' for %s", item, val, key);
         return -1;
     }
     return 0;
@@ -216,7 +206,7 @@ int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t
     char *copy = strdup(kv ? kv : "");
     struct kv_state *st = calloc(1, sizeof *st);
     if (!copy || !st) {
-        fr_sb_err(err, errlen, "sandbox kv: out of memory");
+        fr_seterr(err, errlen, "sandbox kv: out of memory");
         free(copy);
         free(st);
         return -1;
@@ -231,7 +221,7 @@ int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t
         item++;
         char *eq = strchr(it, '=');
         if (!eq) {
-            fr_sb_err(err, errlen, "sandbox kv item %d '%s': expected key=value", item, it);
+            fr_seterr(err, errlen, "sandbox kv item %d '%s': expected key=value", item, it);
             rc = -1;
             break;
         }

@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 
+#include "fitrun/util.h"
 #include "internal.h"
 
 enum fr_argcheck {
@@ -323,7 +324,7 @@ int fr_presets_add(scmp_filter_ctx ctx, enum fr_preset preset, const int *skip, 
                 continue;
             int rc = add_rule(ctx, nr, r);
             if (rc < 0) {
-                fr_sb_err(err, errlen, "sandbox: seccomp_rule_add(%s, preset %s, group %s): %s", r->name,
+                fr_seterr(err, errlen, "sandbox: seccomp_rule_add(%s, preset %s, group %s): %s", r->name,
                           fr_preset_name(preset), g_groups[g].what, strerror(-rc));
                 return -1;
             }
@@ -357,7 +358,7 @@ int fr_presets_protect_handler(scmp_filter_ctx ctx, char *err, size_t errlen)
     if (!rc)
         rc = seccomp_rule_add_array(ctx, SCMP_ACT_TRAP, SCMP_SYS(rt_sigprocmask), 2, setmask);
     if (rc < 0) {
-        fr_sb_err(err, errlen, "sandbox: seccomp_rule_add(rt_sigaction guard): %s", strerror(-rc));
+        fr_seterr(err, errlen, "sandbox: seccomp_rule_add(rt_sigaction guard): %s", strerror(-rc));
         return -1;
     }
     return 0;

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
+#include "fitrun/util.h"
 #include "internal.h"
 
 static int plan_add(struct fr_rlimit_plan *p, int resource, rlim_t soft, rlim_t hard)
@@ -58,7 +59,7 @@ int fr_rlimits_plan(const struct fr_policy_spec *spec, struct fr_rlimit_plan *ou
      * possibly sensitive file written wherever core_pattern says. */
     rc |= plan_add(out, RLIMIT_CORE, spec->core_bytes, spec->core_bytes);
     if (rc) {
-        fr_sb_err(err, errlen, "sandbox: too many resource limits (internal limit %d)", FR_RLIMIT_MAX);
+        fr_seterr(err, errlen, "sandbox: too many resource limits (internal limit %d)", FR_RLIMIT_MAX);
         return -1;
     }
     return 0;

@@ -27,6 +27,9 @@ _Noreturn void fr_die(int status, const char *fmt, ...) __attribute__((format(pr
 /* Like fr_die, with ": strerror(errno)" appended. */
 _Noreturn void fr_die_errno(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* printf into a caller's error buffer (err may be NULL or errlen 0: no-op). */
+void fr_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Read at most `max` bytes of `path` into a fresh NUL-terminated buffer.
  * Returns NULL and sets errno on failure (EFBIG when the file is larger
  * than max). `*len` (optional) receives the length. Caller frees. */

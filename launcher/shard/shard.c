@@ -16,16 +16,6 @@
 #include "fitrun/util.h"
 #include "internal.h"
 
-void shard_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Value of NAME in a NULL-terminated "NAME=value" array, or NULL. */
 static const char *env_get(char *const *envp, const char *name)
 {
@@ -49,40 +39,40 @@ static int parse_int_in(const char *s, long lo, long hi, long *out)
 int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char *err, size_t errlen)
 {
     if (!s) {
-        shard_seterr(err, errlen, "--shard: missing value (K/N or auto)");
+        fr_seterr(err, errlen, "--shard: missing value (K/N or auto)");
         return -1;
     }
     if (!strcmp(s, "auto")) {
         int r = fr_shard_auto(envp, out, err, errlen);
         if (r == 0)
-            shard_seterr(err, errlen, "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
+            fr_seterr(err, errlen, "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
                          "use --shard K/N");
         return r == 1 ? 0 : -1;
     }
     const char *slash = strchr(s, '/');
     if (!slash || strchr(slash + 1, '/')) {
-        shard_seterr(err, errlen, "--shard '%s': expected K/N (e.g. 0/4) or auto", s);
+        fr_seterr(err, errlen, "--shard '%s': expected K/N (e.g. 0/4) or auto", s);
         return -1;
     }
     char kbuf[32];
     size_t klen = (size_t)(slash - s);
     long k, n;
     if (klen >= sizeof kbuf) {
-        shard_seterr(err, errlen, "--shard '%s': K is not a number", s);
+        fr_seterr(err, errlen, "--shard '%s': K is not a number", s);
         return -1;
     }
     memcpy(kbuf, s, klen);
     kbuf[klen] = '\0';
     if (parse_int_in(slash + 1, 1, INT_MAX, &n) < 0) {
-        shard_seterr(err, errlen, "--shard '%s': N must be a whole number >= 1", s);
+        fr_seterr(err, errlen, "--shard '%s': N must be a whole number >= 1", s);
         return -1;
     }
     if (parse_int_in(kbuf, 0, INT_MAX, &k) < 0) {
-        shard_seterr(err, errlen, "--shard '%s': K must be a whole number >= 0", s);
+        fr_seterr(err, errlen, "--shard '%s': K must be a whole number >= 0", s);
         return -1;
     }
     if (k >= n) {
-        shard_seterr(err, errlen, "--shard '%s': K must be below N (shards are numbered 0..%ld)", s, n - 1);
+        fr_seterr(err, errlen, "--shard '%s': K must be below N (shards are numbered 0..%ld)", s, n - 1);
         return -1;
     }
     *out = (struct fr_shard){.enabled = true, .index = (int)k, .count = (int)n};
@@ -96,11 +86,11 @@ static int slurm_var(char *const *envp, const char *name, long lo, long *out, ch
     snprintf(full, sizeof full, "SLURM_ARRAY_TASK_%s", name);
     const char *v = env_get(envp, full);
     if (!v) {
-        shard_seterr(err, errlen, "in a SLURM array task but %s is not set", full);
+        fr_seterr(err, errlen, "in a SLURM array task but %s is not set", full);
         return -1;
     }
     if (parse_int_in(v, lo, INT_MAX, out) < 0) {
-        shard_seterr(err, errlen, "%s='%s' is not a whole number >= %ld", full, v, lo);
+        fr_seterr(err, errlen, "%s='%s' is not a whole number >= %ld", full, v, lo);
         return -1;
     }
     return 0;
@@ -111,11 +101,11 @@ static int auto_pinned(const char *pinned, long id, struct fr_shard *out, char *
 {
     long n;
     if (parse_int_in(pinned, 1, INT_MAX, &n) < 0) {
-        shard_seterr(err, errlen, FR_SHARD_COUNT_ENV "='%s' is not a whole number >= 1", pinned);
+        fr_seterr(err, errlen, FR_SHARD_COUNT_ENV "='%s' is not a whole number >= 1", pinned);
         return -1;
     }
     if (id >= n) {
-        shard_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)",
+        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)",
                      id, n, n - 1);
         return -1;
     }
@@ -141,14 +131,14 @@ int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t err
     if (env_get(envp, "SLURM_ARRAY_TASK_STEP") && slurm_var(envp, "STEP", 1, &step, err, errlen) < 0)
         return -1;
     if (id < min || (id - min) % step) {
-        shard_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not in the array (MIN=%ld, STEP=%ld)", id, min, step);
+        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not in the array (MIN=%ld, STEP=%ld)", id, min, step);
         return -1;
     }
     if (env_get(envp, "SLURM_ARRAY_TASK_MAX")) {
         if (slurm_var(envp, "MAX", 0, &max, err, errlen) < 0)
             return -1;
         if (max < min || (max - min) / step + 1 != count) {
-            shard_seterr(err, errlen,
+            fr_seterr(err, errlen,
                          "the SLURM array is not one evenly spaced range (MIN=%ld, MAX=%ld, STEP=%ld, COUNT=%ld, "
                          "as with --array=1,3,7): shard numbers are ambiguous; set " FR_SHARD_COUNT_ENV
                          "=N or use --shard K/N",
@@ -158,7 +148,7 @@ int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t err
     }
     long k = (id - min) / step;
     if (k >= count) {
-        shard_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is beyond the array (MIN=%ld, STEP=%ld, COUNT=%ld)", id, min,
+        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is beyond the array (MIN=%ld, STEP=%ld, COUNT=%ld)", id, min,
                      step, count);
         return -1;
     }

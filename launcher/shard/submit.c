@@ -108,11 +108,11 @@ static void results_pattern(const struct fr_submit *s, char *buf)
 static int check_path(const char *what, const char *p, char *err, size_t errlen)
 {
     if (!p || p[0] != '/') {
-        shard_seterr(err, errlen, "%s '%s' is not an absolute path", what, p ? p : "");
+        fr_seterr(err, errlen, "%s '%s' is not an absolute path", what, p ? p : "");
         return -1;
     }
     if (strpbrk(p, "\n\r")) {
-        shard_seterr(err, errlen, "%s contains a newline, which a job script cannot carry", what);
+        fr_seterr(err, errlen, "%s contains a newline, which a job script cannot carry", what);
         return -1;
     }
     return 0;
@@ -124,7 +124,7 @@ static int check_sbatch_value(const char *what, const char *v, char *err, size_t
 {
     const char *bad = v ? strpbrk(v, " \t\n\r\"'\\%") : NULL;
     if (bad) {
-        shard_seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name",
+        fr_seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name",
                      what, v, *bad);
         return -1;
     }
@@ -135,7 +135,7 @@ static int check_sbatch_value(const char *what, const char *v, char *err, size_t
 static int check_condor_value(const char *what, const char *v, char *err, size_t errlen)
 {
     if (v && strstr(v, "$(")) {
-        shard_seterr(err, errlen, "%s '%s' contains '$(', which HTCondor would expand as a macro", what, v);
+        fr_seterr(err, errlen, "%s '%s' contains '$(', which HTCondor would expand as a macro", what, v);
         return -1;
     }
     return 0;
@@ -151,17 +151,17 @@ static int check_common(const struct fr_submit *s, char *err, size_t errlen)
             return -1;
     if (s->shards < 1 || s->cpus_per_task < 1) {
         bool shards = s->shards < 1;
-        shard_seterr(err, errlen, "%s must be at least 1 (got %d)", shards ? "the number of shards" : "cpus per task",
+        fr_seterr(err, errlen, "%s must be at least 1 (got %d)", shards ? "the number of shards" : "cpus per task",
                      shards ? s->shards : s->cpus_per_task);
         return -1;
     }
     if (strlen(s->out_dir) > RESULTS_DIR_MAX) {
-        shard_seterr(err, errlen, "output directory '%.60s...' is longer than %d bytes", s->out_dir, RESULTS_DIR_MAX);
+        fr_seterr(err, errlen, "output directory '%.60s...' is longer than %d bytes", s->out_dir, RESULTS_DIR_MAX);
         return -1;
     }
     /* The output directory also appears in a shell glob (the merge hint). */
     if (strpbrk(s->out_dir, " \t*?[")) {
-        shard_seterr(err, errlen, "output directory '%s' contains a blank or a glob character; choose a plain path",
+        fr_seterr(err, errlen, "output directory '%s' contains a blank or a glob character; choose a plain path",
                      s->out_dir);
         return -1;
     }
@@ -245,7 +245,7 @@ static void merge_hint(FILE *f, const struct fr_submit *s)
 static int finish(FILE *f, char *err, size_t errlen)
 {
     if (fflush(f) != 0 || ferror(f)) {
-        shard_seterr(err, errlen, "writing the job script: %s", strerror(errno ? errno : EIO));
+        fr_seterr(err, errlen, "writing the job script: %s", strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;
@@ -324,7 +324,7 @@ int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errle
         if (check_condor_value(vals[i][0], vals[i][1], err, errlen) < 0)
             return -1;
     if (strpbrk(s->fitrun, " \t")) {
-        shard_seterr(err, errlen, "fitrun binary '%s' contains a blank, which HTCondor's executable cannot carry",
+        fr_seterr(err, errlen, "fitrun binary '%s' contains a blank, which HTCondor's executable cannot carry",
                      s->fitrun);
         return -1;
     }

@@ -59,6 +59,16 @@ void fr_die_errno(int status, const char *fmt, ...)
     exit(status);
 }
 
+void fr_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
 char *fr_read_file(const char *path, size_t max, size_t *len)
 {
     /* Read up to one byte past `max`: getting that byte is how a file that
