@@ -25,10 +25,23 @@
 struct fr_detect_opts {
     const char *sysroot;        /* NULL or "/" = live */
     char *const *envp;          /* environment for scheduler variables; NULL = environ */
-    double cpus_override;       /* > 0: --cpus N (wins over everything: over FITRUN_CPUS and
-                                   over the detected count when lower; it is one more bound in
-                                   the min of cpu_effective, so a higher value is noted, unused) */
+    double cpus_override;       /* > 0: --cpus N. An override wins over everything: it SETS
+                                   cpu_effective, above the detected count too (noted) */
+    /* Additions (stable) */
+    const char *cpus_override_source;   /* how cpus_override is reported; NULL = "--cpus" */
+    double cpus_profile;        /* > 0: a profile's `cpus = N`: an override that FITRUN_CPUS
+                                   (the user's) and --cpus beat */
+    const char *cpus_profile_source;    /* e.g. "profile my.ini:3"; NULL = "profile" */
 };
+
+/* Overrides, strongest first: --cpus (cpus_override), FITRUN_CPUS from the
+ * environment, the profile's cpus (cpus_profile). The winner is
+ * cpu_override and sets cpu_effective; the others are noted as ignored.
+ * A FITRUN_CPUS whose value an outer fitrun exported (its FITRUN_EXPORTED
+ * record, fr_env_from_outer()) is not the user's: it is not an override,
+ * detection runs again, and the value only stays an upper bound
+ * (cpu_outer: the share the outer fitrun gave this process tree, e.g. a
+ * pool job's threads). */
 
 /* The controllers detection reads, in the order of fr_resources.cgroup[]. */
 enum fr_controller { FR_CTL_CPU = 0, FR_CTL_CPUSET, FR_CTL_MEMORY, FR_CTL_PIDS, FR_CTL_COUNT };
@@ -67,8 +80,8 @@ struct fr_resources {
     struct fr_value cpu_scheduler;  /* batch-scheduler allocation, in CPUs */
     struct fr_value cpu_override;   /* --cpus or FITRUN_CPUS */
     struct fr_value cpu_shares;     /* v1 cpu.shares / v2 cpu.weight: reported, never used */
-    double cpu_detected;            /* min(affinity∩cpuset, quota, scheduler): before the override */
-    double cpu_effective;           /* min(affinity∩cpuset, quota, scheduler, override) */
+    double cpu_detected;            /* min(affinity∩cpuset, quota, scheduler, outer): before the override */
+    double cpu_effective;           /* the override when there is one, else cpu_detected */
 
     /* memory (bytes) */
     uint64_t mem_total;             /* MemTotal; 0 = unknown */
@@ -90,7 +103,18 @@ struct fr_resources {
     /* What was ignored and why ("cpu.max: garbage 'abc' in /sys/...: ignored"). */
     int nnotes;
     char notes[FR_NOTES_MAX][FR_NOTE_MAX];
+
+    /* Additions (stable) */
+    struct fr_value cpu_outer;      /* FITRUN_CPUS an outer fitrun exported: a bound, not an override */
 };
+
+/* What decides cpu_effective: "override", else the tightest of "quota",
+ * "scheduler", "outer" and "affinity" (on a tie the kernel's or the
+ * scheduler's limit is named, not the outer fitrun's copy of it). *source
+ * (may be NULL) gets that value's source. Pure. */
+const char *fr_cpu_bound(const struct fr_resources *r, const char **source);
+/* Like fr_cpu_bound, but for cpu_detected (the override left out). */
+const char *fr_cpu_detected_bound(const struct fr_resources *r, const char **source);
 
 /* Fill *out. Always succeeds (returns 0); problems become notes. */
 int fr_detect(const struct fr_detect_opts *opts, struct fr_resources *out);

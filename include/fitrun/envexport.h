@@ -101,6 +101,14 @@ const struct fr_env_entry *fr_env_find(const struct fr_env_export *ex, const cha
 /* Value of `name` in envp ("NAME=value"), or NULL when absent. */
 const char *fr_env_lookup(char *const *envp, const char *name);
 
+/* Was `name=value` exported by an outer fitrun, i.e. does envp's
+ * FITRUN_EXPORTED ("NAME=VALUE NAME=VALUE ...") record `name` with exactly
+ * `value`? A variable whose value is still the recorded one did not come
+ * from the user. Pure; false when envp has no record (or name/value is
+ * NULL). Detection uses it so that an outer fitrun's FITRUN_CPUS is not
+ * taken for a user's override. */
+bool fr_env_from_outer(char *const *envp, const char *name, const char *value);
+
 /* Create the directories of entries marked make_dir (mode 0700; an
  * existing one must be a real directory owned by us and not accessible to
  * others). On failure the entry becomes SKIPPED with the reason, a message

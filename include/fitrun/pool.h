@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fitrun/detect.h"
 #include "fitrun/jobs.h"
 #include "fitrun/runtime.h"
 #include "fitrun/shard.h"
@@ -53,6 +54,8 @@ struct fr_pool_opts {
     const struct fr_resume *resume;       /* NULL = fresh run */
     enum fr_progress progress;
     bool quiet;                           /* no progress, no summary */
+    const struct fr_resources *resources; /* detection of this run, for the memory cgroup's OOM-kill
+                                             counter; NULL = the pool runs fr_detect() itself */
 };
 
 /* Run every job of o->in_fd. Returns the exit status of `fitrun run`:
@@ -60,5 +63,43 @@ struct fr_pool_opts {
  * error (runtime failed to start, results cannot be written), 128+signal
  * when interrupted by SIGINT (130), SIGTERM (143) or SIGHUP (129). */
 int fr_pool_run(const struct fr_pool_opts *o);
+
+/* ---- OOM kills (launcher/pool/oom.c) -------------------------------------
+ * A job whose process died of a SIGKILL that fitrun did not send is asked
+ * about here: did the oom_kill counter of fitrun's own memory cgroup go up?
+ * Then the job's status is `memory` (docs/run.md, "OOM kills"). */
+
+#define FR_OOM_PATH_MAX (FR_SOURCE_MAX + 32)
+
+struct fr_oom {
+    char path[FR_OOM_PATH_MAX];   /* memory.oom_control (v1) / memory.events (v2); "" = no counter */
+    uint64_t seen;                /* the counter at the last read */
+    long credit;                  /* kills counted but not yet given to a job */
+    bool warned;                  /* a failed read was reported (once) */
+};
+
+/* The value of the "oom_kill N" line of a v1 memory.oom_control or a v2
+ * memory.events text (`name` is the file, for messages). Other lines
+ * (oom_kill_disable, under_oom, oom_group_kill, ...) are skipped. Returns 0,
+ * or -1 with "name:LINE: why" (a garbage value) or "name: no oom_kill line"
+ * (kernels before 4.13 have none in v1). Pure. */
+int fr_oom_parse(const char *text, const char *name, uint64_t *count, char *err, size_t errlen);
+
+/* Find the counter of the memory cgroup `loc` (dir/memory.oom_control for
+ * v1, dir/memory.events for v2; `sysroot` NULL or "/" = live, else it
+ * prefixes the path, for fixture trees) and read its current value.
+ * Returns 1 (counting), 0 (no memory cgroup or no such file: OOM kills stay
+ * `signal`; o->path is "") or -1 with a message (the file is there but
+ * unreadable or garbage; o->path is "" too). */
+int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err,
+                size_t errlen);
+
+/* A job just died of an unexplained SIGKILL; `running` jobs (this one
+ * included) are still unreported. Reads the counter once: kills since the
+ * last read become credit, at most `running` of it (the jobs that can
+ * still claim one; the rest were kills of other processes). Returns true,
+ * spending one credit, when there is any. False when there is no counter
+ * or it cannot be read (said once on stderr). */
+bool fr_oom_claim(struct fr_oom *o, int running);
 
 #endif

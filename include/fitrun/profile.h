@@ -54,6 +54,12 @@ struct fr_profile {
     int nenv;
     char *env_name[FR_PROFILE_MAX_ENV];
     char *env_value[FR_PROFILE_MAX_ENV];
+
+    /* Additions (stable). Where [resources] cpus came from, so that it is
+     * reported as such and ranked right (fitrun/detect.h: --cpus beats
+     * FITRUN_CPUS, which beats a profile's value). */
+    bool cpus_cli;                  /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
+    char cpus_origin[PATH_MAX + 32];/* "profile my.ini:3" (file) or "--cpus"; "" = default (auto) */
 };
 
 void fr_profile_defaults(struct fr_profile *p);
@@ -87,6 +93,19 @@ int fr_profile_set(struct fr_profile *p, const char *section, const char *key, c
 /* The sandbox request for one job under this profile. The spec's lists
  * point into *p (valid while p is). */
 void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec);
+
+/* The one place where [resources] becomes detection and plan options, so
+ * that `fitrun detect`, `fitrun run` and the wrapper (`fitrun -- CMD`)
+ * size the same pool from the same profile.
+ *
+ * fr_profile_detect_opts: live detection (sysroot NULL, envp NULL =
+ * environ; callers may change both), with the profile's cpus as the
+ * override it is: a command-line one (cpus_cli, or cli_cpus > 0, which
+ * wins over the profile) or a file's, which FITRUN_CPUS beats. The
+ * sources point into *p (valid while p is).
+ * fr_profile_plan_opts: rounding, memory_per_worker, workers. */
+void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
+void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

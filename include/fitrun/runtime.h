@@ -162,6 +162,17 @@ extern const struct fr_runtime_ops fr_runtime_python_ops;
 /* The ops for a profile's [runtime] kind. */
 const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind);
 
+/* For `fitrun detect --profile` (kind = python): start the profile's
+ * interpreter and prelude once, exactly as `fitrun run` does (sandbox
+ * self-test included, no worker), and describe the start-up as a new JSON
+ * object {"interpreter", "python" (version), "total_ms", "boot_ms",
+ * "prelude_ms", "selftest_ms", "warning" (null unless slower than 1 s)};
+ * or NULL with the error (a failing prelude, a missing interpreter) in
+ * err. Blocking; the interpreter is killed and reaped before it returns.
+ * self_exe: the running fitrun (to find share/fitrun/). Defined in
+ * launcher/runtime/python.c. */
+json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
+
 /* ---- the host: what the pool offers a runtime --------------------------- */
 
 /* Watch fd (level-triggered) for `events` (EPOLLIN and/or EPOLLOUT; hang-up

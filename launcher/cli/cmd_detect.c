@@ -1,46 +1,67 @@
 /* cmd_detect.c — `fitrun detect`: what may this process really use, and why.
  *
- *   fitrun detect [--json] [--sysroot DIR] [--cpus N] [--rounding floor|ceil|nearest]
- *                 [--memory-per-worker SIZE] [--workers N]
+ *   fitrun detect [--json] [--sysroot DIR] [--profile FILE] [--cpus N]
+ *                 [--rounding floor|ceil|nearest] [--memory-per-worker SIZE] [--workers N]
  *
  * Prints a table (each value with the file or variable it came from, then
  * the plan's reasons and the notes on what was ignored), or with --json one
  * object whose keys docs/detect.md describes. The report is built from
- * sections (cgroup, cpu, memory, pids, shm, plan, notes); a later
- * `--profile` (Python start-up) adds one more section in both outputs. */
+ * sections (cgroup, cpu, memory, pids, shm, profile, plan, notes, and
+ * python for a python profile).
+ *
+ * The plan is the one `fitrun run` and the wrapper make: the built-in
+ * profile (profiles/default.ini) or --profile FILE, then the options above
+ * over it, through the same fr_profile_detect_opts/fr_profile_plan_opts.
+ * With a python profile the interpreter and prelude are started once, as
+ * `fitrun run` starts them, and the start-up is reported. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fitrun/cli.h"
 #include "fitrun/detect.h"
 #include "fitrun/plan.h"
+#include "fitrun/profile.h"
+#include "fitrun/runtime.h"
 #include "fitrun/util.h"
 
+/* Options; the plan ones are applied over the profile once it is loaded. */
 struct detect_args {
     bool json;
     const char *sysroot;
-    double cpus;
-    struct fr_plan_opts plan;
+    const char *profile;
+    double cpus;                /* 0 = not given */
+    bool rounding_given;
+    enum fr_rounding rounding;
+    uint64_t memory_per_worker; /* 0 = not given */
+    int workers;                /* 0 = not given */
 };
 
 static void usage(FILE *f)
 {
-    fputs("usage: fitrun detect [--json] [--sysroot DIR] [--cpus N] [--rounding floor|ceil|nearest]\n"
-          "                     [--memory-per-worker SIZE] [--workers N]\n"
+    fputs("usage: fitrun detect [--json] [--sysroot DIR] [--profile FILE] [--cpus N]\n"
+          "                     [--rounding floor|ceil|nearest] [--memory-per-worker SIZE] [--workers N]\n"
           "What may this process really use (cgroup v1/v2 quota, cpuset, memory and pids\n"
-          "limits, /dev/shm, batch-scheduler allocations), and how many workers fit.\n"
+          "limits, /dev/shm, batch-scheduler allocations), and how many workers fit: the\n"
+          "plan `fitrun run` and `fitrun -- CMD` make with the same profile and options.\n"
           "  --json                  one JSON object (keys: docs/detect.md)\n"
           "  --sysroot DIR           read every file under DIR (fixture trees); no live syscalls\n"
-          "  --cpus N                override the CPU count (also FITRUN_CPUS); can only lower it\n"
+          "  --profile FILE          INI profile: its [resources] apply (default: the built-in\n"
+          "                          profiles/default.ini); a python runtime is started once\n"
+          "                          and its start-up reported\n"
+          "  --cpus N                use N CPUs whatever was detected (beats FITRUN_CPUS and\n"
+          "                          the profile's cpus; above the detected count it is noted)\n"
           "  --rounding R            CPUs -> workers: floor (default), ceil or nearest\n"
-          "  --memory-per-worker S   cap workers at memory limit / S (512M, 2G, ...)\n"
+          "  --memory-per-worker S   cap workers at memory limit / S (default 512M)\n"
           "  --workers N             use N workers whatever the plan says (reported)\n"
-          "Exit status: 0, or 125 for a bad option.\n",
+          "Exit status: 0; 125 for a bad option, a bad profile (file:line) or a python\n"
+          "runtime that cannot start (the report is still printed).\n",
           f);
 }
 
@@ -54,7 +75,7 @@ static int bad(const char *what, const char *arg, const char *why)
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct detect_args *a)
 {
-    enum { O_JSON = 1, O_SYSROOT, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
+    enum { O_JSON = 1, O_SYSROOT, O_PROFILE, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, O_JSON},
         {"sysroot", required_argument, NULL, O_SYSROOT},
@@ -62,8 +83,8 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
         {"rounding", required_argument, NULL, O_ROUNDING},
         {"memory-per-worker", required_argument, NULL, O_MPW},
         {"workers", required_argument, NULL, O_WORKERS},
+        {"profile", required_argument, NULL, O_PROFILE},
         {"help", no_argument, NULL, O_HELP},
-        /* --profile FILE (Python start-up report) goes here. */
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own messages, naming fitrun */
@@ -80,22 +101,24 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
                 return bad("--sysroot", optarg, errno ? strerror(errno) : "not a directory");
             a->sysroot = optarg;
             break;
+        case O_PROFILE: a->profile = optarg; break;
         case O_CPUS:
             if (fr_parse_double(optarg, &a->cpus) < 0 || a->cpus <= 0 || a->cpus > FR_CPU_BITS)
                 return bad("--cpus", optarg, "not a positive number of CPUs");
             break;
         case O_ROUNDING:
-            if (fr_rounding_parse(optarg, &a->plan.rounding) < 0)
+            if (fr_rounding_parse(optarg, &a->rounding) < 0)
                 return bad("--rounding", optarg, "expected floor, ceil or nearest");
+            a->rounding_given = true;
             break;
         case O_MPW:
-            if (fr_parse_size(optarg, &a->plan.memory_per_worker) < 0 || a->plan.memory_per_worker == 0)
+            if (fr_parse_size(optarg, &a->memory_per_worker) < 0 || a->memory_per_worker == 0)
                 return bad("--memory-per-worker", optarg, "not a size like 512M or 2G");
             break;
         case O_WORKERS:
             if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > 100000)
                 return bad("--workers", optarg, "not a number of workers (1..100000)");
-            a->plan.workers_override = (int)n;
+            a->workers = (int)n;
             break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
@@ -156,6 +179,8 @@ static json_t *json_cpu(const struct fr_resources *r)
     json_object_set_new(o, "quota_source", jsrc(&r->cpu_quota));
     json_object_set_new(o, "scheduler", jnum(&r->cpu_scheduler));
     json_object_set_new(o, "scheduler_source", jsrc(&r->cpu_scheduler));
+    json_object_set_new(o, "outer", jnum(&r->cpu_outer));
+    json_object_set_new(o, "outer_source", jsrc(&r->cpu_outer));
     json_object_set_new(o, "override", jnum(&r->cpu_override));
     json_object_set_new(o, "override_source", jsrc(&r->cpu_override));
     json_object_set_new(o, "shares", jint(&r->cpu_shares));
@@ -215,8 +240,24 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     return j;
 }
 
-static int print_json(const struct fr_resources *r, const struct fr_plan *p, const struct fr_plan_opts *o)
+static json_t *json_profile(const struct fr_profile *prof)
 {
+    return json_pack("{s:o, s:s}", "path", jstr_or_null(prof->path), "runtime", fr_runtime_kind_name(prof->kind));
+}
+
+/* Everything one report needs. */
+struct report {
+    const struct fr_resources *res;
+    const struct fr_plan *plan;
+    const struct fr_plan_opts *popts;
+    const struct fr_profile *prof;
+    const char *sysroot;
+    json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+};
+
+static int print_json(const struct report *rep)
+{
+    const struct fr_resources *r = rep->res;
     json_t *notes = json_array();
     for (int i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
@@ -226,8 +267,11 @@ static int print_json(const struct fr_resources *r, const struct fr_plan *p, con
     json_object_set_new(root, "memory", json_memory(r));
     json_object_set_new(root, "pids", json_pids(r));
     json_object_set_new(root, "shm", json_shm(r));
-    json_object_set_new(root, "plan", json_plan(p, o));
+    json_object_set_new(root, "profile", json_profile(rep->prof));
+    json_object_set_new(root, "plan", json_plan(rep->plan, rep->popts));
     json_object_set_new(root, "notes", notes);
+    if (rep->python)
+        json_object_set(root, "python", rep->python);
     /* 15 digits: 0.1 prints as 0.1, not 0.10000000000000001. */
     int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     json_decref(root);
@@ -295,10 +339,17 @@ static void print_cpu(const struct fr_resources *r)
         row("cpuset", "none", NULL);
     row_value("quota", &r->cpu_quota, false, "none");
     row_value("scheduler", &r->cpu_scheduler, false, "none");
+    if (r->cpu_outer.known)
+        row_value("outer", &r->cpu_outer, false, "none");
     row_value("override", &r->cpu_override, false, "none");
     row_value("shares", &r->cpu_shares, false, "unknown");
     snprintf(buf, sizeof buf, "%g", r->cpu_effective);
-    row("effective", buf, "min(affinity, quota, scheduler, override)");
+    char how[64];
+    if (r->cpu_override.known)
+        snprintf(how, sizeof how, "override (detected %g)", r->cpu_detected);
+    else
+        snprintf(how, sizeof how, "min(affinity, quota, scheduler%s)", r->cpu_outer.known ? ", outer" : "");
+    row("effective", buf, how);
 }
 
 static void print_memory(const struct fr_resources *r)
@@ -318,12 +369,56 @@ static void print_memory(const struct fr_resources *r)
     row_value("free", &r->shm_free, true, "unknown");
 }
 
-static void print_table(const struct fr_resources *r, const struct fr_plan *p, const char *sysroot)
+static void print_profile(const struct fr_profile *prof)
 {
-    printf("fitrun detect%s%s\n", sysroot ? " --sysroot " : "", sysroot ? sysroot : "");
+    printf("profile\n");
+    row("file", prof->path[0] ? prof->path : "built-in defaults (profiles/default.ini)", NULL);
+    row("runtime", fr_runtime_kind_name(prof->kind), NULL);
+}
+
+/* "123 ms" for a number field of the probe's object, "?" when absent. */
+static const char *ms(json_t *o, const char *key, char *buf, size_t n)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_number(v))
+        snprintf(buf, n, "%.0f ms", json_number_value(v));
+    else
+        snprintf(buf, n, "?");
+    return buf;
+}
+
+static void print_python(json_t *py)
+{
+    char total[32], boot[32], prelude[32], self[32], line[160];
+    const char *err = json_string_value(json_object_get(py, "error"));
+    printf("python start-up\n");
+    row("interpreter", json_string_value(json_object_get(py, "interpreter")), NULL);
+    if (json_string_value(json_object_get(py, "prelude")))
+        row("prelude", json_string_value(json_object_get(py, "prelude")), NULL);
+    if (err) {
+        row("error", err, NULL);
+        return;
+    }
+    row("version", json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?", NULL);
+    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)", ms(py, "total_ms", total, sizeof total),
+             ms(py, "boot_ms", boot, sizeof boot), ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
+    row("total", line, NULL);
+    const char *warning = json_string_value(json_object_get(py, "warning"));
+    if (warning)
+        row("warning", warning, NULL);
+}
+
+static void print_table(const struct report *rep)
+{
+    const struct fr_resources *r = rep->res;
+    const struct fr_plan *p = rep->plan;
+    printf("fitrun detect%s%s\n", rep->sysroot ? " --sysroot " : "", rep->sysroot ? rep->sysroot : "");
     print_cgroups(r);
     print_cpu(r);
     print_memory(r);
+    print_profile(rep->prof);
+    if (rep->python)
+        print_python(rep->python);
     printf("plan        %d worker%s x %d thread%s (rounding %s)\n", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
            p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
     for (int i = 0; i < p->nreasons; i++)
@@ -336,31 +431,101 @@ static void print_table(const struct fr_resources *r, const struct fr_plan *p, c
     fflush(stdout);
 }
 
+/* The profile (built-in defaults, or --profile FILE), then the command
+ * line over it: what `fitrun run` does with the same options. */
+static int load_profile(const struct detect_args *a, struct fr_profile *prof)
+{
+    char err[1024] = "";
+    fr_profile_defaults(prof);
+    if (a->profile && fr_profile_load(prof, a->profile, err, sizeof err) < 0) {
+        fr_warn("%s", err[0] ? err : "cannot load the profile");
+        return -1;
+    }
+    if (a->rounding_given)
+        prof->rounding = a->rounding;
+    if (a->memory_per_worker)
+        prof->memory_per_worker = a->memory_per_worker;
+    if (a->workers)
+        prof->workers = a->workers;
+    return 0;
+}
+
+/* A python profile: start its interpreter and prelude once (as `fitrun
+ * run` does) and time it. Returns the object for the report (never NULL
+ * unless out of memory); *failed when the runtime could not start. */
+static json_t *probe_python(const struct fr_profile *prof, bool *failed)
+{
+    char exe[PATH_MAX], err[2048] = "";
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[l > 0 ? l : 0] = '\0';
+    json_t *py = fr_python_probe(prof, exe, err, sizeof err);
+    *failed = !py;
+    if (!py) {
+        fr_warn("detect: %s: the python runtime cannot start: %s", prof->path, err[0] ? err : "unknown error");
+        py = json_pack("{s:s, s:s}", "interpreter", prof->interpreter, "error", err[0] ? err : "unknown error");
+    } else {
+        const char *warning = json_string_value(json_object_get(py, "warning"));
+        if (warning)
+            fr_warn("%s", warning);
+    }
+    if (py)
+        json_object_set_new(py, "prelude", jstr_or_null(prof->prelude));
+    return py;
+}
+
+/* Detect and plan as `fitrun run` does. */
+static void build(const struct detect_args *a, struct fr_profile *prof, struct fr_resources *res, struct fr_plan *plan,
+                 struct fr_plan_opts *popts)
+{
+    struct fr_detect_opts opts;
+    fr_profile_detect_opts(prof, a->cpus, &opts);
+    opts.sysroot = a->sysroot;
+    opts.envp = NULL; /* environ */
+    fr_detect(&opts, res);
+    fr_profile_plan_opts(prof, popts);
+    fr_plan_make(res, popts, plan);
+}
+
 int fr_cmd_detect(int argc, char **argv)
 {
     struct detect_args a = {.json = false};
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    struct fr_detect_opts opts = {.sysroot = a.sysroot, .envp = NULL, .cpus_override = a.cpus};
     /* ~20 KiB each: on the heap, like any caller on a small thread stack should. */
     struct fr_resources *res = malloc(sizeof *res);
     struct fr_plan *plan = malloc(sizeof *plan);
-    if (!res || !plan) {
+    struct fr_profile *prof = calloc(1, sizeof *prof);
+    if (!res || !plan || !prof) {
         free(res);
         free(plan);
+        free(prof);
         fr_warn("detect: out of memory");
         return FR_EXIT_USAGE;
     }
-    fr_detect(&opts, res);
-    fr_plan_make(res, &a.plan, plan);
+    struct fr_plan_opts popts;
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL};
+    bool failed = false;
+    if (load_profile(&a, prof) < 0) {
+        rc = FR_EXIT_USAGE;
+        goto out;
+    }
+    build(&a, prof, res, plan, &popts);
+    if (prof->kind == FR_RUNTIME_PYTHON)
+        rep.python = probe_python(prof, &failed);
     if (a.json)
-        rc = print_json(res, plan, &a.plan);
+        rc = print_json(&rep);
     else {
-        print_table(res, plan, a.sysroot);
+        print_table(&rep);
         rc = 0;
     }
+    if (failed)
+        rc = FR_EXIT_USAGE;
+out:
+    json_decref(rep.python);
+    fr_profile_free(prof);
     free(res);
     free(plan);
+    free(prof);
     return rc;
 }

@@ -27,7 +27,7 @@ struct wrap_opts {
     bool forward_to_group;
     bool grace_given;
     uint64_t grace_ms;
-    double cpus;                /* 0 = not given */
+    double cpus;                /* --cpus; 0 = not given */
     uint64_t shm_threshold;     /* 0 = default */
     const char *profile;
     char **cmd;
@@ -45,7 +45,7 @@ static void usage(FILE *f)
           "      --grace D          after CMD exits: SIGTERM its group, SIGKILL after D (default 5s)\n"
           "      --explain          print what would be exported and why, do not run CMD\n"
           "  -q, --quiet            no informational messages (warnings still print)\n"
-          "      --cpus N           use at most N CPUs (lowers, never raises, the detected value)\n"
+          "      --cpus N           use N CPUs whatever was detected (beats FITRUN_CPUS and the profile)\n"
           "      --profile FILE     INI profile: [resources] apply, [env] values are forced\n"
           "      --shm-threshold S  /dev/shm smaller than S sends joblib to disk (default 2G)\n"
           "  -h, --help             this help\n"
@@ -128,17 +128,15 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
 static int compute(const struct wrap_opts *w, const struct fr_profile *prof, struct fr_resources *res,
                    struct fr_plan *plan, struct fr_env_export *ex)
 {
-    struct fr_detect_opts dopts = {
-        .sysroot = NULL,
-        .envp = environ,
-        .cpus_override = w->cpus > 0 ? w->cpus : prof->cpus,
-    };
+    /* The same detection and plan options as `fitrun run` and `fitrun
+     * detect` (fr_profile_*_opts), so FITRUN_WORKERS is the pool size
+     * they report. Without --profile, prof holds the built-in defaults. */
+    struct fr_detect_opts dopts;
+    struct fr_plan_opts popts;
+    fr_profile_detect_opts(prof, w->cpus, &dopts);
+    dopts.envp = environ;
     fr_detect(&dopts, res);
-    struct fr_plan_opts popts = {
-        .rounding = prof->rounding,
-        .memory_per_worker = prof->memory_per_worker,
-        .workers_override = prof->workers,
-    };
+    fr_profile_plan_opts(prof, &popts);
     fr_plan_make(res, &popts, plan);
 
     char origin[PATH_MAX + 16];

@@ -25,12 +25,14 @@ static const struct {
 
 static void usage(FILE *f)
 {
-    fputs("usage: fitrun detect [--json] [--sysroot DIR] [--cpus N] [--profile FILE]\n"
+    fputs("usage: fitrun detect [--json] [--sysroot DIR] [--profile FILE] [--cpus N]\n"
+          "                     [--rounding floor|ceil|nearest] [--memory-per-worker SIZE] [--workers N]\n"
           "       fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
           "       fitrun merge --jobs FILE [--shards N] RESULTS...\n"
           "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N ...\n"
           "       fitrun [--init] [--explain] [--quiet] [--profile FILE] -- CMD [ARGS...]\n"
-          "Run `fitrun COMMAND --help` for the options of one command; see README.md.\n",
+          "Run `fitrun COMMAND --help` for the options of one command, and\n"
+          "`fitrun --init --help` for the wrapper's (entrypoint) options; see README.md.\n",
           f);
 }
 

@@ -124,9 +124,13 @@ static void bprintf(char *buf, size_t n, const char *fmt, ...)
 
 #define reason(e, ...) bprintf((e)->reason, sizeof (e)->reason, __VA_ARGS__)
 
-/* Does envp's FITRUN_EXPORTED record `name` with exactly `value`? */
-static bool from_outer(char *const *envp, const char *name, const char *value)
+/* Does envp's FITRUN_EXPORTED record `name` with exactly `value`?
+ * (Public: detection uses it to tell an outer fitrun's FITRUN_CPUS from
+ * the user's.) */
+bool fr_env_from_outer(char *const *envp, const char *name, const char *value)
 {
+    if (!name || !value)
+        return false;
     const char *m = fr_env_lookup(envp, MARKER_VAR);
     size_t nl = strlen(name), vl = strlen(value);
     while (m && *m) {
@@ -145,7 +149,7 @@ static bool from_outer(char *const *envp, const char *name, const char *value)
 static const char *user_value(char *const *envp, const char *name, bool *outer)
 {
     const char *v = fr_env_lookup(envp, name);
-    *outer = v && from_outer(envp, name, v);
+    *outer = v && fr_env_from_outer(envp, name, v);
     return *outer ? NULL : v;
 }
 
@@ -255,7 +259,8 @@ static int export_threads(struct fr_env_export *ex, const struct fr_resources *r
         if (!offer(ex, envp, thread_vars[i].name, val, why))
             return -1;
     }
-    /* A nested fitrun reads FITRUN_CPUS as its override, so a pool job's
+    /* A nested fitrun detects again but keeps an exported FITRUN_CPUS
+     * (recorded in FITRUN_EXPORTED) as an upper bound, so a pool job's
      * children see the job's share, not the whole allocation. */
     if (per_worker)
         bprintf(why, sizeof why, "fitrun's CPU budget for this pool worker: %s threads (%s)", cpuval, cpus);

@@ -76,25 +76,23 @@ static void bound(char *buf, size_t n, const char *name, const struct fr_value *
         snprintf(buf, n, "%s none", name);
 }
 
-/* The bounds, then the source of the one that binds (paths can be long:
- * only that one is named). */
+/* The detected bounds, then the one that binds, with its source (paths
+ * can be long: only that one is named). An override replaces the detected
+ * value (fitrun/detect.h); the reason then says what it replaced. */
 static void cpu_reason(const struct fr_resources *res, struct fr_plan *p, double eff)
 {
-    char q[64], s[64], o[64];
+    char q[64], s[64], o[64] = "";
     bound(q, sizeof q, "quota", &res->cpu_quota);
     bound(s, sizeof s, "scheduler", &res->cpu_scheduler);
-    bound(o, sizeof o, "override", &res->cpu_override);
-    const char *by = res->cpu_affinity_source;
-    const char *name = "affinity";
-    const struct fr_value *bounds[] = {&res->cpu_override, &res->cpu_scheduler, &res->cpu_quota};
-    const char *names[] = {"override", "scheduler", "quota"};
-    for (int i = 0; i < 3; i++)
-        if (bounds[i]->known && bounds[i]->value <= eff) {
-            by = bounds[i]->source;
-            name = names[i];
-            break;
-        }
-    reason(p, "effective %g %s = min(affinity %d, %s, %s, %s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, name, by);
+    if (res->cpu_outer.known)
+        snprintf(o, sizeof o, ", outer fitrun %g", res->cpu_outer.value);
+    const char *dsrc, *dname = fr_cpu_detected_bound(res, &dsrc);
+    double det = res->cpu_detected > 0 ? res->cpu_detected : eff;
+    if (res->cpu_override.known)
+        reason(p, "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s", eff,
+               cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, dname, dsrc);
+    else
+        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, dname, dsrc);
     if (res->cpu_shares.known)
         reason(p, "cpu shares/weight %g ignored: a relative weight, not a number of CPUs", res->cpu_shares.value);
 }
@@ -226,8 +224,11 @@ const char *fr_plan_summary(const struct fr_resources *res, const struct fr_plan
     const struct {
         const char *name;
         const struct fr_value *v;
-    } parts[] = {{"quota", &res->cpu_quota}, {"scheduler", &res->cpu_scheduler}, {"override", &res->cpu_override}};
-    for (size_t i = 0; i < 3 && k >= 0 && (size_t)k < n; i++)
+    } parts[] = {{"quota", &res->cpu_quota},
+                 {"scheduler", &res->cpu_scheduler},
+                 {"outer fitrun", &res->cpu_outer},
+                 {"override", &res->cpu_override}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && k >= 0 && (size_t)k < n; i++)
         if (parts[i].v->known)
             k += snprintf(buf + k, n - (size_t)k, "; %s %g", parts[i].name, parts[i].v->value);
     if (k >= 0 && (size_t)k < n)

@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,7 @@ struct fr_host {
     struct stats stats;
     long invalid;
     long ncpus;
+    struct fr_oom oom;      /* OOM kills of our memory cgroup (oom.c) */
 
     bool stopping;
     int stop_signal;
@@ -206,16 +208,29 @@ static void last_line(const char *s, size_t n, char *buf, size_t size)
 }
 
 struct verdict {
+    bool oom_killed;        /* the memory cgroup's OOM killer, as far as we can tell */
     enum fr_status status;
     enum fr_timeout_kind timeout;
     struct fr_outcome oc;
     char type[64];
-    char msg[LAST_LINE_MAX + 128];
+    char msg[LAST_LINE_MAX + FR_OOM_PATH_MAX + 128];
 };
 
-static void judge(const struct fr_host *h, const struct slot *sl, const struct fr_raw *raw, struct verdict *v)
+/* A SIGKILL that fitrun did not send: not the pool's wall or CPU kill,
+ * not the runtime's (CPU, wall, output cap). Only such a death can be an
+ * OOM kill worth asking the cgroup about. */
+static bool unexplained_kill(const struct slot *sl, const struct fr_raw *raw)
+{
+    return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL &&
+           !sl->aborted && !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
+}
+
+static void judge(struct fr_host *h, const struct slot *sl, const struct fr_raw *raw, struct verdict *v)
 {
     memset(v, 0, sizeof *v);
+    /* The slot is still busy, so nbusy counts this job among those that
+     * may claim a kill (oom.c). */
+    v->oom_killed = raw->oom_killed || (unexplained_kill(sl, raw) && fr_oom_claim(&h->oom, h->nbusy));
     struct fr_classify_in in = {
         .wstatus = raw->wstatus,
         .ru = raw->has_rusage ? &raw->ru : NULL,
@@ -224,7 +239,7 @@ static void judge(const struct fr_host *h, const struct slot *sl, const struct f
         .output_exceeded = raw->output_exceeded,
         .violation_nr = raw->violation_nr,
         .memory_hint = raw->memory_hint,
-        .oom_killed = raw->oom_killed,
+        .oom_killed = v->oom_killed,
     };
     fr_classify(&in, &v->oc);
     v->status = v->oc.status;
@@ -267,6 +282,12 @@ static void describe(const struct fr_host *h, const struct fr_raw *raw, uint64_t
         }
         break;
     case FR_STATUS_MEMORY:
+        if (v->oom_killed && v->oc.signal == SIGKILL) {
+            snprintf(v->type, sizeof v->type, "OOMKill");
+            snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
+                     h->oom.path[0] ? h->oom.path : "the memory cgroup");
+            break;
+        }
         snprintf(v->type, sizeof v->type, "MemoryLimit");
         if (*tail)
             snprintf(v->msg, sizeof v->msg, "%s", tail);
@@ -294,6 +315,18 @@ static void describe(const struct fr_host *h, const struct fr_raw *raw, uint64_t
         snprintf(v->type, sizeof v->type, "WorkerCrash");
         break;
     }
+}
+
+/* `passed` (a runtime field: python) is reported only for a prediction
+ * that ran to its end, status ok or error. When the sandbox or the runtime
+ * ended it (memory, timeout, violation, signal, output_limit, crash) it is
+ * null, whatever the runtime computed: outputs are then partial, and a
+ * MemoryError caught in time and an OOM kill must give the same (status,
+ * passed). Done here because only the pool knows the final status. */
+static void ran_to_end_only(json_t *extra, enum fr_status status)
+{
+    if (status != FR_STATUS_OK && status != FR_STATUS_ERROR && json_object_get(extra, "passed"))
+        json_object_set_new(extra, "passed", json_null());
 }
 
 static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now)
@@ -332,6 +365,7 @@ static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, u
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;
     r.extra = raw->extra;
+    ran_to_end_only(r.extra, v.status);
     emit(h, &r);
 }
 
@@ -352,6 +386,7 @@ static void write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;
     r.extra = raw->extra;
+    ran_to_end_only(r.extra, r.status);
     if (raw->kind == FR_RAW_REJECTED)
         h->invalid++;
     emit(h, &r);
@@ -486,6 +521,13 @@ void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     /* Writing the result may fail and stop the run (interrupt()), which
      * must not abort the job being reported. */
     sl->completing = true;
+    /* A worker that died mid-job may have been the OOM killer's victim
+     * (python: the worker, not its child). Its kill must not be left as
+     * credit for the next job that dies of an unrelated SIGKILL, so a crash
+     * takes one too; it stays a crash (retried once). Crashes are rare:
+     * one small read each. */
+    if (raw->kind == FR_RAW_CRASHED)
+        (void)fr_oom_claim(&h->oom, h->nbusy);
     if (sl->aborted == FR_ABORT_INTERRUPT) {
         /* Not a result: the job did not get to finish. --resume runs it. */
     } else if (raw->kind == FR_RAW_CRASHED && sl->job.attempts < 2 && !h->stopping) {
@@ -883,6 +925,28 @@ static int setup(struct fr_host *h, char *err, size_t errlen)
     return 0;
 }
 
+/* The OOM-kill counter of our memory cgroup, located by detection
+ * (cmd_run's, or our own when the caller has none), with its baseline. */
+static void oom_setup(struct fr_host *h)
+{
+    const struct fr_resources *res = h->o->resources;
+    struct fr_resources *own = NULL;
+    if (!res) {
+        struct fr_detect_opts dopts = {.sysroot = NULL};
+        own = malloc(sizeof *own); /* ~15 KiB: not on the stack */
+        if (!own) {
+            say(h, "out of memory detecting the memory cgroup; OOM kills are reported as signal");
+            return;
+        }
+        fr_detect(&dopts, own);
+        res = own;
+    }
+    char err[FR_OOM_PATH_MAX + 256];
+    if (fr_oom_init(&h->oom, &res->cgroup[FR_CTL_MEMORY], NULL, err, sizeof err) < 0)
+        say(h, "%s; OOM kills are reported as signal", err);
+    free(own);
+}
+
 static void teardown(struct fr_host *h)
 {
     for (int i = 0; i < h->npending; i++)
@@ -967,6 +1031,7 @@ int fr_pool_run(const struct fr_pool_opts *o)
         teardown(&h);
         return FR_EXIT_USAGE;
     }
+    oom_setup(&h);
     h.rt = (struct fr_runtime){.ops = o->ops, .cfg = o->rtcfg, .host = &h};
     if (o->ops->start(&h.rt, h.nslots, err, sizeof err) < 0) {
         fr_warn("%s runtime: %s", o->ops->name, err);

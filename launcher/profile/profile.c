@@ -35,7 +35,8 @@ static const char *const sections[] = {"resources", "sandbox", "runtime", "env"}
 /* Parse state shared by the reader and the handler. */
 struct parse_ctx {
     struct fr_profile *p;
-    const char *name;       /* for messages */
+    const char *name;       /* where the file is (relative preludes resolve against it) */
+    const char *shown;      /* the name the user wrote, for messages and sources */
     const char *text;       /* remaining input */
     int lines;              /* lines handed to inih so far */
     int err_line;           /* first error found by us (0 = none) */
@@ -436,10 +437,57 @@ static int apply(struct fr_profile *p, const char *section, const char *key, con
     return -1;
 }
 
+/* After [resources] cpus was set: remember who set it (fitrun/profile.h). */
+static void cpus_set_by(struct fr_profile *p, bool cli, const char *file, int line)
+{
+    p->cpus_cli = cli && p->cpus > 0;
+    if (!(p->cpus > 0))
+        p->cpus_origin[0] = '\0'; /* auto */
+    else if (cli)
+        snprintf(p->cpus_origin, sizeof p->cpus_origin, "--cpus");
+    else
+        snprintf(p->cpus_origin, sizeof p->cpus_origin, "profile %.*s:%d", PATH_MAX, file, line);
+}
+
+static bool is_cpus(const char *section, const char *key)
+{
+    return !strcmp(section, "resources") && !strcmp(key, "cpus");
+}
+
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
                    size_t errlen)
 {
-    return apply(p, section, key, value, NULL, err, errlen);
+    if (apply(p, section, key, value, NULL, err, errlen) < 0)
+        return -1;
+    if (is_cpus(section, key))
+        cpus_set_by(p, true, NULL, 0);
+    return 0;
+}
+
+void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (cli_cpus > 0) {
+        out->cpus_override = cli_cpus;
+        out->cpus_override_source = "--cpus";
+    } else if (p->cpus > 0 && p->cpus_cli) {
+        out->cpus_override = p->cpus;
+        out->cpus_override_source = p->cpus_origin;
+    }
+    /* A file's value stays a candidate even under --cpus: detection notes
+     * that it lost. */
+    if (p->cpus > 0 && !p->cpus_cli) {
+        out->cpus_profile = p->cpus;
+        out->cpus_profile_source = p->cpus_origin[0] ? p->cpus_origin : "profile";
+    }
+}
+
+void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rounding = p->rounding;
+    out->memory_per_worker = p->memory_per_worker;
+    out->workers_override = p->workers;
 }
 
 /* ---- inih glue ---------------------------------------------------------- */
@@ -533,6 +581,8 @@ static int handler(void *user, const char *section, const char *key, const char 
         record(c, c->lines, msg);
         return 0;
     }
+    if (is_cpus(section, key))
+        cpus_set_by(c->p, false, c->shown, c->lines);
     return 1;
 }
 
@@ -548,6 +598,7 @@ static int parse_text(struct fr_profile *p, const char *text, const char *shown,
     }
     c->p = p;
     c->name = located;
+    c->shown = shown;
     c->text = text;
     /* Debian's inih takes these at run time; one logical line per line. */
     ini_max_line = PROFILE_MAX_LINE;

@@ -1076,8 +1076,21 @@ static void facts_to_raw(const struct fr_profile *p, json_t *f, struct fr_raw *r
     }
 }
 
+/* Can the pool still call this job ok or error, i.e. did the prediction run
+ * to its end? Only then is `passed` reported; when the sandbox or the
+ * runtime ended it (memory, timeout, violation, signal, output_limit,
+ * crash) it is null, so a MemoryError caught in time and an OOM kill of the
+ * same prediction give the same (status, passed). The pool applies the
+ * same rule to the final status (launcher/pool/pool.c, ran_to_end_only). */
+static bool ran_to_end(const struct fr_raw *raw)
+{
+    if (raw->status >= 0)
+        return raw->status == FR_STATUS_OK || raw->status == FR_STATUS_ERROR;
+    return WIFEXITED(raw->wstatus) && !raw->output_exceeded && !raw->wall_exceeded;
+}
+
 /* outputs, passed (when the job has expected), error_line. */
-static json_t *extra_fields(json_t *f, json_t *job)
+static json_t *extra_fields(json_t *f, json_t *job, const struct fr_raw *raw)
 {
     json_t *extra = json_object();
     if (!extra)
@@ -1086,7 +1099,8 @@ static json_t *extra_fields(json_t *f, json_t *job)
     json_object_set(extra, "outputs", json_is_array(outputs) ? outputs : json_null());
     json_t *expected = json_object_get(job, "expected");
     if (json_is_array(expected))
-        json_object_set_new(extra, "passed", json_is_array(outputs) ? passed_of(outputs, expected) : json_null());
+        json_object_set_new(extra, "passed",
+                            json_is_array(outputs) && ran_to_end(raw) ? passed_of(outputs, expected) : json_null());
     json_t *line = json_object_get(f, "error_line");
     if (json_is_integer(line))
         json_object_set(extra, "error_line", line);
@@ -1163,7 +1177,7 @@ static void result_line(struct fr_runtime *rt, int slot, const char *text, size_
         raw.error_message = werr;
     } else {
         facts_to_raw(rt->cfg->profile, f, &raw, msg, sizeof msg);
-        raw.extra = extra_fields(f, s->job->obj);
+        raw.extra = extra_fields(f, s->job->obj, &raw);
     }
     finish(rt, slot, &raw);
     json_decref(f);

@@ -124,10 +124,46 @@ assert isinstance(j["notes"], list)
     [ "$(j 'any("FITRUN_CPUS=2 ignored: --cpus given" in x for x in j["notes"])')" = True ]
 }
 
-@test "an override above what may be used cannot raise it (noted)" {
+@test "an override above what was detected wins, and the note says so" {
     run fx docker-v2-cgroupns-cpus-0.5 --cpus 4
-    [ "$(j 'j["cpu"]["effective"]')" = 0.5 ]
-    [ "$(j 'any("cannot raise the limit" in x for x in j["notes"])')" = True ]
+    [ "$(j 'j["cpu"]["detected"]')" = 0.5 ]
+    [ "$(j 'j["cpu"]["effective"]')" = 4.0 ]
+    [ "$(j 'j["cpu"]["override_source"]')" = --cpus ]
+    [ "$(j 'j["plan"]["workers"]')" = 4 ]
+    [ "$(j '"--cpus 4 exceeds the 0.5 CPUs detected (quota); using 4 as asked" in j["notes"]')" = True ]
+    [ "$(j 'j["plan"]["reasons"][0].startswith("effective 4 CPUs: override from --cpus, replacing the detected 0.5")')" = True ]
+    # FITRUN_CPUS too (the user's: no outer fitrun recorded it).
+    run env -i FITRUN_CPUS=3 "$FITRUN" detect --json --sysroot "$FIXTURES/docker-v2-cgroupns-cpus-0.5"
+    [ "$(j 'j["cpu"]["effective"]')" = 3.0 ]
+    [ "$(j '"FITRUN_CPUS=3 exceeds the 0.5 CPUs detected (quota); using 3 as asked" in j["notes"]')" = True ]
+    # Below what was detected: no note, the override is simply the answer.
+    run fx host-256 --cpus 2
+    [ "$(j 'j["cpu"]["effective"]')" = 2.0 ]
+    [ "$(j 'any("exceeds" in x for x in j["notes"])')" = False ]
+}
+
+@test "FITRUN_CPUS exported by an outer fitrun is not an override: detection runs again" {
+    # What `fitrun -- fitrun run` (the Docker image) hands the inner fitrun.
+    run env -i FITRUN_CPUS=1.5 "FITRUN_EXPORTED=OMP_NUM_THREADS=1 FITRUN_CPUS=1.5 FITRUN_WORKERS=1" \
+        "$FITRUN" detect --json --sysroot "$FIXTURES/docker-v1-cpus-1.5"
+    [ "$(j 'j["cpu"]["override"]')" = None ]
+    [ "$(j 'j["cpu"]["effective"]')" = 1.5 ]
+    [ "$(j 'j["cpu"]["outer"]')" = 1.5 ]
+    # The real source is named, not the outer fitrun's copy of it.
+    [ "$(j 'j["plan"]["reasons"][0].endswith("quota from /sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us")')" = True ]
+    [ "$(j 'any(x.startswith("FITRUN_CPUS=1.5 was exported by an outer fitrun: detecting again") for x in j["notes"])')" = True ]
+    # An outer value above the detected one does not raise it...
+    run env -i FITRUN_CPUS=8 FITRUN_EXPORTED=FITRUN_CPUS=8 "$FITRUN" detect --json --sysroot "$FIXTURES/docker-v1-cpus-1.5"
+    [ "$(j 'j["cpu"]["effective"]')" = 1.5 ]
+    # ...and one below it (a pool job's share) stays a bound for a nested fitrun.
+    run env -i FITRUN_CPUS=1 FITRUN_EXPORTED=FITRUN_CPUS=1 "$FITRUN" detect --json --sysroot "$FIXTURES/host-256"
+    [ "$(j 'j["cpu"]["effective"]')" = 1.0 ]
+    [ "$(j 'j["cpu"]["override"]')" = None ]
+    [ "$(j 'j["cpu"]["outer_source"]')" = "FITRUN_CPUS=1 (exported by an outer fitrun)" ]
+    # A value the user changed after the outer fitrun exported it is the user's.
+    run env -i FITRUN_CPUS=4 FITRUN_EXPORTED=FITRUN_CPUS=1 "$FITRUN" detect --json --sysroot "$FIXTURES/host-256"
+    [ "$(j 'j["cpu"]["override_source"]')" = FITRUN_CPUS=4 ]
+    [ "$(j 'j["cpu"]["effective"]')" = 4.0 ]
 }
 
 @test "the scheduler allocation wins over a big visible machine" {
@@ -151,6 +187,17 @@ assert isinstance(j["notes"], list)
     run env -i SLURM_CPUS_PER_TASK=3 NSLOTS=7 "$FITRUN" detect --json --sysroot "$FIXTURES/host-256"
     [ "$(j 'j["cpu"]["scheduler"]')" = 3.0 ]
     [ "$(j 'any(x.startswith("NSLOTS=7 also set: ignored") for x in j["notes"])')" = True ]
+}
+
+@test "without --profile the plan uses the built-in profile (512M per worker), like run and the wrapper" {
+    run fx garbage
+    [ "$(j 'j["profile"]')" = "{'path': None, 'runtime': 'exec'}" ]
+    [ "$(j 'j["plan"]["memory_per_worker"]')" = 536870912 ]
+    [ "$(j 'j["cpu"]["effective"]')" = 2.0 ]
+    [ "$(j 'j["plan"]["workers"]')" = 1 ]   # 256 MiB holds less than one 512 MiB worker
+    [ "$(j 'any("holds less than one worker of 512.0 MiB" in r for r in j["plan"]["reasons"])')" = True ]
+    run fx garbage --memory-per-worker 128M
+    [ "$(j 'j["plan"]["workers"]')" = 2 ]
 }
 
 @test "--rounding, --memory-per-worker and --workers reach the plan" {

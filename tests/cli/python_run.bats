@@ -89,17 +89,20 @@ nothing_left() {
 }
 
 @test "python run: every status class" {
+    # Every job has `expected`: `passed` is reported for ok and error only
+    # (the prediction ran to its end), null for every other status.
+    local e='{expected: [[[1]]]}'
     {
-        job ok $'def transform(g):\n    return g\n'
-        job error $'def transform(g):\n    raise ValueError("bad grid")\n'
-        job syntax $'def transform(g)\n    return g\n'
-        job unser $'def transform(g):\n    return {1, 2}\n'
-        job cpu $'def transform(g):\n    while True:\n        pass\n'
-        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n'
-        job violation $'import socket\ndef transform(g):\n    socket.socket()\n'
-        job signal $'import ctypes\ndef transform(g):\n    ctypes.string_at(0)\n'
-        job flood $'def transform(g):\n    while True:\n        print("x" * 100)\n'
-        job crash $'import os\ndef transform(g):\n    os._exit(7)\n'
+        job ok $'def transform(g):\n    return g\n' '' "$e"
+        job error $'def transform(g):\n    raise ValueError("bad grid")\n' '' "$e"
+        job syntax $'def transform(g)\n    return g\n' '' "$e"
+        job unser $'def transform(g):\n    return {1, 2}\n' '' "$e"
+        job cpu $'def transform(g):\n    while True:\n        pass\n' '' "$e"
+        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n' '' "$e"
+        job violation $'import socket\ndef transform(g):\n    socket.socket()\n' '' "$e"
+        job signal $'import ctypes\ndef transform(g):\n    ctypes.string_at(0)\n' '' "$e"
+        job flood $'def transform(g):\n    while True:\n        print("x" * 100)\n' '' "$e"
+        job crash $'import os\ndef transform(g):\n    os._exit(7)\n' '' "$e"
         echo '{"id": "invalid", "inputs": [1]}'
     } > "$D/jobs.jsonl"
     # A generous wall time: on a loaded machine the CPU-bound loop must still
@@ -119,11 +122,18 @@ nothing_left() {
     [ "$(r crash '[.status, .exit_code, .error_type]')" = '["crash",7,"NoResult"]' ]
     [ "$(r invalid '[.status, .error_type]')" = '["invalid","InvalidJob"]' ]
     [[ "$(r invalid .error_message)" =~ code ]]
+    [ "$(r ok .passed)" = '[true]' ]
+    [ "$(r error .passed)" = '[false]' ]
+    [ "$(r syntax .passed)" = '[false]' ]
+    [ "$(r unser .passed)" = '[false]' ]
+    for id in cpu memory violation signal flood crash; do
+        [ "$(r $id .passed)" = null ] || { echo "$id: passed $(r $id .passed)"; false; }
+    done
     # Wall time: sleeping code, a short wall limit.
-    job wall $'import time\nprint("before", flush=True)\ndef transform(g):\n    time.sleep(60)\n' > "$D/jobs.jsonl"
+    job wall $'import time\nprint("before", flush=True)\ndef transform(g):\n    time.sleep(60)\n' '' "$e" > "$D/jobs.jsonl"
     run_jobs --wall-time 1s
     [ "$status" -eq 0 ]
-    [ "$(r wall '[.status, .timeout, .stdout]')" = '["timeout","wall","before\n"]' ]
+    [ "$(r wall '[.status, .timeout, .stdout, .passed]')" = '["timeout","wall","before\n",null]' ]
     [ "$(r wall '.wall_ms >= 900 and .wall_ms < 10000 and .cpu_ms < 500')" = true ]
     nothing_left
 }

@@ -31,7 +31,7 @@ setup() {
 
 exports_in_mode() {
     local mode=$1 v
-    # --cpus can only lower what detection found (1 fits on any machine).
+    # --cpus sets the CPU count, whatever detection found.
     run -0 fr "$mode" -q --cpus 1 -- env
     for v in $THREAD_VARS; do
         [ "$(envval "$output" "$v")" = 1 ] || { echo "$mode: $v=$(envval "$output" "$v")"; return 1; }
@@ -96,6 +96,29 @@ user_values_in_mode() {
     run -0 "$FITRUN" -q --cpus 2 -- sh -c 'GOMAXPROCS=7 exec "$0" -q --init --cpus 1 -- env' "$FITRUN"
     [ "$(envval "$output" GOMAXPROCS)" = 7 ]
     [ "$(envval "$output" MKL_NUM_THREADS)" = 1 ]
+}
+
+@test "--cpus above what was detected is used as asked, and said so" {
+    local n=$(($(nproc) + 3))
+    run -0 "$FITRUN" -q --cpus "$n" -- env
+    [ "$(envval "$output" FITRUN_CPUS)" = "$n" ]
+    [ "$(envval "$output" OMP_NUM_THREADS)" = "$n" ]
+    run -0 "$FITRUN" --cpus "$n" --explain
+    [[ "$output" == *"# note: --cpus $n exceeds the $(nproc) CPU"*" detected (affinity); using $n as asked"* ]]
+}
+
+@test "an outer fitrun's FITRUN_CPUS is not the inner one's override: it detects again" {
+    # `fitrun -- fitrun ...` (the Docker image runs `fitrun -- fitrun run`).
+    local alone
+    alone=$("$FITRUN" --explain | grep '^set     GOMAXPROCS=')
+    run -0 "$FITRUN" -q -- "$FITRUN" --explain
+    [[ "$output" == *"# note: FITRUN_CPUS="*" was exported by an outer fitrun: detecting again"* ]]
+    [[ "$output" != *"override"*"FITRUN_CPUS"* ]]
+    # the same value and source as without the outer fitrun (a quota, the affinity...)
+    grep -qF "$alone (replaces the value an outer fitrun exported)" <<<"$output"
+    # The user's own FITRUN_CPUS (not in the outer record) is still an override.
+    run -0 "$FITRUN" -q -- env FITRUN_CPUS=1 "$FITRUN" --explain
+    [[ "$output" == *"from the CPU override FITRUN_CPUS=1"* ]]
 }
 
 @test "the rest of the environment passes through untouched" {

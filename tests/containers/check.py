@@ -19,7 +19,9 @@ input (the message names the file and line).
         /dev/shm is smaller than the threshold (default 2 GiB).
   check.py results JOBS.jsonl RESULTS.jsonl [--partial]
         every job id has exactly one result and no result is extra; with
-        --partial (an interrupted run) at most one result per job id.
+        --partial (an interrupted run) at most one result per job id;
+        `passed` is null unless the status is ok or error (it is only
+        reported for predictions that ran to their end).
   check.py expect RESULTS.jsonl EXPECT.txt
         each line of EXPECT.txt is `ID STATUS [KEY=VALUE...]` (# comments);
         the result for ID must have that status and those fields.
@@ -220,6 +222,10 @@ def cmd_results(args):
     for rid in seen:
         if rid not in jobs:
             fails.append(f"{rid}: result for an id that is not a job")
+    for r in rows:
+        if r.get("status") not in ("ok", "error") and r.get("passed") is not None:
+            fails.append(f"{r.get('id')}: passed {json.dumps(r['passed'])} for a {r.get('status')} result "
+                         "(only ok and error report it)")
     for m in fails:
         print(f"results: {m}")
     return 1 if fails else 0

@@ -309,10 +309,10 @@ shape cpuset-1 "--cpuset-cpus=1" cpus=2 workers=1 -- \
     cpu.affinity=1 cpu.quota=null cpu.effective=1 plan.workers=1
 shape cpus-0.5-cpuset-0,1 "--cpus=0.5 --cpuset-cpus=0,1" cpus=2 workers=1 -- \
     cpu.affinity=2 cpu.quota=0.5 cpu.effective=0.5 plan.workers=1
-# exec.ini asks 200M per worker, the default profile (the wrapper's) 512M:
-# a 256 MiB container fits one worker either way
+# exec.ini asks 200M per worker, the default profile (used by detect and the
+# wrapper alike) 512M: a 256 MiB container fits one worker either way
 shape memory-256m "--memory=256m" workers=1 wrap=1 -- \
-    memory.limit=$((256 * MIB)) memory.limit_source~memory.limit_in_bytes plan.workers="$NCPU"
+    memory.limit=$((256 * MIB)) memory.limit_source~memory.limit_in_bytes plan.workers=1
 shape pids-64 "--pids-limit=64" workers="$NCPU" -- \
     pids.limit=64 pids.current'>=1' pids.current'<=32'
 # /dev/shm below 2 GiB: the wrapper points JOBLIB_TEMP_FOLDER at disk (check.py env)

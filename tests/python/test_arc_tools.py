@@ -180,6 +180,20 @@ class Score(Tmp):
         self.assertEqual(missing, 0)
         self.assertEqual(table["MEAN"]["train_pass_rate"], 0.5)
 
+    def test_stopped_predictions_score_nothing_whatever_they_output(self):
+        # A MemoryError after the first grid (partial outputs) scores like an
+        # OOM kill of the same prediction (no outputs): both were stopped.
+        jobs = self.jobs({"t1": ["mem-error", "oom-kill", "error"]})
+        results = {"t1#0": result("t1#0", "memory", [G2, None, None], error_type="MemoryError"),
+                   "t1#1": result("t1#1", "memory", None, error_type="OOMKill", signal="SIGKILL"),
+                   "t1#2": result("t1#2", "error", [G2, None, None], error_type="IndexError")}
+        table, errors, _ = arc_score.score(jobs, results)
+        facts = [arc_score.score_prediction(j, results[j["id"]]) for j in jobs]
+        self.assertEqual(facts[0], facts[1])
+        self.assertEqual(facts[0]["train"]["pixel"], 0)
+        self.assertEqual(facts[2]["train"]["grids"], 0.5)  # an error ran to its end: it counts
+        self.assertEqual(errors, {"memory": 2, "IndexError": 1})
+
     def test_is_correct_needs_the_same_prediction_on_train_and_test(self):
         jobs = self.jobs({"t2": ["train-only", "test-only"]})
         results = {"t2#0": result("t2#0", outputs=[[[1]], [[0]], [[0]]]),

@@ -76,6 +76,17 @@ class Results(Base):
         self.assertGreater(f["max_rss_kb"], 1000)
         self.assertEqual(f["id"], "j")
 
+    def test_passed_only_when_the_prediction_ran_to_its_end(self):
+        # ok and error report it; a MemoryError (status memory, like an OOM
+        # kill of the same prediction) or a signal do not: None.
+        exp = [[[1]]]
+        f = self.run1("def transform(g):\n    raise ValueError('no')\n", expected=exp)
+        self.assertEqual((f["status"], f["passed"]), ("error", [False]))
+        f = self.run1("def transform(g):\n    raise MemoryError()\n", expected=exp)
+        self.assertEqual((f["status"], f["outputs"], f["passed"]), ("memory", [None], None))
+        f = self.run1("import ctypes\ndef transform(g):\n    return ctypes.string_at(0)\n", expected=exp)
+        self.assertEqual((f["status"], f["passed"]), ("signal", None))
+
     def test_entry_override_and_prelude_globals(self):
         f = self.run1("def solve(x):\n    return x + HELPER\n", inputs=[1], entry="solve")
         self.assertEqual(f["outputs"], [42])
@@ -380,8 +391,10 @@ class Hostile(Base):
         self.assertIn(f["status"], ("violation", "error"), f)
 
     def test_memory_bomb(self):
-        f = self.run1("def transform(g):\n    x = []\n    while True:\n        x.append([0] * 10_000_000)\n")
+        f = self.run1("def transform(g):\n    x = []\n    while True:\n        x.append([0] * 10_000_000)\n",
+                      expected=[[[1]]])
         self.assertEqual(f["status"], "memory", f)
+        self.assertIsNone(f["passed"])
 
     def test_numpy_still_works(self):
         f = self.run1("import numpy as np\ndef transform(g):\n    a = np.arange(16.).reshape(4, 4)\n"

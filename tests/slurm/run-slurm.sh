@@ -102,6 +102,10 @@ rc=0
 [ $rc = 0 ] || [ $rc = 1 ] || { cat "$W/local.err" >&2; fail "local fitrun run exited $rc"; }
 outcomes "$W/local.jsonl" > "$W/local.outcomes"
 [ -s "$W/local.outcomes" ] || fail "the local run wrote no results"
+# `passed` only for predictions that ran to their end (ok, error): the
+# outcomes compared below mean the same thing in every shard.
+bad=$(jq -r 'select(.status != "ok" and .status != "error" and .passed != null) | .id' "$W/local.jsonl")
+[ -z "$bad" ] || fail "passed reported for results that did not run to their end: $bad"
 
 # merge_to OUT_DIR SHARDS DEST: merged results; returns merge's status
 merge_to() {

@@ -4,7 +4,8 @@
  * compared: a key added to the JSON without a check here fails the test.
  * (tests/cli/detect_fixtures.bats compares the CLI's JSON output as a whole.)
  *
- * Each fixture's environment is its `env` file and nothing else. */
+ * Each fixture's environment is its `env` file and nothing else; the plan
+ * options come from the built-in profile, as in `fitrun detect`. */
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 
 #include "fitrun/detect.h"
 #include "fitrun/plan.h"
+#include "fitrun/profile.h"
 #include "fitrun/util.h"
 
 #define FIXTURES FITRUN_SRC "/tests/fixtures"
@@ -152,6 +154,7 @@ static void check_cpu(struct obj *root, const struct fr_resources *r)
     str(&o, "cpuset_list", r->cpu_cpuset.known, r->cpu_cpuset_list);
     value(&o, "quota", &r->cpu_quota);
     value(&o, "scheduler", &r->cpu_scheduler);
+    value(&o, "outer", &r->cpu_outer);
     value(&o, "override", &r->cpu_override);
     value(&o, "shares", &r->cpu_shares);
     num(&o, "detected", true, r->cpu_detected);
@@ -189,13 +192,24 @@ static const char *note_at(const void *ctx, int i)
     return ((const struct fr_resources *)ctx)->notes[i];
 }
 
-static void check_plan(struct obj *root, const struct fr_plan *p)
+/* `fitrun detect` without --profile plans with the built-in profile, like
+ * `fitrun run` and the wrapper: 512M per worker, no workers override. */
+static void check_profile(struct obj *root)
+{
+    struct obj o = sub(root, "profile");
+    str(&o, "path", false, NULL);
+    str(&o, "runtime", true, "exec");
+    all_checked(&o);
+}
+
+static void check_plan(struct obj *root, const struct fr_plan *p, const struct fr_plan_opts *po)
 {
     struct obj o = sub(root, "plan");
     num(&o, "workers", true, p->workers);
     num(&o, "threads_per_worker", true, p->threads_per_worker);
     str(&o, "rounding", true, fr_rounding_name(p->rounding));
-    num(&o, "memory_per_worker", false, 0);
+    assert_true(po->memory_per_worker == 512ull << 20);
+    num(&o, "memory_per_worker", true, (double)po->memory_per_worker);
     num(&o, "workers_override", false, 0);
     strings(&o, "reasons", p->nreasons, reason_at, p);
     all_checked(&o);
@@ -230,24 +244,34 @@ static void test_fixture(void **state)
 
     char *envtext;
     char **envp = load_env(dir, &envtext);
-    struct fr_detect_opts opts = {.sysroot = dir, .envp = envp, .cpus_override = 0};
+    struct fr_profile *prof = malloc(sizeof *prof);
+    assert_non_null(prof);
+    fr_profile_defaults(prof);
+    struct fr_detect_opts opts;
+    fr_profile_detect_opts(prof, 0, &opts);
+    opts.sysroot = dir;
+    opts.envp = envp;
     struct fr_resources *r = malloc(sizeof *r);
     struct fr_plan *plan = malloc(sizeof *plan);
     assert_non_null(r);
     assert_non_null(plan);
     assert_int_equal(fr_detect(&opts, r), 0);
-    struct fr_plan_opts popts = {FR_ROUND_FLOOR, 0, 0};
+    struct fr_plan_opts popts;
+    fr_profile_plan_opts(prof, &popts);
     fr_plan_make(r, &popts, plan);
 
     struct obj root = {name, "(root)", expected, 0};
     check_cgroup(&root, r);
     check_cpu(&root, r);
     check_memory(&root, r);
-    check_plan(&root, plan);
+    check_profile(&root);
+    check_plan(&root, plan, &popts);
     strings(&root, "notes", r->nnotes, note_at, r);
     all_checked(&root);
 
     json_decref(expected);
+    fr_profile_free(prof);
+    free(prof);
     free(r);
     free(plan);
     free(envp);
@@ -272,6 +296,59 @@ static void test_required_fixtures_exist(void **state)
     }
 }
 
+/* Overrides through the library, on a fixture with a 0.5 CPU quota:
+ * --cpus > the user's FITRUN_CPUS > the profile's cpus; the winner sets
+ * the effective CPUs even above the detected ones (noted); an outer
+ * fitrun's FITRUN_CPUS is a bound, not an override. */
+static bool has_note(const struct fr_resources *r, const char *needle)
+{
+    for (int i = 0; i < r->nnotes; i++)
+        if (strstr(r->notes[i], needle))
+            return true;
+    return false;
+}
+
+static void test_overrides(void **state)
+{
+    (void)state;
+    struct fr_resources *r = malloc(sizeof *r);
+    assert_non_null(r);
+    char *user[] = {"FITRUN_CPUS=3", NULL};
+    char *outer[] = {"FITRUN_CPUS=0.25", "FITRUN_EXPORTED=FITRUN_CPUS=0.25", NULL};
+    char *none[] = {NULL};
+    struct fr_detect_opts o = {.sysroot = FIXTURES "/docker-v2-cgroupns-cpus-0.5", .envp = none};
+
+    o.cpus_profile = 2;
+    o.cpus_profile_source = "profile p.ini:2";
+    fr_detect(&o, r);
+    assert_true(r->cpu_detected == 0.5 && r->cpu_effective == 2);
+    assert_string_equal(r->cpu_override.source, "profile p.ini:2");
+    assert_true(has_note(r, "cpus = 2 (profile p.ini:2) exceeds the 0.5 CPUs detected (quota); using 2 as asked"));
+
+    o.envp = user;
+    fr_detect(&o, r);
+    assert_true(r->cpu_effective == 3);
+    assert_string_equal(r->cpu_override.source, "FITRUN_CPUS=3");
+    assert_true(has_note(r, "cpus = 2 (profile p.ini:2) ignored: FITRUN_CPUS=3 given"));
+
+    o.cpus_override = 0.25;
+    fr_detect(&o, r);
+    assert_true(r->cpu_effective == 0.25 && r->cpu_detected == 0.5);
+    assert_string_equal(r->cpu_override.source, "--cpus");
+    assert_true(has_note(r, "FITRUN_CPUS=3 ignored: --cpus given"));
+    assert_false(has_note(r, "exceeds"));
+
+    o.cpus_override = 0;
+    o.cpus_profile = 0;
+    o.envp = outer;
+    fr_detect(&o, r);
+    assert_false(r->cpu_override.known);
+    assert_true(r->cpu_outer.known && r->cpu_outer.value == 0.25);
+    assert_true(r->cpu_detected == 0.25 && r->cpu_effective == 0.25);
+    assert_true(has_note(r, "FITRUN_CPUS=0.25 was exported by an outer fitrun: detecting again"));
+    free(r);
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -280,7 +357,7 @@ static int by_name(const void *a, const void *b)
 int main(void)
 {
     static char *names[MAX_FIXTURES];
-    static struct CMUnitTest tests[MAX_FIXTURES + 1];
+    static struct CMUnitTest tests[MAX_FIXTURES + 2];
     int n = 0;
     DIR *d = opendir(FIXTURES);
     if (!d) {
@@ -297,9 +374,10 @@ int main(void)
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], by_name);
     tests[0] = (struct CMUnitTest){"required fixtures exist", test_required_fixtures_exist, NULL, NULL, NULL};
+    tests[1] = (struct CMUnitTest){"overrides", test_overrides, NULL, NULL, NULL};
     for (int i = 0; i < n; i++)
-        tests[i + 1] = (struct CMUnitTest){names[i], test_fixture, NULL, NULL, names[i]};
-    int rc = _cmocka_run_group_tests("detect_fixtures", tests, (size_t)n + 1, NULL, NULL);
+        tests[i + 2] = (struct CMUnitTest){names[i], test_fixture, NULL, NULL, names[i]};
+    int rc = _cmocka_run_group_tests("detect_fixtures", tests, (size_t)n + 2, NULL, NULL);
     for (int i = 0; i < n; i++)
         free(names[i]);
     return rc;

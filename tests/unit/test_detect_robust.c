@@ -175,6 +175,9 @@ static void test_random_sysroots(void **state)
     /* An absolute ad path is read under the sysroot: that is root/machine.ad. */
     char *envp[] = {"SLURM_JOB_CPUS_PER_NODE=3(x2),1", "SLURM_NODEID=2", "_CONDOR_MACHINE_AD=/machine.ad", "FITRUN_CPUS=0.75", NULL};
     char *empty[] = {NULL};
+    /* The same FITRUN_CPUS, but recorded as an outer fitrun's export: a bound, not an override. */
+    char *outer[] = {"FITRUN_CPUS=0.75", "FITRUN_EXPORTED=OMP_NUM_THREADS=1 FITRUN_CPUS=0.75", NULL};
+    char **envs[] = {empty, envp, empty, outer};
     struct fr_resources *r = malloc(sizeof *r);
     struct fr_plan *plan = malloc(sizeof *plan);
     assert_non_null(r);
@@ -182,11 +185,20 @@ static void test_random_sysroots(void **state)
     for (int round = 0; round < 300; round++) {
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
             write_noise(files[i]);
-        struct fr_detect_opts opts = {.sysroot = root, .envp = round % 2 ? envp : empty, .cpus_override = 0};
+        struct fr_detect_opts opts = {.sysroot = root, .envp = envs[round % 4], .cpus_override = 0};
         assert_int_equal(fr_detect(&opts, r), 0);
         assert_true(r->cpu_affinity >= 1);
-        assert_true(r->cpu_effective > 0 && r->cpu_effective <= r->cpu_affinity);
-        assert_true(r->cpu_effective <= r->cpu_detected);
+        assert_true(r->cpu_detected > 0 && r->cpu_detected <= r->cpu_affinity);
+        /* An override sets the effective CPUs (above the detected ones too);
+         * without one they are the detected ones. */
+        if (round % 4 == 1) {
+            assert_true(r->cpu_override.known && r->cpu_effective == 0.75);
+        } else {
+            assert_false(r->cpu_override.known);
+            assert_true(r->cpu_effective == r->cpu_detected);
+        }
+        if (round % 4 == 3)
+            assert_true(r->cpu_outer.known && r->cpu_detected <= 0.75);
         assert_true(r->nnotes >= 0 && r->nnotes <= FR_NOTES_MAX);
         for (int i = 0; i < r->nnotes; i++)
             assert_true(memchr(r->notes[i], '\0', FR_NOTE_MAX) != NULL);

@@ -529,6 +529,27 @@ static void test_make_dirs_missing_parent(void **state)
     fr_env_free(&ex);
 }
 
+/* The FITRUN_EXPORTED parser detection uses: exact NAME=VALUE entries. */
+static void test_from_outer(void **state)
+{
+    (void)state;
+    char *envp[] = {"FITRUN_CPUS=2", "FITRUN_EXPORTED=OMP_NUM_THREADS=2  FITRUN_CPUS=2 FITRUN_WORKERS=1", NULL};
+    assert_true(fr_env_from_outer(envp, "FITRUN_CPUS", "2"));
+    assert_true(fr_env_from_outer(envp, "OMP_NUM_THREADS", "2"));
+    assert_true(fr_env_from_outer(envp, "FITRUN_WORKERS", "1"));
+    assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", "20")); /* a changed value is the user's */
+    assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", ""));
+    assert_false(fr_env_from_outer(envp, "CPUS", "2"));         /* whole names only */
+    assert_false(fr_env_from_outer(envp, "GOMAXPROCS", "2"));
+    assert_false(fr_env_from_outer(envp, NULL, "2"));
+    assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", NULL));
+    char *none[] = {"FITRUN_CPUS=2", NULL};
+    assert_false(fr_env_from_outer(none, "FITRUN_CPUS", "2"));
+    assert_false(fr_env_from_outer(NULL, "FITRUN_CPUS", "2"));
+    char *empty[] = {"FITRUN_EXPORTED=", NULL};
+    assert_false(fr_env_from_outer(empty, "FITRUN_CPUS", "2"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_make_dirs),
         cmocka_unit_test(test_make_dirs_refuses_symlink),
         cmocka_unit_test(test_make_dirs_missing_parent),
+        cmocka_unit_test(test_from_outer),
     };
     return cmocka_run_group_tests(tests, make_tmproot, remove_tmproot);
 }

@@ -278,6 +278,50 @@ static void test_summary(void **state)
     free(r);
 }
 
+/* An override replaces the detected CPUs (above them too); the reason
+ * names it and what it replaced. */
+static void test_cpu_override_reason(void **state)
+{
+    (void)state;
+    struct fr_resources *r = res_with(8, 2);
+    r->cpu_detected = 0.5;
+    set(&r->cpu_quota, 0.5, "/sys/fs/cgroup/cpu.max");
+    set(&r->cpu_override, 8, "--cpus");
+    struct fr_plan p;
+    fr_plan_make(r, NULL, &p);
+    assert_int_equal(p.workers, 8);
+    assert_string_equal(p.reasons[0], "effective 8 CPUs: override from --cpus, replacing the detected 0.5 = "
+                                      "min(affinity 2, quota 0.5, scheduler none): quota from /sys/fs/cgroup/cpu.max");
+    char buf[256];
+    assert_string_equal(fr_plan_summary(r, &p, buf, sizeof buf),
+                        "plan: 8 workers x 1 thread (effective 8 CPUs: affinity 2; quota 0.5; override 8; memory limit none)");
+    free(r);
+}
+
+/* An outer fitrun's FITRUN_CPUS binds only when it is the tightest, and a
+ * kernel limit it equals is named instead. */
+static void test_outer_bound_named_last(void **state)
+{
+    (void)state;
+    struct fr_resources *r = res_with(1, 4);
+    set(&r->cpu_outer, 1, "FITRUN_CPUS=1 (exported by an outer fitrun)");
+    struct fr_plan p;
+    fr_plan_make(r, NULL, &p);
+    assert_int_equal(p.workers, 1);
+    assert_true(has_reason(&p, "min(affinity 4, quota none, scheduler none, outer fitrun 1): outer from FITRUN_CPUS=1"));
+    set(&r->cpu_quota, 1, "/q");
+    fr_plan_make(r, NULL, &p);
+    assert_true(has_reason(&p, "): quota from /q"));
+    const char *src;
+    assert_string_equal(fr_cpu_bound(r, &src), "quota");
+    assert_string_equal(src, "/q");
+    set(&r->cpu_override, 3, "FITRUN_CPUS=3");
+    assert_string_equal(fr_cpu_bound(r, &src), "override");
+    assert_string_equal(src, "FITRUN_CPUS=3");
+    assert_string_equal(fr_cpu_detected_bound(r, NULL), "quota");
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +336,8 @@ int main(void)
         cmocka_unit_test(test_zero_effective_is_one),
         cmocka_unit_test(test_rounding_names),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_cpu_override_reason),
+        cmocka_unit_test(test_outer_bound_named_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,7 +205,10 @@ static void test_exec_run(void **state)
  * Each job completes from an event on a pipe it writes to itself. The id
  * says what to do: "ok*" finishes, "once*" crashes on its first attempt,
  * "always*" crashes every time, "hang*" never finishes until aborted,
- * "term*" sends SIGTERM to the test process and then hangs. */
+ * "term*" sends SIGTERM to the test process and then hangs; "oom*" dies of
+ * SIGKILL after adding one to the OOM-kill counter of oom_file, "kill*"
+ * dies of SIGKILL without; "memerr*" is a MemoryError (status memory, the
+ * exit was clean), "fail*" an error. All of those report passed [false]. */
 
 struct fake_slot {
     int rd, wr;
@@ -213,6 +216,17 @@ struct fake_slot {
 };
 static struct fake_slot fslots[8];
 static int fake_aborts[4];
+static char oom_file[128];      /* a fixture memory.oom_control */
+static unsigned long oom_count;
+
+static void oom_write(unsigned long n)
+{
+    FILE *f = fopen(oom_file, "w");
+    assert_non_null(f);
+    fprintf(f, "oom_kill_disable 0\nunder_oom 0\noom_kill %lu\n", n);
+    assert_int_equal(fclose(f), 0);
+    oom_count = n;
+}
 
 static int fake_start(struct fr_runtime *rt, int n, char *err, size_t errlen)
 {
@@ -264,6 +278,25 @@ static void fake_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
     if (!strncmp(id, "always", 6) || (!strncmp(id, "once", 4) && f->job->attempts == 1)) {
         raw.kind = FR_RAW_CRASHED;
         raw.error_message = "worker exited with status 9";
+    } else if (!strncmp(id, "oom", 3) || !strncmp(id, "kill", 4) || !strncmp(id, "memerr", 6) ||
+               !strncmp(id, "fail", 4)) {
+        raw.kind = FR_RAW_FINISHED;
+        raw.has_rusage = true;
+        raw.wstatus = SIGKILL; /* "killed by SIGKILL" */
+        if (!strncmp(id, "oom", 3))
+            oom_write(oom_count + 1);
+        if (!strncmp(id, "memerr", 6)) {
+            raw.wstatus = 0;
+            raw.memory_hint = true;
+            raw.status = FR_STATUS_MEMORY;
+            raw.error_type = "MemoryError";
+        }
+        if (!strncmp(id, "fail", 4)) {
+            raw.wstatus = 1 << 8;
+            raw.status = FR_STATUS_ERROR;
+            raw.error_type = "IndexError";
+        }
+        raw.extra = json_pack("{s:[b]}", "passed", 0);
     } else {
         raw.kind = FR_RAW_FINISHED;
         raw.wstatus = 0;
@@ -317,6 +350,48 @@ static void test_crash_retry_policy(void **state)
     o = by_id(all, "ok1");
     assert_null(json_object_get(o, "attempts"));
     json_decref(all);
+    run_free(&r);
+}
+
+/* A SIGKILL the pool did not send is `memory` exactly when the fixture
+ * cgroup's oom_kill counter went up; `passed` survives only for ok and
+ * error results. */
+static void test_oom_kills_and_passed(void **state)
+{
+    (void)state;
+    struct run r;
+    snprintf(oom_file, sizeof oom_file, "%s/memory.oom_control", dir);
+    oom_write(7); /* kills before the run are not ours */
+    struct fr_resources *res = calloc(1, sizeof *res);
+    assert_non_null(res);
+    res->cgroup[FR_CTL_MEMORY].version = 1;
+    snprintf(res->cgroup[FR_CTL_MEMORY].dir, sizeof res->cgroup[FR_CTL_MEMORY].dir, "%s", dir);
+    run_prepare(&r, &fake_ops,
+                "{\"id\": \"kill1\"}\n{\"id\": \"oom1\"}\n{\"id\": \"memerr1\"}\n{\"id\": \"fail1\"}\n"
+                "{\"id\": \"kill2\"}\n{\"id\": \"oom2\"}\n",
+                1);
+    r.o.resources = res;
+    assert_int_equal(run_pool(&r), 0);
+    json_t *all = read_results(r.out);
+    assert_int_equal(json_array_size(all), 6);
+    const char *want[][3] = {
+        {"kill1", "signal", "SIGKILL"}, {"oom1", "memory", "OOMKill"},     {"memerr1", "memory", "MemoryError"},
+        {"fail1", "error", "IndexError"}, {"kill2", "signal", "SIGKILL"}, {"oom2", "memory", "OOMKill"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        json_t *o = by_id(all, want[i][0]);
+        assert_string_equal(field(o, "status"), want[i][1]);
+        assert_string_equal(field(o, "error_type"), want[i][2]);
+        json_t *passed = json_object_get(o, "passed");
+        if (!strcmp(want[i][1], "error"))
+            assert_true(json_is_array(passed)); /* ran to its end: kept */
+        else
+            assert_true(json_is_null(passed));
+    }
+    assert_non_null(strstr(field(by_id(all, "oom1"), "error_message"), oom_file));
+    assert_string_equal(field(by_id(all, "oom1"), "signal"), "SIGKILL");
+    json_decref(all);
+    free(res);
     run_free(&r);
 }
 
@@ -420,6 +495,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exec_run),
         cmocka_unit_test(test_crash_retry_policy),
+        cmocka_unit_test(test_oom_kills_and_passed),
         cmocka_unit_test(test_wall_deadline),
         cmocka_unit_test(test_interrupt),
         cmocka_unit_test(test_resume_scan),

@@ -324,6 +324,60 @@ static void test_default_ini_matches_defaults(void **state)
     fr_profile_free(&builtin);
 }
 
+/* The one mapping from [resources] to detection and plan options that
+ * detect, run and the wrapper share, and where cpus came from. */
+static void test_plan_and_detect_opts(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    struct fr_plan_opts po;
+    struct fr_detect_opts dopt;
+    char err[512];
+
+    /* Built-in defaults: 512M per worker, floor, no overrides. */
+    fr_profile_defaults(&p);
+    fr_profile_plan_opts(&p, &po);
+    assert_int_equal(po.memory_per_worker, 512ull << 20);
+    assert_int_equal(po.rounding, FR_ROUND_FLOOR);
+    assert_int_equal(po.workers_override, 0);
+    fr_profile_detect_opts(&p, 0, &dopt);
+    assert_null(dopt.sysroot);
+    assert_null(dopt.envp);
+    assert_true(dopt.cpus_override == 0 && dopt.cpus_profile == 0);
+    assert_string_equal(p.cpus_origin, "");
+
+    /* A file's cpus: ranked as the profile's (FITRUN_CPUS beats it), with file:line. */
+    parse_ok(&p, "[resources]\nworkers = 3\n\ncpus = 1.5\nrounding = ceil\nmemory_per_worker = none\n");
+    fr_profile_plan_opts(&p, &po);
+    assert_int_equal(po.workers_override, 3);
+    assert_int_equal(po.rounding, FR_ROUND_CEIL);
+    assert_int_equal(po.memory_per_worker, 0);
+    fr_profile_detect_opts(&p, 0, &dopt);
+    assert_true(dopt.cpus_override == 0);
+    assert_true(dopt.cpus_profile == 1.5);
+    assert_string_equal(dopt.cpus_profile_source, "profile t.ini:4");
+    /* --cpus given beside it: the command line's, the file's stays a (losing) candidate. */
+    fr_profile_detect_opts(&p, 6, &dopt);
+    assert_true(dopt.cpus_override == 6);
+    assert_string_equal(dopt.cpus_override_source, "--cpus");
+    assert_true(dopt.cpus_profile == 1.5);
+
+    /* fr_profile_set (fitrun run --cpus) makes it the command line's. */
+    assert_int_equal(fr_profile_set(&p, "resources", "cpus", "2", err, sizeof err), 0);
+    assert_true(p.cpus_cli);
+    fr_profile_detect_opts(&p, 0, &dopt);
+    assert_true(dopt.cpus_override == 2);
+    assert_string_equal(dopt.cpus_override_source, "--cpus");
+    assert_true(dopt.cpus_profile == 0);
+    /* and auto clears it */
+    assert_int_equal(fr_profile_set(&p, "resources", "cpus", "auto", err, sizeof err), 0);
+    assert_false(p.cpus_cli);
+    assert_string_equal(p.cpus_origin, "");
+    fr_profile_detect_opts(&p, 0, &dopt);
+    assert_true(dopt.cpus_override == 0 && dopt.cpus_profile == 0);
+    fr_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_set),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_default_ini_matches_defaults),
+        cmocka_unit_test(test_plan_and_detect_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,12 @@ status and outputs. Metrics per task, then their MEAN over tasks
   test_* (same on the test pairs whose output is known)
   is_correct         1 if some prediction is right on every train and test pair
 
+Outputs count only for predictions that ran to their end (status ok or
+error), like fitrun's own `passed`: the partial outputs of a prediction that
+was stopped (memory, timeout, violation, signal, output_limit, crash) score
+nothing, so a MemoryError and an OOM kill of the same prediction score the
+same wherever it ran.
+
 followed by "Most common errors": error types (status error) and the other
 non-ok statuses (timeout, memory, violation:<syscall>, signal:<name>...).
 Standard library only.
@@ -72,16 +78,21 @@ def error_key(res):
     return status or "unknown"
 
 
+# Statuses of predictions that ran to their end (fitrun reports `passed` for
+# these only); anything else was stopped, and its partial outputs do not count.
+RAN_TO_END = ("ok", "error")
+
+
 def score_prediction(job, res):
     """Per-prediction facts: dict of booleans and scores."""
     arc = job["arc"]
     n_train, n_test = arc["n_train"], arc["n_test"]
     expected = job.get("expected") or [None] * (n_train + n_test)
-    outputs = res.get("outputs") if res else None
+    status = res.get("status") if res else "missing"
+    outputs = res.get("outputs") if res and status in RAN_TO_END else None
     if not isinstance(outputs, list):
         outputs = []
     outputs = outputs + [None] * (n_train + n_test - len(outputs))
-    status = res.get("status") if res else "missing"
     code_ok = arc.get("code_found", True) and not (
         status == "error" and res.get("error_type") in SYNTAX_ERRORS)
     valid_out = status == "ok" and all(is_grid(o) for o in outputs[:n_train + n_test])

@@ -405,8 +405,8 @@ class Worker:
             return {"id": jid, "worker": self.slot, "worker_error": problem}
         facts = self.run(job)
         expected = job.get("expected")
-        if expected is not None and "outputs" in facts:
-            facts["passed"] = _passed(facts["outputs"], expected)
+        if expected is not None:
+            facts["passed"] = _passed(facts["outputs"], expected) if _ran_to_end(facts) else None
         return facts
 
     def run(self, job):
@@ -568,6 +568,16 @@ def _check_job(job, default_entry):
     if expected is not None and (not isinstance(expected, list) or len(expected) != len(job["inputs"])):
         return "job 'expected' is not a list as long as 'inputs'"
     return None
+
+
+def _ran_to_end(facts):
+    """Did the prediction run to its end (fitrun status ok or error)? Only
+    then is `passed` given; when the sandbox or the runtime ended it
+    (MemoryError, a kill, a violation, a timeout, a cap) it is None, as in
+    fitrun's result (python.c ran_to_end, docs/python-runtime.md)."""
+    return (os.WIFEXITED(facts["wstatus"]) and "outputs" in facts
+            and not facts.get("memory") and facts["violation_nr"] < 0
+            and not facts["output_exceeded"] and not facts["wall_expired"])
 
 
 def _passed(outputs, expected):
