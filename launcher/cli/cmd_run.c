@@ -369,6 +369,7 @@ static int run(const struct run_args *a, struct run_state *s)
         .resume = s->has_resume ? &s->resume : NULL,
         .progress = a->progress,
         .quiet = fr_quiet,
+        .resources = &res, /* the pool's OOM check reuses this detection */
     };
     return fr_pool_run(&o);
 }

@@ -707,9 +707,8 @@ static void end_zygote(struct pyrt *py)
  *   {"interpreter", "python", "total_ms", "boot_ms", "prelude_ms",
  *    "selftest_ms", "warning" (null unless slower than 1 s)}
  * or NULL with the error (a failing prelude, a missing interpreter) in err.
- * Blocking; the interpreter is killed before returning.
- * (For include/fitrun/runtime.h; declared here until it is there.) */
-json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
+ * Blocking; the interpreter is killed before returning. Declared in
+ * include/fitrun/runtime.h. */
 json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen)
 {
     extern char **environ;

@@ -4,8 +4,9 @@
 # This machine's cgroups are v1; ../shared/tools/cgroup-v2-vm boots a small
 # VM (busybox userspace, pure cgroup v2) and runs one command in a cgroup
 # with cpu.max, cpuset.cpus and memory.max set. In each case below the VM
-# runs `fitrun detect --json` (the plan is asserted: quota, cpuset, memory
-# limit, workers) and `fitrun run` of the exec jobs of
+# runs `fitrun detect --json --profile exec.ini` (the plan for the profile
+# the run uses is asserted: quota, cpuset, memory limit, workers) and
+# `fitrun run` of the exec jobs of
 # tests/containers/exec/ (busybox applets only: the VM has no Python). The
 # per-job outcomes (id, status, passed) must equal those of the same run on
 # the host, and every job must get its expected status (expect.txt).
@@ -90,7 +91,7 @@ cat >"$P/guest.sh" <<'EOF'
 #!/bin/sh
 # runs in the VM, in /payload, inside the limited cgroup "box"
 section() { echo "=====fitrun-test $1"; }
-section detect;         ./fitrun detect --json 2>/tmp/detect.err;                        echo "=====rc $?"
+section detect;         ./fitrun detect --json --profile exec.ini 2>/tmp/detect.err;     echo "=====rc $?"
 section run;            ./fitrun run --profile exec.ini --jobs jobs.jsonl --out - 2>/tmp/run.err; echo "=====rc $?"
 section cgroup;         cat /proc/self/cgroup;                                           echo "=====rc $?"
 section detect.err;     cat /tmp/detect.err
