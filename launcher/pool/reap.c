@@ -85,6 +85,22 @@ static int proc_stat(pid_t pid, pid_t *ppid, pid_t *sid)
     return 0;
 }
 
+/* Append pid to a growing array; false when memory ran out (the list
+ * gathered so far is kept: reaping what we know of beats reaping nothing). */
+static bool push_pid(pid_t **arr, size_t *n, size_t *cap, pid_t pid)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        pid_t *np = realloc(*arr, ncap * sizeof *np);
+        if (!np)
+            return false;
+        *arr = np;
+        *cap = ncap;
+    }
+    (*arr)[(*n)++] = pid;
+    return true;
+}
+
 /* Our children, as a malloc'd array (count in *n). NULL + *n = 0 if none
  * or on error. */
 static pid_t *list_children(size_t *n)
@@ -100,16 +116,8 @@ static pid_t *list_children(size_t *n)
         for (char *s = text; *s;) {
             char *end;
             long v = strtol(s, &end, 10);
-            if (end == s)
+            if (end == s || !push_pid(&out, n, &cap, (pid_t)v))
                 break;
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 16;
-                pid_t *np = realloc(out, cap * sizeof *np);
-                if (!np)
-                    break;
-                out = np;
-            }
-            out[(*n)++] = (pid_t)v;
             s = end;
             while (*s == ' ' || *s == '\n')
                 s++;
@@ -129,14 +137,8 @@ static pid_t *list_children(size_t *n)
         pid_t pid = (pid_t)atol(e->d_name), ppid, sid;
         if (proc_stat(pid, &ppid, &sid) < 0 || ppid != self)
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            pid_t *np = realloc(out, cap * sizeof *np);
-            if (!np)
-                break;
-            out = np;
-        }
-        out[(*n)++] = pid;
+        if (!push_pid(&out, n, &cap, pid))
+            break;
     }
     closedir(d);
     return out;
