@@ -16,6 +16,7 @@
 #include "fitrun/sandbox.h"
 
 #define FR_PROFILE_MAX_ENV 64
+#define FR_PROFILE_MAX_WORKERS 4096 /* profile workers, --workers of run and detect */
 #define FR_PROFILE_MAX_NAMES 64
 
 enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };

@@ -43,6 +43,10 @@ struct detect_args {
     int workers;                /* 0 = not given */
 };
 
+/* Text of a macro's value, for messages that quote a limit. */
+#define FR_XSTR(x) #x
+#define FR_STR(x) FR_XSTR(x)
+
 static void usage(FILE *f)
 {
     fputs("usage: fitrun detect [--json] [--sysroot DIR] [--profile FILE] [--cpus N]\n"
@@ -116,8 +120,8 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
                 return bad("--memory-per-worker", optarg, "not a size like 512M or 2G");
             break;
         case O_WORKERS:
-            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > 100000)
-                return bad("--workers", optarg, "not a number of workers (1..100000)");
+            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
+                return bad("--workers", optarg, "not a number of workers (1.." FR_STR(FR_PROFILE_MAX_WORKERS) ")");
             a->workers = (int)n;
             break;
         case 'h':

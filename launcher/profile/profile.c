@@ -259,8 +259,9 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             p->workers = 0;
             return 0;
         }
-        if (fr_parse_i64(v, &w) < 0 || w < 1 || w > 4096) {
-            setmsg(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to 4096)", v);
+        if (fr_parse_i64(v, &w) < 0 || w < 1 || w > FR_PROFILE_MAX_WORKERS) {
+            setmsg(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to %d)", v,
+                   FR_PROFILE_MAX_WORKERS);
             return -1;
         }
         p->workers = (int)w;
