@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,19 +109,11 @@ static struct fr_env_entry *put(struct fr_env_export *ex, const char *name, cons
     return e;
 }
 
-/* snprintf for reasons: truncating a long cgroup path in a message is
- * fine, and going through vsnprintf keeps -Wformat-truncation quiet about
- * it on purpose. */
-static void bprintf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void bprintf(char *buf, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
-}
+/* Reasons go through fr_seterr (util.h): truncating a long cgroup path in
+ * a message is fine, and going through vsnprintf keeps -Wformat-truncation
+ * quiet about it on purpose. */
 
-#define reason(e, ...) bprintf((e)->reason, sizeof (e)->reason, __VA_ARGS__)
+#define reason(e, ...) fr_seterr((e)->reason, sizeof (e)->reason, __VA_ARGS__)
 
 /* Does envp's FITRUN_EXPORTED record `name` with exactly `value`?
  * (Public: detection uses it to tell an outer fitrun's FITRUN_CPUS from
@@ -208,16 +199,16 @@ static void describe_cpus(const struct fr_resources *res, char *buf, size_t n)
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         const struct fr_value *v = limits[i].v;
         if (v->known && fabs(v->value - eff) < 1e-9) {
-            bprintf(buf, n, "%s effective CPUs, from the %s%s%s", cpus, limits[i].what,
+            fr_seterr(buf, n, "%s effective CPUs, from the %s%s%s", cpus, limits[i].what,
                      v->source[0] ? " " : "", v->source);
             return;
         }
     }
     if (res->cpu_affinity > 0 && fabs((double)res->cpu_affinity - eff) < 1e-9)
-        bprintf(buf, n, "%s effective CPUs, from the CPU affinity%s%s", cpus,
+        fr_seterr(buf, n, "%s effective CPUs, from the CPU affinity%s%s", cpus,
                  res->cpu_affinity_source[0] ? " " : "", res->cpu_affinity_source);
     else
-        bprintf(buf, n, "%s effective CPUs", cpus);
+        fr_seterr(buf, n, "%s effective CPUs", cpus);
 }
 
 /* Threads for one process when the caller did not say: the effective CPUs
@@ -255,7 +246,7 @@ static int export_threads(struct fr_env_export *ex, const struct fr_resources *r
     snprintf(val, sizeof val, "%d", threads);
     ex->threads = threads;
     for (size_t i = 0; i < sizeof thread_vars / sizeof thread_vars[0]; i++) {
-        bprintf(why, sizeof why, "%s: %s (%s)", thread_vars[i].reader, cpus, per);
+        fr_seterr(why, sizeof why, "%s: %s (%s)", thread_vars[i].reader, cpus, per);
         if (!offer(ex, envp, thread_vars[i].name, val, why))
             return -1;
     }
@@ -263,9 +254,9 @@ static int export_threads(struct fr_env_export *ex, const struct fr_resources *r
      * (recorded in FITRUN_EXPORTED) as an upper bound, so a pool job's
      * children see the job's share, not the whole allocation. */
     if (per_worker)
-        bprintf(why, sizeof why, "fitrun's CPU budget for this pool worker: %s threads (%s)", cpuval, cpus);
+        fr_seterr(why, sizeof why, "fitrun's CPU budget for this pool worker: %s threads (%s)", cpuval, cpus);
     else
-        bprintf(why, sizeof why, "fitrun's CPU budget for this process tree: %s", cpus);
+        fr_seterr(why, sizeof why, "fitrun's CPU budget for this process tree: %s", cpus);
     return offer(ex, envp, "FITRUN_CPUS", cpuval, why) ? 0 : -1;
 }
 
@@ -275,9 +266,9 @@ static int export_workers(struct fr_env_export *ex, const struct fr_plan *plan, 
     int w = plan && plan->workers > 0 ? plan->workers : 1;
     snprintf(val, sizeof val, "%d", w);
     if (plan && plan->nreasons > 0)
-        bprintf(why, sizeof why, "worker processes that fit: %s", plan->reasons[0]);
+        fr_seterr(why, sizeof why, "worker processes that fit: %s", plan->reasons[0]);
     else
-        bprintf(why, sizeof why, "worker processes that fit (plan)");
+        fr_seterr(why, sizeof why, "worker processes that fit (plan)");
     return offer(ex, envp, "FITRUN_WORKERS", val, why) ? 0 : -1;
 }
 
@@ -297,7 +288,7 @@ static int export_memory(struct fr_env_export *ex, const struct fr_resources *re
     }
     snprintf(val, sizeof val, "%.0f", res->mem_limit.value);
     fr_format_size((uint64_t)res->mem_limit.value, human, sizeof human);
-    bprintf(why, sizeof why, "memory limit %s in bytes%s%s", human, res->mem_limit.source[0] ? ", from " : "",
+    fr_seterr(why, sizeof why, "memory limit %s in bytes%s%s", human, res->mem_limit.source[0] ? ", from " : "",
              res->mem_limit.source);
     return offer(ex, envp, "FITRUN_MEMORY_LIMIT", val, why) ? 0 : -1;
 }
@@ -333,7 +324,7 @@ static int export_joblib(struct fr_env_export *ex, const struct fr_resources *re
         return joblib_leave(ex, envp, "/dev/shm size unknown: left to joblib");
     fr_format_size((uint64_t)res->shm_size.value, have, sizeof have);
     if (res->shm_size.value >= (double)threshold) {
-        bprintf(why, sizeof why, "/dev/shm is %s, not below the %s threshold: joblib may use it", have, lim);
+        fr_seterr(why, sizeof why, "/dev/shm is %s, not below the %s threshold: joblib may use it", have, lim);
         return joblib_leave(ex, envp, why);
     }
     int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp),
@@ -342,7 +333,7 @@ static int export_joblib(struct fr_env_export *ex, const struct fr_resources *re
         errno = ENAMETOOLONG;
         return -1;
     }
-    bprintf(why, sizeof why,
+    fr_seterr(why, sizeof why,
              "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
              "filling it (%s)",
              have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
@@ -371,11 +362,11 @@ static int apply_forced(struct fr_env_export *ex, char *const *envp, const struc
         char would[64] = "";
         /* Mention what fitrun itself would have exported, when it differs. */
         if (old && old->action == FR_ENV_SET && strcmp(old->value, value))
-            bprintf(would, sizeof would, "; fitrun would export %.40s", old->value);
+            fr_seterr(would, sizeof would, "; fitrun would export %.40s", old->value);
         const char *user = fr_env_lookup(envp, name);
         char prev[160];
         if (user)
-            bprintf(prev, sizeof prev, "; the environment had '%.100s'", user);
+            fr_seterr(prev, sizeof prev, "; the environment had '%.100s'", user);
         else
             prev[0] = '\0';
         struct fr_env_entry *e = put(ex, name, value, FR_ENV_FORCED);
@@ -513,21 +504,21 @@ static int make_private_dir(const char *path, char *err, size_t errlen)
     if (mkdir(path, 0700) == 0)
         return 0;
     if (errno != EEXIST) {
-        bprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        fr_seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (lstat(path, &st) < 0) {
-        bprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        fr_seterr(err, errlen, "cannot stat %s: %s", path, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-        bprintf(err, errlen, "%s exists but is not a directory owned by uid %lu: refusing to use it", path,
+        fr_seterr(err, errlen, "%s exists but is not a directory owned by uid %lu: refusing to use it", path,
                  (unsigned long)geteuid());
         return -1;
     }
     if ((st.st_mode & 077) && chmod(path, 0700) < 0) {
-        bprintf(err, errlen, "cannot chmod 0700 %s: %s", path, strerror(errno));
+        fr_seterr(err, errlen, "cannot chmod 0700 %s: %s", path, strerror(errno));
         return -1;
     }
     return 0;
@@ -542,8 +533,8 @@ int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen)
             continue;
         char msg[FR_ENV_REASON_MAX];
         if (make_private_dir(e->value, msg, sizeof msg) < 0) {
-            bprintf(err, errlen, "%s: %s not exported", msg, e->name);
-            bprintf(e->reason, sizeof e->reason, "not exported: %s", msg);
+            fr_seterr(err, errlen, "%s: %s not exported", msg, e->name);
+            fr_seterr(e->reason, sizeof e->reason, "not exported: %s", msg);
             e->action = FR_ENV_SKIPPED;
             rc = -1;
         }

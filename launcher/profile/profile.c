@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <ini.h>
 #include <seccomp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,15 +120,6 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
 
 /* ---- value parsers: 0 or -1 with a message in msg ---------------------- */
 
-static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setmsg(char *msg, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, n, fmt, ap);
-    va_end(ap);
-}
-
 static bool is_none(const char *v)
 {
     return !strcmp(v, "none") || !strcmp(v, "unlimited");
@@ -142,7 +132,7 @@ static int get_duration(const char *key, const char *v, bool none_ok, uint64_t *
         return 0;
     }
     if (fr_parse_duration_ms(v, out) < 0) {
-        setmsg(msg, n, "bad duration '%s' for %s (examples: 2s, 500ms, 1.5m%s)", v, key,
+        fr_seterr(msg, n, "bad duration '%s' for %s (examples: 2s, 500ms, 1.5m%s)", v, key,
                none_ok ? ", none" : "");
         return -1;
     }
@@ -156,7 +146,7 @@ static int get_size(const char *key, const char *v, bool none_ok, uint64_t *out,
         return 0;
     }
     if (fr_parse_size(v, out) < 0) {
-        setmsg(msg, n, "bad size '%s' for %s (examples: 512M, 2G, 64k%s)", v, key, none_ok ? ", none" : "");
+        fr_seterr(msg, n, "bad size '%s' for %s (examples: 512M, 2G, 64k%s)", v, key, none_ok ? ", none" : "");
         return -1;
     }
     return 0;
@@ -169,7 +159,7 @@ static int get_count(const char *key, const char *v, bool none_ok, uint64_t *out
         return 0;
     }
     if (fr_parse_u64(v, out) < 0) {
-        setmsg(msg, n, "bad number '%s' for %s (a whole number >= 0%s)", v, key, none_ok ? ", or none" : "");
+        fr_seterr(msg, n, "bad number '%s' for %s (a whole number >= 0%s)", v, key, none_ok ? ", or none" : "");
         return -1;
     }
     return 0;
@@ -183,13 +173,13 @@ static int check_name(const char *key, const char *name, char *msg, size_t n)
     if (!strcmp(key, "keep_caps")) {
         cap_value_t cap;
         if (cap_from_name(name, &cap) < 0) {
-            setmsg(msg, n, "unknown capability '%s' in keep_caps (names like cap_net_raw)", name);
+            fr_seterr(msg, n, "unknown capability '%s' in keep_caps (names like cap_net_raw)", name);
             return -1;
         }
         return 0;
     }
     if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR) {
-        setmsg(msg, n, "unknown syscall '%s' in %s", name, key);
+        fr_seterr(msg, n, "unknown syscall '%s' in %s", name, key);
         return -1;
     }
     return 0;
@@ -208,12 +198,12 @@ static int get_list(const char *key, const char *v, char **names, char *msg, siz
             break;
         size_t len = strcspn(s, ", \t");
         if (count == FR_PROFILE_MAX_NAMES) {
-            setmsg(msg, n, "too many names in %s (at most %d)", key, FR_PROFILE_MAX_NAMES);
+            fr_seterr(msg, n, "too many names in %s (at most %d)", key, FR_PROFILE_MAX_NAMES);
             goto fail;
         }
         fresh[count] = strndup(s, len);
         if (!fresh[count]) {
-            setmsg(msg, n, "out of memory");
+            fr_seterr(msg, n, "out of memory");
             goto fail;
         }
         if (check_name(key, fresh[count++], msg, n) < 0)
@@ -248,7 +238,7 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             return 0;
         }
         if (fr_parse_double(v, &p->cpus) < 0 || p->cpus <= 0) {
-            setmsg(msg, n, "bad value '%s' for cpus (auto, or a number > 0 such as 2 or 1.5)", v);
+            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number > 0 such as 2 or 1.5)", v);
             return -1;
         }
         return 0;
@@ -260,7 +250,7 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             return 0;
         }
         if (fr_parse_i64(v, &w) < 0 || w < 1 || w > FR_PROFILE_MAX_WORKERS) {
-            setmsg(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to %d)", v,
+            fr_seterr(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to %d)", v,
                    FR_PROFILE_MAX_WORKERS);
             return -1;
         }
@@ -271,12 +261,12 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
         return get_size(key, v, true, &p->memory_per_worker, msg, n);
     if (!strcmp(key, "rounding")) {
         if (fr_rounding_parse(v, &p->rounding) < 0) {
-            setmsg(msg, n, "bad value '%s' for rounding (floor, ceil or nearest)", v);
+            fr_seterr(msg, n, "bad value '%s' for rounding (floor, ceil or nearest)", v);
             return -1;
         }
         return 0;
     }
-    setmsg(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding)", key);
+    fr_seterr(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding)", key);
     return -1;
 }
 
@@ -284,7 +274,7 @@ static int set_sandbox(struct fr_profile *p, const char *key, const char *v, cha
 {
     if (!strcmp(key, "preset")) {
         if (fr_preset_parse(v, &p->preset) < 0) {
-            setmsg(msg, n, "bad value '%s' for preset (python, exec or none)", v);
+            fr_seterr(msg, n, "bad value '%s' for preset (python, exec or none)", v);
             return -1;
         }
         return 0;
@@ -313,12 +303,12 @@ static int set_sandbox(struct fr_profile *p, const char *key, const char *v, cha
         return get_list(key, v, p->keep_caps, msg, n);
     if (!strcmp(key, "spec_allow")) {
         if (fr_parse_bool(v, &p->spec_allow) < 0) {
-            setmsg(msg, n, "bad value '%s' for spec_allow (true or false)", v);
+            fr_seterr(msg, n, "bad value '%s' for spec_allow (true or false)", v);
             return -1;
         }
         return 0;
     }
-    setmsg(msg, n,
+    fr_seterr(msg, n,
            "unknown key '%s' in [sandbox] (preset, cpu_time, wall_time, memory, output, processes, "
            "fsize, nofile, stack, allow, deny, keep_caps, spec_allow)",
            key);
@@ -339,7 +329,7 @@ static int set_prelude(struct fr_profile *p, const char *v, const char *base, ch
     else
         r = snprintf(p->prelude, sizeof p->prelude, "%s/%s", base, v);
     if (r < 0 || (size_t)r >= sizeof p->prelude) {
-        setmsg(msg, n, "prelude path too long");
+        fr_seterr(msg, n, "prelude path too long");
         return -1;
     }
     return 0;
@@ -350,14 +340,14 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
 {
     if (!strcmp(key, "kind")) {
         if (fr_runtime_kind_parse(v, &p->kind) < 0) {
-            setmsg(msg, n, "bad value '%s' for kind (exec or python)", v);
+            fr_seterr(msg, n, "bad value '%s' for kind (exec or python)", v);
             return -1;
         }
         return 0;
     }
     if (!strcmp(key, "interpreter")) {
         if (!*v || strlen(v) >= sizeof p->interpreter) {
-            setmsg(msg, n, "bad value '%s' for interpreter (a path or a command name)", v);
+            fr_seterr(msg, n, "bad value '%s' for interpreter (a path or a command name)", v);
             return -1;
         }
         snprintf(p->interpreter, sizeof p->interpreter, "%s", v);
@@ -367,20 +357,20 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
         return set_prelude(p, v, base, msg, n);
     if (!strcmp(key, "entry")) {
         if (!is_identifier(v) || strlen(v) >= sizeof p->entry) {
-            setmsg(msg, n, "bad value '%s' for entry (a Python function name)", v);
+            fr_seterr(msg, n, "bad value '%s' for entry (a Python function name)", v);
             return -1;
         }
         snprintf(p->entry, sizeof p->entry, "%s", v);
         return 0;
     }
-    setmsg(msg, n, "unknown key '%s' in [runtime] (kind, interpreter, prelude, entry)", key);
+    fr_seterr(msg, n, "unknown key '%s' in [runtime] (kind, interpreter, prelude, entry)", key);
     return -1;
 }
 
 static int set_env(struct fr_profile *p, const char *name, const char *v, char *msg, size_t n)
 {
     if (!is_identifier(name)) {
-        setmsg(msg, n, "bad variable name '%s' in [env] (letters, digits and _, not starting with a digit)", name);
+        fr_seterr(msg, n, "bad variable name '%s' in [env] (letters, digits and _, not starting with a digit)", name);
         return -1;
     }
     for (int i = 0; i < p->nenv; i++) {
@@ -388,7 +378,7 @@ static int set_env(struct fr_profile *p, const char *name, const char *v, char *
             continue;
         char *nv = strdup(v);
         if (!nv) {
-            setmsg(msg, n, "out of memory");
+            fr_seterr(msg, n, "out of memory");
             return -1;
         }
         free(p->env_value[i]);
@@ -396,14 +386,14 @@ static int set_env(struct fr_profile *p, const char *name, const char *v, char *
         return 0;
     }
     if (p->nenv == FR_PROFILE_MAX_ENV) {
-        setmsg(msg, n, "too many variables in [env] (at most %d)", FR_PROFILE_MAX_ENV);
+        fr_seterr(msg, n, "too many variables in [env] (at most %d)", FR_PROFILE_MAX_ENV);
         return -1;
     }
     char *nn = strdup(name), *nv = strdup(v);
     if (!nn || !nv) {
         free(nn);
         free(nv);
-        setmsg(msg, n, "out of memory");
+        fr_seterr(msg, n, "out of memory");
         return -1;
     }
     p->env_name[p->nenv] = nn;
@@ -431,10 +421,10 @@ static int apply(struct fr_profile *p, const char *section, const char *key, con
     if (!strcmp(section, "env"))
         return set_env(p, key, value, msg, n);
     if (!*section)
-        setmsg(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])",
+        fr_seterr(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])",
                key);
     else
-        setmsg(msg, n, "unknown section [%s] (resources, sandbox, runtime, env)", section);
+        fr_seterr(msg, n, "unknown section [%s] (resources, sandbox, runtime, env)", section);
     return -1;
 }
 
