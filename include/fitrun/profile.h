@@ -107,6 +107,12 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
  * fr_profile_plan_opts: rounding, memory_per_worker, workers. */
 void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
+/* Detect (live, or under `sysroot` when not NULL) and plan with the two
+ * option sets above: the one path `fitrun detect`, `fitrun run` and the
+ * wrapper all take, so they agree on the pool size. popts (optional)
+ * receives the plan options used. */
+void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
+                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

@@ -11,7 +11,7 @@
  *
  * The plan is the one `fitrun run` and the wrapper make: the built-in
  * profile (profiles/default.ini) or --profile FILE, then the options above
- * over it, through the same fr_profile_detect_opts/fr_profile_plan_opts.
+ * over it, through the same fr_profile_detect_plan.
  * With a python profile the interpreter and prelude are started once, as
  * `fitrun run` starts them, and the start-up is reported. */
 #include <errno.h>
@@ -477,19 +477,6 @@ static json_t *probe_python(const struct fr_profile *prof, bool *failed)
     return py;
 }
 
-/* Detect and plan as `fitrun run` does. */
-static void build(const struct detect_args *a, struct fr_profile *prof, struct fr_resources *res, struct fr_plan *plan,
-                 struct fr_plan_opts *popts)
-{
-    struct fr_detect_opts opts;
-    fr_profile_detect_opts(prof, a->cpus, &opts);
-    opts.sysroot = a->sysroot;
-    opts.envp = NULL; /* environ */
-    fr_detect(&opts, res);
-    fr_profile_plan_opts(prof, popts);
-    fr_plan_make(res, popts, plan);
-}
-
 int fr_cmd_detect(int argc, char **argv)
 {
     struct detect_args a = {.json = false};
@@ -514,7 +501,7 @@ int fr_cmd_detect(int argc, char **argv)
         rc = FR_EXIT_USAGE;
         goto out;
     }
-    build(&a, prof, res, plan, &popts);
+    fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
     if (prof->kind == FR_RUNTIME_PYTHON)
         rep.python = probe_python(prof, &failed);
     if (a.json)

@@ -315,14 +315,8 @@ static int run(const struct run_args *a, struct run_state *s)
      * (fr_profile_*_opts); --cpus/--workers reached the profile through
      * fr_profile_set, which marks cpus as the command line's. */
     struct fr_resources res;
-    struct fr_detect_opts dopts;
-    fr_profile_detect_opts(&s->profile, 0, &dopts);
-    dopts.envp = environ;
-    fr_detect(&dopts, &res);
     struct fr_plan plan;
-    struct fr_plan_opts popts;
-    fr_profile_plan_opts(&s->profile, &popts);
-    fr_plan_make(&res, &popts, &plan);
+    fr_profile_detect_plan(&s->profile, 0, NULL, &res, &plan, NULL);
     char summary[2048];
     fr_info("%s", fr_plan_summary(&res, &plan, summary, sizeof summary));
 

@@ -131,13 +131,7 @@ static int compute(const struct wrap_opts *w, const struct fr_profile *prof, str
     /* The same detection and plan options as `fitrun run` and `fitrun
      * detect` (fr_profile_*_opts), so FITRUN_WORKERS is the pool size
      * they report. Without --profile, prof holds the built-in defaults. */
-    struct fr_detect_opts dopts;
-    struct fr_plan_opts popts;
-    fr_profile_detect_opts(prof, w->cpus, &dopts);
-    dopts.envp = environ;
-    fr_detect(&dopts, res);
-    fr_profile_plan_opts(prof, &popts);
-    fr_plan_make(res, &popts, plan);
+    fr_profile_detect_plan(prof, w->cpus, NULL, res, plan, NULL);
 
     char origin[PATH_MAX + 16];
     snprintf(origin, sizeof origin, "profile %s", prof->path[0] ? prof->path : "");

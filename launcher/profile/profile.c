@@ -481,6 +481,20 @@ void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
     out->workers_override = p->workers;
 }
 
+void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
+                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts)
+{
+    struct fr_detect_opts dopts;
+    struct fr_plan_opts own;
+    if (!popts)
+        popts = &own;
+    fr_profile_detect_opts(p, cli_cpus, &dopts);
+    dopts.sysroot = sysroot;
+    fr_detect(&dopts, res);
+    fr_profile_plan_opts(p, popts);
+    fr_plan_make(res, popts, plan);
+}
+
 /* ---- inih glue ---------------------------------------------------------- */
 
 static void record(struct parse_ctx *c, int line, const char *msg)
