@@ -62,21 +62,12 @@ static void test_parse_errors_name_file_and_line(void **state)
 
 /* ---- fixture cgroup directories ---- */
 
-static char dir[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/fitrun-test-oom-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_make("oom");
 }
 
 static void put(const char *name, const char *text)

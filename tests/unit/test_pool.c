@@ -20,21 +20,12 @@
 #include "fitrun/profile.h"
 #include "fitrun/sandbox.h"
 
-static char dir[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/fitrun-test-pool-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_make("pool");
 }
 
 static void write_file(const char *path, const char *text)
