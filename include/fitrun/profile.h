@@ -21,6 +21,10 @@
 
 enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };
 
+/* Whose identity a job runs under ([sandbox] user). */
+enum fr_user_mode { FR_USER_SLOT = 0, FR_USER_ROOT };
+#define FR_PROFILE_UID_BASE_DEFAULT 60000u
+
 struct fr_profile {
     char path[PATH_MAX];            /* "" when no file was given */
 
@@ -44,6 +48,17 @@ struct fr_profile {
     char *deny[FR_PROFILE_MAX_NAMES + 1];
     char *keep_caps[FR_PROFILE_MAX_NAMES + 1];
     bool spec_allow;
+
+    /* [sandbox], least privilege. Path lists are absolute paths, owned,
+     * NULL-terminated; pass_env holds NAME or PREFIX* patterns. */
+    char *read_paths[FR_PROFILE_MAX_NAMES + 1];   /* readable beyond the runtime's own set (Landlock) */
+    char *write_paths[FR_PROFILE_MAX_NAMES + 1];  /* writable (Landlock); none by default */
+    bool require_landlock;          /* no Landlock = fatal (125) instead of a note */
+    enum fr_user_mode user;         /* slot: under root, each slot its own uid; root: keep fitrun's */
+    uint32_t uid_base;              /* slot k runs as uid/gid uid_base + k */
+    char *pass_env[FR_PROFILE_MAX_NAMES + 1];     /* caller variables let through the scrub */
+    uint64_t result;                /* bytes: cap on one prediction's encoded outputs */
+    bool preset_set;                /* preset given explicitly; else it follows [runtime] kind */
 
     /* [runtime] */
     enum fr_runtime_kind kind;

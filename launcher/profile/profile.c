@@ -76,6 +76,9 @@ void fr_profile_defaults(struct fr_profile *p)
     p->output = 1ull << 20;
     p->processes = 1;
     p->spec_allow = false;
+    p->user = FR_USER_SLOT;
+    p->uid_base = FR_PROFILE_UID_BASE_DEFAULT;
+    p->result = 1ull << 20;
     p->kind = FR_RUNTIME_EXEC;
     snprintf(p->interpreter, sizeof p->interpreter, "/usr/bin/python3");
     snprintf(p->entry, sizeof p->entry, "transform");
@@ -94,6 +97,9 @@ void fr_profile_free(struct fr_profile *p)
     free_names(p->allow);
     free_names(p->deny);
     free_names(p->keep_caps);
+    free_names(p->read_paths);
+    free_names(p->write_paths);
+    free_names(p->pass_env);
     for (int i = 0; i < p->nenv; i++) {
         free(p->env_name[i]);
         free(p->env_value[i]);
@@ -168,8 +174,39 @@ static int get_count(const char *key, const char *v, bool none_ok, uint64_t *out
 /* Check one list entry: a syscall name libseccomp knows, or a capability
  * libcap knows. Done here (not only in fr_policy_build) so that the error
  * names the profile line. */
+static bool is_identifier(const char *s);
+
 static int check_name(const char *key, const char *name, char *msg, size_t n)
 {
+    if (!strcmp(key, "read") || !strcmp(key, "write")) {
+        if (name[0] != '/') {
+            fr_seterr(msg, n, "path '%s' in %s is not absolute", name, key);
+            return -1;
+        }
+        if (strlen(name) >= PATH_MAX) {
+            fr_seterr(msg, n, "path in %s longer than %d bytes", key, PATH_MAX - 1);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "pass_env")) {
+        char pat[256];
+        size_t len = strlen(name);
+        bool prefix = len > 0 && name[len - 1] == '*';
+        if (prefix)
+            len--;
+        if (len == 0 || len >= sizeof pat) {
+            fr_seterr(msg, n, "bad name '%s' in pass_env (NAME or PREFIX*)", name);
+            return -1;
+        }
+        memcpy(pat, name, len);
+        pat[len] = '\0';
+        if (!is_identifier(pat)) {
+            fr_seterr(msg, n, "bad name '%s' in pass_env (NAME or PREFIX*: letters, digits and _)", name);
+            return -1;
+        }
+        return 0;
+    }
     if (!strcmp(key, "keep_caps")) {
         cap_value_t cap;
         if (cap_from_name(name, &cap) < 0) {
@@ -191,12 +228,16 @@ static int get_list(const char *key, const char *v, char **names, char *msg, siz
     char *fresh[FR_PROFILE_MAX_NAMES + 1] = {0};
     size_t count = 0;
     const char *s = v;
+    /* Paths are separated by commas only: a path may hold spaces. */
+    bool paths = !strcmp(key, "read") || !strcmp(key, "write");
     while (*s) {
         while (*s == ',' || isspace((unsigned char)*s))
             s++;
         if (!*s)
             break;
-        size_t len = strcspn(s, ", \t");
+        size_t len = strcspn(s, paths ? "," : ", \t");
+        while (paths && len && isspace((unsigned char)s[len - 1]))
+            len--;
         if (count == FR_PROFILE_MAX_NAMES) {
             fr_seterr(msg, n, "too many names in %s (at most %d)", key, FR_PROFILE_MAX_NAMES);
             goto fail;
@@ -209,6 +250,8 @@ static int get_list(const char *key, const char *v, char **names, char *msg, siz
         if (check_name(key, fresh[count++], msg, n) < 0)
             goto fail;
         s += len;
+        while (paths && *s && *s != ',')
+            s++;
     }
     free_names(names);
     memcpy(names, fresh, sizeof fresh);
@@ -277,6 +320,7 @@ static int set_sandbox(struct fr_profile *p, const char *key, const char *v, cha
             fr_seterr(msg, n, "bad value '%s' for preset (python, exec or none)", v);
             return -1;
         }
+        p->preset_set = true;
         return 0;
     }
     if (!strcmp(key, "cpu_time"))
@@ -308,9 +352,48 @@ static int set_sandbox(struct fr_profile *p, const char *key, const char *v, cha
         }
         return 0;
     }
+    if (!strcmp(key, "read"))
+        return get_list(key, v, p->read_paths, msg, n);
+    if (!strcmp(key, "write"))
+        return get_list(key, v, p->write_paths, msg, n);
+    if (!strcmp(key, "pass_env"))
+        return get_list(key, v, p->pass_env, msg, n);
+    if (!strcmp(key, "require_landlock")) {
+        if (fr_parse_bool(v, &p->require_landlock) < 0) {
+            fr_seterr(msg, n, "bad value '%s' for require_landlock (true or false)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "user")) {
+        if (!strcmp(v, "slot"))
+            p->user = FR_USER_SLOT;
+        else if (!strcmp(v, "root"))
+            p->user = FR_USER_ROOT;
+        else {
+            fr_seterr(msg, n, "bad value '%s' for user (slot or root)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "uid_base")) {
+        uint64_t u;
+        /* uid_base + the last slot must stay a valid id below the
+         * kernel's overflow id (65534 is nobody; (uid_t)-1 is "unchanged"). */
+        if (fr_parse_u64(v, &u) < 0 || u < 1 || u > UINT32_MAX - 1 - FR_PROFILE_MAX_WORKERS) {
+            fr_seterr(msg, n, "bad value '%s' for uid_base (a whole number from 1 to %u)", v,
+                      (unsigned)(UINT32_MAX - 1 - FR_PROFILE_MAX_WORKERS));
+            return -1;
+        }
+        p->uid_base = (uint32_t)u;
+        return 0;
+    }
+    if (!strcmp(key, "result"))
+        return get_size(key, v, false, &p->result, msg, n);
     fr_seterr(msg, n,
-           "unknown key '%s' in [sandbox] (preset, cpu_time, wall_time, memory, output, processes, "
-           "fsize, nofile, stack, allow, deny, keep_caps, spec_allow)",
+           "unknown key '%s' in [sandbox] (preset, cpu_time, wall_time, memory, output, result, processes, "
+           "fsize, nofile, stack, allow, deny, keep_caps, spec_allow, read, write, require_landlock, user, "
+           "uid_base, pass_env)",
            key);
     return -1;
 }
@@ -343,6 +426,10 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
             fr_seterr(msg, n, "bad value '%s' for kind (exec or python)", v);
             return -1;
         }
+        /* A runtime's default preset is its own: a python profile without
+         * a preset line must not get the exec preset (which allows execve). */
+        if (!p->preset_set)
+            p->preset = p->kind == FR_RUNTIME_PYTHON ? FR_PRESET_PYTHON : FR_PRESET_EXEC;
         return 0;
     }
     if (!strcmp(key, "interpreter")) {

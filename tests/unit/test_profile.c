@@ -315,6 +315,14 @@ static void test_default_ini_matches_defaults(void **state)
     assert_string_equal(builtin.interpreter, file.interpreter);
     assert_string_equal(builtin.entry, file.entry);
     assert_null(file.allow[0]);
+    assert_int_equal(builtin.result, file.result);
+    assert_int_equal(builtin.require_landlock, file.require_landlock);
+    assert_int_equal(builtin.user, file.user);
+    assert_int_equal(builtin.uid_base, file.uid_base);
+    assert_false(file.preset_set);
+    assert_null(file.read_paths[0]);
+    assert_null(file.write_paths[0]);
+    assert_null(file.pass_env[0]);
     assert_int_equal(file.nenv, 0);
     /* and the numbers */
     assert_int_equal(builtin.cpu_time_ms, 2000);
@@ -322,6 +330,78 @@ static void test_default_ini_matches_defaults(void **state)
     assert_int_equal(builtin.output, 1u << 20);
     fr_profile_free(&file);
     fr_profile_free(&builtin);
+}
+
+/* A runtime's default preset is its own; an explicit preset wins in any order. */
+static void test_preset_follows_runtime(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    char err[512];
+    fr_profile_defaults(&p);
+    assert_int_equal(p.preset, FR_PRESET_EXEC);
+    assert_int_equal(fr_profile_parse(&p, "[runtime]\nkind = python\n", "a.ini", err, sizeof err), 0);
+    assert_int_equal(p.preset, FR_PRESET_PYTHON);
+    fr_profile_free(&p);
+
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_parse(&p, "[sandbox]\npreset = none\n[runtime]\nkind = python\n", "b.ini", err,
+                                      sizeof err), 0);
+    assert_int_equal(p.preset, FR_PRESET_NONE);
+    fr_profile_free(&p);
+
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_set(&p, "runtime", "kind", "python", err, sizeof err), 0);
+    assert_int_equal(fr_profile_set(&p, "sandbox", "preset", "exec", err, sizeof err), 0);
+    assert_int_equal(p.preset, FR_PRESET_EXEC);
+    fr_profile_free(&p);
+}
+
+/* The least-privilege keys: path lists, pass_env patterns, identity, result. */
+static void test_least_privilege_keys(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    char err[512];
+    fr_profile_defaults(&p);
+    assert_int_equal(p.user, FR_USER_SLOT);
+    assert_int_equal(p.uid_base, 60000);
+    assert_int_equal(fr_profile_parse(&p,
+                                      "[sandbox]\nread = /opt/my data, /srv/x\nwrite = /tmp/out\n"
+                                      "pass_env = HF_TOKEN, MY_*\nuser = root\nuid_base = 70000\n"
+                                      "require_landlock = yes\nresult = 64k\n",
+                                      "c.ini", err, sizeof err),
+                     0);
+    assert_string_equal(p.read_paths[0], "/opt/my data");
+    assert_string_equal(p.read_paths[1], "/srv/x");
+    assert_null(p.read_paths[2]);
+    assert_string_equal(p.write_paths[0], "/tmp/out");
+    assert_string_equal(p.pass_env[0], "HF_TOKEN");
+    assert_string_equal(p.pass_env[1], "MY_*");
+    assert_int_equal(p.user, FR_USER_ROOT);
+    assert_int_equal(p.uid_base, 70000);
+    assert_true(p.require_landlock);
+    assert_int_equal(p.result, 64 << 10);
+    fr_profile_free(&p);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"[sandbox]\nread = relative/dir\n", "d.ini:2: path 'relative/dir' in read is not absolute"},
+        {"[sandbox]\npass_env = 9X\n", "d.ini:2: bad name '9X' in pass_env"},
+        {"[sandbox]\npass_env = *\n", "d.ini:2: bad name '*' in pass_env"},
+        {"[sandbox]\nuser = nobody\n", "d.ini:2: bad value 'nobody' for user (slot or root)"},
+        {"[sandbox]\nuid_base = 0\n", "d.ini:2: bad value '0' for uid_base"},
+        {"[sandbox]\nuid_base = 4294967295\n", "d.ini:2: bad value '4294967295' for uid_base"},
+        {"[sandbox]\nresult = none\n", "d.ini:2: bad size 'none' for result"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fr_profile_defaults(&p);
+        assert_int_equal(fr_profile_parse(&p, bad[i].text, "d.ini", err, sizeof err), -1);
+        if (strncmp(err, bad[i].want, strlen(bad[i].want)))
+            fail_msg("'%s': got '%s', want '%s...'", bad[i].text, err, bad[i].want);
+        fr_profile_free(&p);
+    }
 }
 
 /* The one mapping from [resources] to detection and plan options that
@@ -389,6 +469,8 @@ int main(void)
         cmocka_unit_test(test_set),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_default_ini_matches_defaults),
+        cmocka_unit_test(test_preset_follows_runtime),
+        cmocka_unit_test(test_least_privilege_keys),
         cmocka_unit_test(test_plan_and_detect_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
