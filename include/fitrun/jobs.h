@@ -15,8 +15,8 @@
  * followed, only when they apply, by
  *   timeout   "cpu" | "wall"        (status "timeout")
  *   attempts  2                     (the job was retried after a crash)
- * and then the runtime's own fields (python: outputs, passed).
- * docs/run.md describes every field. (Owner: launcher/pool/.) */
+ * and then the fields of runtimes whose jobs produce outputs (python:
+ * outputs, passed, error_line). docs/run.md describes every field. */
 #ifndef FITRUN_JOBS_H
 #define FITRUN_JOBS_H
 
@@ -35,6 +35,9 @@ struct fr_job {
     long line;          /* 1-based physical line of the input */
     char *id;           /* owned; NULL when the line has no usable id */
     json_t *obj;        /* owned reference to the parsed object; NULL when not JSON */
+    char *text;         /* owned copy of the line as read (NUL-terminated), for runtimes that
+                           forward parts of it verbatim (fr_json_members); NULL when not JSON */
+    size_t len;         /* of text */
     int attempts;       /* times the pool has started it (crash retry policy) */
 };
 
@@ -53,6 +56,15 @@ void fr_job_clear(struct fr_job *j);
  * on ENOMEM. */
 json_t *fr_json_bytes(const char *s, size_t n);
 
+/* A member appended verbatim to a result line: `"key":json`. json must be
+ * one valid JSON value (fitrun's own text, or text checked with
+ * fr_json_value(FR_JSON_STRICT)). */
+struct fr_result_field {
+    const char *key;    /* a plain ASCII name */
+    const char *json;
+    size_t len;
+};
+
 /* Everything a result line says. Pointers are borrowed. */
 struct fr_result {
     const char *id;                 /* NULL -> null */
@@ -64,6 +76,7 @@ struct fr_result {
     const char *syscall;            /* violation: syscall name, or NULL */
     const char *error_type;         /* NULL -> null */
     const char *error_message;
+    size_t error_message_len;       /* it may hold NUL bytes: its length; 0 = strlen */
     bool has_output;                /* stdout/stderr apply (false -> null) */
     const char *out;
     size_t out_len;
@@ -74,7 +87,8 @@ struct fr_result {
     int worker;                     /* slot index; -1 -> null */
     long line;                      /* input line; <= 0 -> null */
     int attempts;                   /* > 1: "attempts" */
-    json_t *extra;                  /* object whose fields follow (borrowed), or NULL */
+    const struct fr_result_field *fields; /* follow the fixed ones, in this order */
+    size_t nfields;
 };
 
 /* The result as one JSON line ending in '\n' (malloc'd; *len without the

@@ -7,11 +7,12 @@
  * summary. A runtime owns how one job is started, observed and collected:
  *
  *   exec   (launcher/runtime/exec.c)   fork + sandbox + execvp per job
- *   python (launcher/runtime/python.c) one warm interpreter, long-lived
+ *   python (launcher/runtime/python/)  one warm interpreter, long-lived
  *           workers forked from it (one per slot), each forking a
- *           sandboxed child per job and sending back one JSON line of raw
- *           facts (wait status, rusage, violation, stdout, stderr,
- *           outputs, passed, error_type, ...)
+ *           sandboxed child per job; fitrun exchanges the job, the outputs
+ *           and the captured streams with that child directly, and its
+ *           worker only reports the facts the child cannot forge (wait
+ *           status, rusage)
  *
  * Everything runs in the pool's single thread. A runtime never blocks: it
  * registers file descriptors with the host (fr_host_watch) and is called
@@ -51,8 +52,7 @@
  * (fr_host_session()). So a job's escaped descendants die at the latest
  * when its session is released. A python worker should itself be a
  * subreaper for its job children and kill their whole tree before it
- * reports, so that per-job accounting stays with the worker.
- * (Owner of this header: launcher/pool/.) */
+ * reports, so that per-job accounting stays with the worker. */
 #ifndef FITRUN_RUNTIME_H
 #define FITRUN_RUNTIME_H
 
@@ -107,17 +107,27 @@ struct fr_raw {
     bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
     bool oom_killed;            /* a memory cgroup OOM-killed it */
     bool cpu_exceeded;          /* the runtime itself killed it for CPU time */
+    bool cpu_timer;             /* it died of the signal of the runtime's own CPU-time backstop
+                                   (python: ITIMER_PROF's SIGPROF); a timeout only if the budget
+                                   was spent (fitrun/verdict.h) */
     bool wall_exceeded;         /* the runtime itself killed it for wall time */
     const char *out;            /* captured stdout (at most output_cap bytes, any bytes) */
     size_t out_len;
     const char *err;            /* captured stderr */
     size_t err_len;
-    int status;                 /* -1 = classify; or an enum fr_status that wins (python: a
-                                   prediction that raised is FR_STATUS_ERROR even if the child exited 0) */
+    int status;                 /* -1 = classify; or an enum fr_status that wins for a job that exited by
+                                   itself (python: a prediction that raised is FR_STATUS_ERROR, though
+                                   its process exited 0) */
     const char *error_type;     /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
     const char *error_message;  /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
-    json_t *extra;              /* object: fields appended to the result (python: outputs, passed);
-                                   the pool steals this reference */
+    size_t error_message_len;   /* it may hold NUL bytes: its length; 0 = strlen */
+    /* A runtime whose jobs produce outputs (python) sets has_outputs: the
+     * result then has "outputs" and, when the job has "expected", "passed"
+     * (scored by the pool: fitrun/verdict.h). */
+    bool has_outputs;
+    const char *outputs;        /* a JSON array checked with fr_json_value(FR_JSON_STRICT); NULL = null */
+    size_t outputs_len;
+    long error_line;            /* > 0: "error_line", the line of the job's code that raised */
 };
 
 /* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
@@ -170,7 +180,7 @@ const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind);
  * or NULL with the error (a failing prelude, a missing interpreter) in
  * err. Blocking; the interpreter is killed and reaped before it returns.
  * self_exe: the running fitrun (to find share/fitrun/). Defined in
- * launcher/runtime/python.c. */
+ * launcher/runtime/python/. */
 json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
 
 /* ---- the host: what the pool offers a runtime --------------------------- */
@@ -182,6 +192,10 @@ json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *
 int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot);
 int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events);
 void fr_host_unwatch(struct fr_host *h, int fd);
+/* Unwatch and close fd in one call and one system call: the registration
+ * goes with the open file. Only for an fd that is the sole descriptor of
+ * its open file (a pipe end the runtime created and never passed on). */
+void fr_host_close(struct fr_host *h, int fd);
 
 /* The job in `slot` is over. Copies what it needs; *raw may be freed when
  * this returns, and the slot may be given a new job right after the
@@ -207,6 +221,12 @@ void fr_host_reap(struct fr_host *h);
  * `sh -c` wrappers do the same). Deeper descendants are held by their own
  * RLIMIT_CPU and the wall time. 0 = stop. */
 void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid);
+/* The same for a process that is not fitrun's child (python: a worker's
+ * child), whose pid another process could get once its parent has reaped
+ * it. pidfd (pidfd_open of it, kept open by the caller while watched)
+ * confirms after each clock read that the clock read was that process's:
+ * a CPU kill can never be decided on a stranger's clock. */
+void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd);
 
 /* Fatal runtime error: the pool kills running jobs (their results are
  * discarded), prints the message and the summary, and exits 125. */

@@ -1,6 +1,8 @@
 /* jobs.c — job lines in, result lines out. See include/fitrun/jobs.h. */
 #include "fitrun/jobs.h"
 
+#include "fitrun/jsonscan.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,11 @@ void fr_job_clear(struct fr_job *j)
 {
     free(j->id);
     json_decref(j->obj);
+    free(j->text);
     j->id = NULL;
     j->obj = NULL;
+    j->text = NULL;
+    j->len = 0;
 }
 
 int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, const char **type, char *err,
@@ -39,6 +44,15 @@ int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, co
         return -1;
     }
     out->obj = obj;
+    out->text = malloc(len + 1);
+    if (!out->text) {
+        *type = "InvalidJob";
+        snprintf(err, errlen, "line %ld: out of memory", line);
+        return -1;
+    }
+    memcpy(out->text, text, len);
+    out->text[len] = '\0';
+    out->len = len;
     json_t *id = json_object_get(obj, "id");
     if (!id) {
         *type = "MissingId";
@@ -61,39 +75,6 @@ int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, co
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when s[0] does not start one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
 json_t *fr_json_bytes(const char *s, size_t n)
 {
     /* Fast path: jansson validates and refuses invalid UTF-8. */
@@ -107,7 +88,7 @@ json_t *fr_json_bytes(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq(u + i, n - i);
+        size_t l = fr_utf8_seq(u + i, n - i);
         if (l) {
             memcpy(buf + o, u + i, l);
             o += l;
@@ -156,8 +137,8 @@ char *fr_result_line(const struct fr_result *r, size_t *len)
     put(o, "signal", str_or_null(r->signal), &ok);
     put(o, "syscall", str_or_null(r->syscall), &ok);
     put(o, "error_type", str_or_null(r->error_type), &ok);
-    put(o, "error_message", r->error_message ? fr_json_bytes(r->error_message, strlen(r->error_message)) : json_null(),
-        &ok);
+    size_t mlen = r->error_message ? r->error_message_len ? r->error_message_len : strlen(r->error_message) : 0;
+    put(o, "error_message", r->error_message ? fr_json_bytes(r->error_message, mlen) : json_null(), &ok);
     put(o, "stdout", r->has_output ? fr_json_bytes(r->out ? r->out : "", r->out_len) : json_null(), &ok);
     put(o, "stderr", r->has_output ? fr_json_bytes(r->err ? r->err : "", r->err_len) : json_null(), &ok);
     put(o, "cpu_ms", usage ? uint_json(r->cpu_ms) : json_null(), &ok);
@@ -169,24 +150,27 @@ char *fr_result_line(const struct fr_result *r, size_t *len)
         put(o, "timeout", json_string(r->timeout == FR_TIMEOUT_CPU ? "cpu" : "wall"), &ok);
     if (r->attempts > 1)
         put(o, "attempts", json_integer(r->attempts), &ok);
-    if (r->extra) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(r->extra, k, v) {
-            if (!json_object_get(o, k)) /* the fixed fields cannot be overridden */
-                put(o, k, json_incref(v), &ok);
-        }
-    }
     char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!text)
         return NULL;
-    size_t l = strlen(text);
-    char *line = realloc(text, l + 2);
+    /* The fields go before the closing brace: ,"key":json ... }\n */
+    size_t l = strlen(text), extra = 0;
+    for (size_t i = 0; i < r->nfields; i++)
+        extra += strlen(r->fields[i].key) + r->fields[i].len + 4;
+    char *line = realloc(text, l + extra + 2);
     if (!line) {
         free(text);
         return NULL;
     }
+    l--; /* the '}' */
+    for (size_t i = 0; i < r->nfields; i++) {
+        const struct fr_result_field *f = &r->fields[i];
+        l += (size_t)sprintf(line + l, ",\"%s\":", f->key);
+        memcpy(line + l, f->json, f->len);
+        l += f->len;
+    }
+    line[l++] = '}';
     line[l] = '\n';
     line[l + 1] = '\0';
     if (len)

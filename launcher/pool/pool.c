@@ -23,6 +23,7 @@
  * queue. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,12 +39,12 @@
 
 #include "fitrun/pool.h"
 #include "fitrun/util.h"
+#include "fitrun/verdict.h"
 #include "internal.h"
 
 #define MAX_EVENTS 64
 #define NS_PER_MS 1000000ull
 #define FINAL_REAP_MS 5000
-#define LAST_LINE_MAX 300
 
 struct slot {
     bool busy;
@@ -54,6 +55,7 @@ struct slot {
     bool completing;                /* inside fr_host_complete: not to be aborted */
     pid_t sid;                      /* the job's session (orphans in it are spared) */
     pid_t cpu_pid;                  /* CPU clock watched; 0 = none */
+    int cpu_pidfd;                  /* confirms cpu_pid is still that process; -1 = it is our child */
     uint64_t cpu_seen_ns;           /* the last CPU time read from it */
     uint64_t cpu_check_ns;
 };
@@ -71,6 +73,7 @@ struct fr_host {
     sigset_t oldmask;
     struct sigaction old_pipe, old_chld;
     bool was_subreaper;
+    int was_dumpable;
 
     struct slot *slots;
     int nslots, nbusy;
@@ -127,7 +130,20 @@ static void say(struct fr_host *h, const char *fmt, ...)
 
 static uint64_t ms_between(uint64_t from_ns, uint64_t to_ns)
 {
-    return to_ns > from_ns ? (to_ns - from_ns + NS_PER_MS - 1) / NS_PER_MS : 0;
+    uint64_t d = to_ns > from_ns ? to_ns - from_ns : 0;
+    return d / NS_PER_MS + (d % NS_PER_MS != 0);
+}
+
+/* Durations are checked when parsed, but any accepted value must work:
+ * instants and budgets in ns saturate instead of wrapping. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t ms_to_ns(uint64_t ms)
+{
+    return ms > UINT64_MAX / NS_PER_MS ? UINT64_MAX : ms * NS_PER_MS;
 }
 
 static uint64_t tv_ms(const struct timeval *tv)
@@ -185,162 +201,57 @@ static void emit_invalid(struct fr_host *h, const char *id, long line, const cha
     emit(h, &r);
 }
 
-/* ---- classification --------------------------------------------------- */
+/* ---- the result of a finished job ---------------------------------------- */
 
-/* The last non-empty line of a stream, for error_message. */
-static void last_line(const char *s, size_t n, char *buf, size_t size)
+/* The runtime fields of a job with outputs: "outputs", "passed" (when the
+ * job has "expected"; scored here, since only the pool holds it), and
+ * "error_line". *passed is malloc'd (the caller frees it). */
+static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr_status status,
+                            struct fr_result_field f[3], char **passed, char line_buf[32])
 {
-    buf[0] = '\0';
-    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
-        n--;
-    size_t start = n;
-    while (start && s[start - 1] != '\n')
-        start--;
-    size_t len = n - start;
-    if (len >= size)
-        len = size - 1;
-    memcpy(buf, s + start, len);
-    buf[len] = '\0';
-    /* NUL bytes would cut the JSON string short; the message is text */
-    for (size_t i = 0; i < len; i++)
-        if (!buf[i])
-            buf[i] = ' ';
-}
-
-struct verdict {
-    bool oom_killed;        /* the memory cgroup's OOM killer, as far as we can tell */
-    enum fr_status status;
-    enum fr_timeout_kind timeout;
-    struct fr_outcome oc;
-    char type[64];
-    char msg[LAST_LINE_MAX + FR_OOM_PATH_MAX + 128];
-};
-
-/* A SIGKILL that fitrun did not send: not the pool's wall or CPU kill,
- * not the runtime's (CPU, wall, output cap). Only such a death can be an
- * OOM kill worth asking the cgroup about. */
-static bool unexplained_kill(const struct slot *sl, const struct fr_raw *raw)
-{
-    return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL &&
-           !sl->aborted && !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
-}
-
-static void judge(struct fr_host *h, const struct slot *sl, const struct fr_raw *raw, struct verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    /* The slot is still busy, so nbusy counts this job among those that
-     * may claim a kill (oom.c). */
-    v->oom_killed = raw->oom_killed || (unexplained_kill(sl, raw) && fr_oom_claim(&h->oom, h->nbusy));
-    struct fr_classify_in in = {
-        .wstatus = raw->wstatus,
-        .ru = raw->has_rusage ? &raw->ru : NULL,
-        .cpu_limit_ms = h->o->cpu_ms,
-        .wall_expired = sl->aborted == FR_ABORT_WALL || raw->wall_exceeded,
-        .output_exceeded = raw->output_exceeded,
-        .violation_nr = raw->violation_nr,
-        .memory_hint = raw->memory_hint,
-        .oom_killed = v->oom_killed,
-    };
-    fr_classify(&in, &v->oc);
-    v->status = v->oc.status;
-    v->timeout = v->oc.timeout;
-    /* The pool's own CPU-clock kill arrives as SIGKILL, which fr_classify
-     * cannot tell from any other SIGKILL: it is a CPU timeout unless the
-     * job was caught doing something worse first. */
-    if ((sl->aborted == FR_ABORT_CPU || raw->cpu_exceeded) && v->status != FR_STATUS_VIOLATION &&
-        v->status != FR_STATUS_OUTPUT_LIMIT) {
-        v->status = FR_STATUS_TIMEOUT;
-        v->timeout = FR_TIMEOUT_CPU;
-    }
-    if (raw->status >= 0)
-        v->status = (enum fr_status)raw->status;
-    if (v->status == FR_STATUS_TIMEOUT && v->timeout == FR_TIMEOUT_NONE)
-        v->timeout = in.wall_expired ? FR_TIMEOUT_WALL : FR_TIMEOUT_CPU;
-}
-
-static void describe(const struct fr_host *h, const struct fr_raw *raw, uint64_t cpu_ms, struct verdict *v)
-{
-    char tail[LAST_LINE_MAX + 1], size[32];
-    last_line(raw->err ? raw->err : "", raw->err_len, tail, sizeof tail);
-    const struct fr_outcome *oc = &v->oc;
-    switch (v->status) {
-    case FR_STATUS_OK:
-        break;
-    case FR_STATUS_ERROR:
-        snprintf(v->type, sizeof v->type, "exit %d", oc->exit_code);
-        snprintf(v->msg, sizeof v->msg, "%s", *tail ? tail : "exited with a non-zero status");
-        break;
-    case FR_STATUS_TIMEOUT:
-        if (v->timeout == FR_TIMEOUT_CPU) {
-            snprintf(v->type, sizeof v->type, "CPUTimeout");
-            snprintf(v->msg, sizeof v->msg, "CPU time limit of %llu ms exceeded (used %llu ms)",
-                     (unsigned long long)h->o->cpu_ms, (unsigned long long)cpu_ms);
-        } else {
-            snprintf(v->type, sizeof v->type, "WallTimeout");
-            snprintf(v->msg, sizeof v->msg, "wall time limit of %llu ms exceeded",
-                     (unsigned long long)h->o->wall_ms);
-        }
-        break;
-    case FR_STATUS_MEMORY:
-        if (v->oom_killed && v->oc.signal == SIGKILL) {
-            snprintf(v->type, sizeof v->type, "OOMKill");
-            snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
-                     h->oom.path[0] ? h->oom.path : "the memory cgroup");
-            break;
-        }
-        snprintf(v->type, sizeof v->type, "MemoryLimit");
-        if (*tail)
-            snprintf(v->msg, sizeof v->msg, "%s", tail);
-        else
-            snprintf(v->msg, sizeof v->msg, "memory limit of %s exceeded",
-                     fr_format_size(h->o->rtcfg->profile ? h->o->rtcfg->profile->memory : 0, size, sizeof size));
-        break;
-    case FR_STATUS_VIOLATION:
-        snprintf(v->type, sizeof v->type, oc->syscall[0] ? "Violation(%s)" : "Violation", oc->syscall);
-        snprintf(v->msg, sizeof v->msg, "forbidden system call %s", oc->syscall[0] ? oc->syscall : "(unknown)");
-        break;
-    case FR_STATUS_SIGNAL:
-        snprintf(v->type, sizeof v->type, "%s", oc->signal_name); /* fr_classify names every signal */
-        snprintf(v->msg, sizeof v->msg, "killed by %s", v->type);
-        break;
-    case FR_STATUS_OUTPUT_LIMIT:
-        snprintf(v->type, sizeof v->type, "OutputLimit");
-        snprintf(v->msg, sizeof v->msg, "output exceeded the cap of %s per stream; the job was killed",
-                 fr_format_size(h->o->rtcfg->output_cap, size, sizeof size));
-        break;
-    case FR_STATUS_INVALID:
-        snprintf(v->type, sizeof v->type, "InvalidJob");
-        break;
-    case FR_STATUS_CRASH:
-        snprintf(v->type, sizeof v->type, "WorkerCrash");
-        break;
-    }
-}
-
-/* `passed` (a runtime field: python) is reported only for a prediction
- * that ran to its end, status ok or error. When the sandbox or the runtime
- * ended it (memory, timeout, violation, signal, output_limit, crash) it is
- * null, whatever the runtime computed: outputs are then partial, and a
- * MemoryError caught in time and an OOM kill must give the same (status,
- * passed). Done here because only the pool knows the final status. */
-static void ran_to_end_only(json_t *extra, enum fr_status status)
-{
-    if (status != FR_STATUS_OK && status != FR_STATUS_ERROR && json_object_get(extra, "passed"))
-        json_object_set_new(extra, "passed", json_null());
+    size_t n = 0;
+    *passed = NULL;
+    if (!raw->has_outputs)
+        return 0;
+    f[n++] = raw->outputs ? (struct fr_result_field){"outputs", raw->outputs, raw->outputs_len}
+                          : (struct fr_result_field){"outputs", "null", 4};
+    const json_t *expected = json_object_get(job, "expected");
+    size_t plen;
+    if (json_is_array(expected) && (*passed = fr_passed_json(expected, raw->outputs, raw->outputs_len, status, &plen)))
+        f[n++] = (struct fr_result_field){"passed", *passed, plen};
+    if (raw->error_line > 0)
+        f[n++] = (struct fr_result_field){"error_line", line_buf,
+                                          (size_t)snprintf(line_buf, 32, "%ld", raw->error_line)};
+    return n;
 }
 
 static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now)
 {
     struct slot *sl = &h->slots[s];
-    struct verdict v;
-    judge(h, sl, raw, &v);
     uint64_t cpu_ms = raw->has_rusage ? tv_ms(&raw->ru.ru_utime) + tv_ms(&raw->ru.ru_stime) : 0;
     /* A job killed mid-run may not have been waited for by its own parent
      * (the exec preset's relay dies with it), so rusage can miss its CPU
      * time; what the pool read last is a lower bound. */
     if (sl->cpu_seen_ns / NS_PER_MS > cpu_ms)
         cpu_ms = sl->cpu_seen_ns / NS_PER_MS;
-    describe(h, raw, cpu_ms, &v);
+    /* The slot is still busy, so nbusy counts this job among those that
+     * may claim a kill (oom.c). */
+    bool oom = raw->oom_killed ||
+               (fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
+    const struct fr_profile *p = h->o->rtcfg->profile;
+    struct fr_verdict_in in = {
+        .raw = raw,
+        .aborted = sl->aborted,
+        .oom_killed = oom,
+        .cpu_ms = cpu_ms,
+        .cpu_limit_ms = h->o->cpu_ms,
+        .wall_limit_ms = h->o->wall_ms,
+        .memory_limit = p ? p->memory : 0,
+        .output_cap = h->o->rtcfg->output_cap,
+        .oom_counter = h->oom.path,
+    };
+    struct fr_verdict v;
+    fr_verdict_judge(&in, &v);
 
     struct fr_result r = {0};
     r.id = sl->job.id;
@@ -352,6 +263,7 @@ static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, u
     r.syscall = v.oc.syscall[0] ? v.oc.syscall : NULL;
     r.error_type = raw->error_type ? raw->error_type : v.type[0] ? v.type : NULL;
     r.error_message = raw->error_message ? raw->error_message : v.msg[0] ? v.msg : NULL;
+    r.error_message_len = raw->error_message ? raw->error_message_len : 0;
     r.has_output = true;
     r.out = raw->out;
     r.out_len = raw->out_len;
@@ -364,9 +276,12 @@ static void write_finished(struct fr_host *h, int s, const struct fr_raw *raw, u
     r.worker = s;
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;
-    r.extra = raw->extra;
-    ran_to_end_only(r.extra, v.status);
+    struct fr_result_field fields[3];
+    char *passed, line_buf[32];
+    r.fields = fields;
+    r.nfields = output_fields(raw, sl->job.obj, v.status, fields, &passed, line_buf);
     emit(h, &r);
+    free(passed);
 }
 
 static void write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
@@ -377,6 +292,7 @@ static void write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
     r.status = raw->kind == FR_RAW_REJECTED ? FR_STATUS_INVALID : FR_STATUS_CRASH;
     r.error_type = raw->error_type ? raw->error_type : raw->kind == FR_RAW_REJECTED ? "InvalidJob" : "WorkerCrash";
     r.error_message = raw->error_message ? raw->error_message : "the worker died";
+    r.error_message_len = raw->error_message ? raw->error_message_len : 0;
     r.has_output = raw->out || raw->err;
     r.out = raw->out;
     r.out_len = raw->out_len;
@@ -385,8 +301,6 @@ static void write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
     r.worker = s;
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;
-    r.extra = raw->extra;
-    ran_to_end_only(r.extra, r.status);
     if (raw->kind == FR_RAW_REJECTED)
         h->invalid++;
     emit(h, &r);
@@ -445,6 +359,14 @@ void fr_host_unwatch(struct fr_host *h, int fd)
     h->watches[fd].used = false;
 }
 
+void fr_host_close(struct fr_host *h, int fd)
+{
+    if (fd >= 0 && (size_t)fd < h->nwatches)
+        h->watches[fd].used = false;
+    if (fd >= 0)
+        close(fd);
+}
+
 int fr_host_own(struct fr_host *h, pid_t pid)
 {
     return reaper_own(&h->reaper, pid);
@@ -469,17 +391,24 @@ void fr_host_reap(struct fr_host *h)
     reaper_sweep(&h->reaper, sessions, h->nslots);
 }
 
-void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
+void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
 {
     if (!valid_slot(h, slot))
         return;
     struct slot *sl = &h->slots[slot];
     sl->cpu_pid = 0;
+    sl->cpu_pidfd = -1;
     if (!pid || !h->o->cpu_ms)
         return;
     sl->cpu_pid = pid;
+    sl->cpu_pidfd = pidfd;
     /* It cannot use more than ncpus CPU-seconds per second. */
-    sl->cpu_check_ns = fr_now_ns() + h->o->cpu_ms * NS_PER_MS / (uint64_t)h->ncpus;
+    sl->cpu_check_ns = sat_add(fr_now_ns(), ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
+}
+
+void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
+{
+    fr_host_watch_cpu_pidfd(h, slot, pid, -1);
 }
 
 void fr_host_fail(struct fr_host *h, const char *fmt, ...)
@@ -504,6 +433,7 @@ static void release(struct fr_host *h, int s, bool free_job)
     sl->completing = false;
     sl->sid = 0;
     sl->cpu_pid = 0;
+    sl->cpu_pidfd = -1;
     sl->aborted = 0;
     h->nbusy--;
 }
@@ -512,7 +442,6 @@ void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
 {
     if (!valid_slot(h, s) || !h->slots[s].busy) {
         say(h, "runtime %s completed idle slot %d (ignored)", h->rt.ops->name, s);
-        json_decref(raw->extra);
         return;
     }
     struct slot *sl = &h->slots[s];
@@ -541,8 +470,6 @@ void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     } else {
         write_finished(h, s, raw, now);
     }
-    json_decref(raw->extra);
-    raw->extra = NULL;
     release(h, s, !keep_job);
     /* Escaped descendants of the finished job die now, not at the end. */
     fr_host_reap(h);
@@ -687,10 +614,11 @@ static void launch(struct fr_host *h, int s, struct fr_job *job)
     sl->job.attempts++;
     sl->busy = true;
     sl->start_ns = now;
-    sl->deadline_ns = h->o->wall_ms ? now + h->o->wall_ms * NS_PER_MS : 0;
+    sl->deadline_ns = h->o->wall_ms ? sat_add(now, ms_to_ns(h->o->wall_ms)) : 0;
     sl->aborted = 0;
     sl->sid = 0;
     sl->cpu_pid = 0;
+    sl->cpu_pidfd = -1;
     sl->cpu_seen_ns = 0;
     h->nbusy++;
     char err[512] = "";
@@ -777,6 +705,13 @@ static int64_t job_cpu_ns(pid_t pid)
     return total;
 }
 
+/* Has the process of this pidfd exited? (-1: never asked.) */
+static bool exited(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return pidfd >= 0 && poll(&p, 1, 0) != 0;
+}
+
 /* Wall deadlines and CPU clocks. */
 static void timers(struct fr_host *h, uint64_t now)
 {
@@ -792,11 +727,11 @@ static void timers(struct fr_host *h, uint64_t now)
         if (!sl->cpu_pid || now < sl->cpu_check_ns)
             continue;
         int64_t used = job_cpu_ns(sl->cpu_pid);
-        if (used < 0) {
-            sl->cpu_pid = 0; /* gone: its exit is on the way */
+        if (used < 0 || exited(sl->cpu_pidfd)) {
+            sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
             continue;
         }
-        uint64_t limit = h->o->cpu_ms * NS_PER_MS;
+        uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
         if ((uint64_t)used >= limit) {
             sl->aborted = FR_ABORT_CPU;
@@ -805,7 +740,7 @@ static void timers(struct fr_host *h, uint64_t now)
         }
         /* Nothing can burn more than ncpus CPU-seconds per second. */
         uint64_t wait = (limit - (uint64_t)used) / (uint64_t)h->ncpus;
-        sl->cpu_check_ns = now + (wait < NS_PER_MS ? NS_PER_MS : wait);
+        sl->cpu_check_ns = sat_add(now, wait < NS_PER_MS ? NS_PER_MS : wait);
     }
 }
 
@@ -891,6 +826,14 @@ static int setup(struct fr_host *h, char *err, size_t errlen)
         snprintf(err, errlen, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
         return -1;
     }
+    /* The pool holds every job line, expected answers included. A job
+     * without CAP_SYS_PTRACE (the sandbox drops it) cannot open
+     * /proc/<fitrun>/{mem,fd,environ,...} of a non-dumpable process. */
+    h->was_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+        snprintf(err, errlen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+        return -1;
+    }
     /* Pipes and ttys are polled; epoll refuses regular files (EPERM). */
     input_init(&h->in, h->o->in_fd, h->o->in_name);
     ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = (uint32_t)h->o->in_fd};
@@ -968,6 +911,8 @@ static void teardown(struct fr_host *h)
     if (h->epfd >= 0)
         close(h->epfd);
     prctl(PR_SET_CHILD_SUBREAPER, h->was_subreaper, 0, 0, 0);
+    if (h->was_dumpable > 0)
+        prctl(PR_SET_DUMPABLE, h->was_dumpable, 0, 0, 0);
     sigprocmask(SIG_SETMASK, &h->oldmask, NULL);
     sigaction(SIGPIPE, &h->old_pipe, NULL);
     sigaction(SIGCHLD, &h->old_chld, NULL);

@@ -221,6 +221,20 @@ EOF
     [[ "$stderr" =~ /nonexistent/python3 ]]
 }
 
+@test "python run: interpreter = a command name is looked up in PATH" {
+    profile "$D/p.ini"
+    sed -i 's|^interpreter = /usr/bin/python3$|interpreter = python3|' "$D/p.ini"
+    job j $'import numpy\ndef transform(g):\n    return g\n' > "$D/jobs.jsonl"
+    PATH=/usr/bin:/bin run_jobs
+    [ "$status" -eq 0 ]
+    [ "$(r j .status)" = '"ok"' ]
+    [[ "$stderr" =~ python:\ /usr/bin/python3\ 3\. ]]
+    # not found: one clear error naming the PATH searched
+    run --separate-stderr env PATH=/nonexistent "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl"
+    [ "$status" -eq 125 ]
+    [[ "$stderr" =~ "python interpreter python3: not found in PATH (/nonexistent)" ]]
+}
+
 @test "python run: a worker killed mid-job is replaced and the job retried; the run completes" {
     # a slow job on each worker, then quick ones
     job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"

@@ -2,17 +2,20 @@
 
 One interpreter per run (the "zygote") is started by fitrun, runs the
 prelude once, builds the sandbox policy once, and then forks workers on
-request. Each worker reads job lines from its channel and forks a fresh
-child per prediction; the child applies the sandbox and runs the code; the
-worker waits for it and sends back one line of raw facts (wait status,
-rusage, captured output, outputs). fitrun's C side (launcher/runtime/python.c)
-turns those facts into the result line. The wire protocol is documented in
-docs/python-runtime.md; keep the two in step.
+request. A worker only forks: for each prediction fitrun hands it four
+pipe ends (the job to read, the report to write, stdout, stderr), the
+worker forks a child with them, and the child reads its own job, applies
+the sandbox, runs the code and writes its own report. The worker never
+sees a job, an output or a line of output: it waits for the child and
+sends fitrun what the child cannot forge (wait status, rusage). fitrun's C
+side (launcher/runtime/python/) reads the pipes, scores and classifies.
+The wire protocol is documented in docs/python-runtime.md; keep the two in
+step.
 
     python3 fitrun_runtime.py --control-fd 3 --prelude arc_prelude.py \
         --entry transform --sandbox-lib .../libfitrun_sandbox.so \
-        --policy 'preset=python;cpu_time=2000ms;memory=512M' \
-        --cpu-ms 2000 --wall-ms 10000 --output-cap 1048576
+        --policy 'preset=python;cpu_time=2200ms;memory=512M' \
+        --cpu-backstop-ms 2200 --report-cap 1064960 --max-nesting 100
 
 Standard library only (numpy is used when the prelude or a prediction has
 imported it, never imported here), so any CPython >= 3.9 on Linux works.
@@ -32,31 +35,50 @@ import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
+import struct  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 1
+PROTOCOL = 2
 
-# File descriptors inside a prediction's child. Everything else is closed,
-# so the code cannot reach the worker's channel and forge a result line.
-CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR, CHILD_RESULT_FD, CHILD_REPORT_FD = 0, 1, 2, 3, 4
-CHILD_FIRST_FREE_FD = 5
+# File descriptors inside a prediction's child. Everything else is closed
+# before any of its code runs: it cannot reach its worker's channel.
+CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR = 0, 1, 2
+CHILD_REPORT_FD = 3         # the report, read by fitrun
+CHILD_VIOLATION_FD = 4      # the sandbox's violation record, read by the worker
+CHILD_JOB_FD = 5            # the job, written by fitrun; closed once read
+CHILD_FIRST_FREE_FD = 6
+
+# Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
+MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS)
+MSG_STARTED = struct.Struct("=cxxxIi")           # b"S", seq, pid; + the child's pidfd
+MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
+                                                 # utime_us, stime_us, max_rss_kb, wall_us, fork_us
+MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
+RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
 
 MESSAGE_CAP = 1000          # characters kept of an exception's text
-NESTING_CAP = 100           # deepest output structure accepted
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # jansson's json_int_t
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 READ_CHUNK = 1 << 16
 SELFTEST_ALLOC = 16 << 20   # what the sandbox self-test allocates
+SETITIMER_MAX_S = 1e9       # ~31 years: beyond it setitimer overflows; no budget is that long
 
-# Exit statuses of a prediction's child when it cannot even run the code
-# (it reports why on the result fd first, when it still can).
+# Exit statuses of a prediction's child when it cannot even run the code.
 EXIT_CHILD_SETUP = 70       # fd setup / prctl failed
 EXIT_ORPHANED = 71          # the worker died between fork and prctl
+
+# Deepest nesting of an input or output value (a scalar is 0, [1] is 1):
+# fitrun's --max-nesting, the limit it checks inputs against.
+max_nesting = 100
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------
@@ -72,10 +94,11 @@ def parse_args(argv):
     p.add_argument("--sandbox-lib", required=True,
                    help="path of libfitrun_sandbox.so, or 'none' (tests only: no sandbox)")
     p.add_argument("--policy", default="preset=python", help="fr_policy_build_kv() text")
-    p.add_argument("--cpu-ms", type=int, default=0, help="CPU time per prediction (0 = none)")
-    p.add_argument("--wall-ms", type=int, default=0, help="wall time per prediction (0 = none)")
-    p.add_argument("--output-cap", type=int, default=1 << 20, help="cap on stdout and on stderr, bytes")
-    p.add_argument("--result-cap", type=int, default=64 << 20, help="cap on the encoded outputs, bytes")
+    p.add_argument("--cpu-backstop-ms", type=int, default=0,
+                   help="ITIMER_PROF of each child (0 = none); fitrun enforces the budget itself")
+    p.add_argument("--report-cap", type=int, default=(1 << 20) + (16 << 10),
+                   help="a child writes at most this many bytes of report (+1 to show it was more)")
+    p.add_argument("--max-nesting", type=int, default=100, help="deepest output value accepted")
     return p.parse_args(argv)
 
 
@@ -94,7 +117,8 @@ class SetupError(Exception):
 class Sandbox:
     """The policy is built (and its seccomp filter compiled) once, here in
     the zygote; the forked child only calls fr_policy_apply(), which makes a
-    handful of syscalls and allocates nothing."""
+    handful of syscalls and allocates nothing. apply() is the one place the
+    child enters the sandbox."""
 
     def __init__(self, lib_path, kv):
         self.enabled = lib_path != "none"
@@ -178,16 +202,27 @@ class UnserializableOutput(Exception):
     pass
 
 
+def _text(s):
+    """s as text UTF-8 can hold: each lone surrogate (a str can hold one,
+    UTF-8 cannot) becomes U+FFFD, as invalid bytes of captured output do."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", s)
+
+
 def normalise(value, depth=0):
     """Turn an output into plain JSON values: numpy arrays via tolist(),
-    numpy scalars via item(), tuples to lists (recursively). Anything else
-    that JSON (and jansson on the C side) cannot hold raises
-    UnserializableOutput: sets, objects, NaN/inf, ints beyond 64 bits."""
-    if depth > NESTING_CAP:
-        raise UnserializableOutput(f"output nested deeper than {NESTING_CAP} levels")
+    numpy scalars via item(), tuples to lists (recursively), strings as
+    _text(). Anything else that JSON (and fitrun) cannot hold raises
+    UnserializableOutput: sets, objects, NaN/inf, ints beyond 64 bits,
+    values nested deeper than max_nesting. depth: containers around value."""
     t = type(value)
-    if value is None or t is bool or t is str:
+    if value is None or t is bool:
         return value
+    if t is str:
+        return _text(value)
     if t is int:
         if INT64_MIN <= value <= INT64_MAX:
             return value
@@ -196,14 +231,16 @@ def normalise(value, depth=0):
         if value != value or value in (float("inf"), float("-inf")):
             raise UnserializableOutput(f"float output {value!r} is not valid JSON")
         return value
-    if t is list or t is tuple:
-        return [normalise(v, depth + 1) for v in value]
-    if t is dict:
+    if t is list or t is tuple or t is dict:
+        if depth >= max_nesting:
+            raise UnserializableOutput(f"output nested deeper than {max_nesting} levels")
+        if t is not dict:
+            return [normalise(v, depth + 1) for v in value]
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 raise UnserializableOutput(f"dict output has a {type(k).__name__} key")
-            out[k] = normalise(v, depth + 1)
+            out[_text(k)] = normalise(v, depth + 1)
         return out
     np = sys.modules.get("numpy")
     if np is not None:
@@ -223,7 +260,14 @@ def _exc_text(e):
         text = str(e)
     except BaseException:  # a hostile __str__
         text = "<unprintable exception>"
-    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + "..."
+    if type(text) is not str:
+        text = "<unprintable exception>"
+    return _text(text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + "...")
+
+
+def _exc_type(e):
+    name = type(e).__name__
+    return _text(name) if type(name) is str else "<unnamed>"
 
 
 # --------------------------------------------------------------------------
@@ -244,11 +288,18 @@ class Runner:
                                ctypes.c_ulong, ctypes.c_ulong]
         self.prctl.restype = ctypes.c_int
 
+    def die_with_parent(self, parent_pid):
+        """PR_SET_PDEATHSIG, race-free: if the parent died before the prctl,
+        getppid() already names someone else."""
+        self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(EXIT_ORPHANED)
+
     def run_code(self, code, entry, inputs, hooks=True):
         """Execute `code` in a fresh copy of the prelude globals and call
         `entry` on every input (all of them, even after one fails, so that a
         partly working prediction still gets per-input outputs; but not after
-        a MemoryError). Returns the report dict the child sends to the worker."""
+        a MemoryError). Returns the report dict the child sends to fitrun."""
         fin, fout = (self.fin, self.fout) if hooks else (None, None)
         rep = {"outputs": [], "error_type": None, "error_message": None,
                "error_line": None, "memory": False}
@@ -258,7 +309,7 @@ class Runner:
                 rep["memory"] = True
             if rep["error_type"] is None:  # the first error is the one reported
                 rep["error_type"] = ("UnserializableOutput" if isinstance(e, UnserializableOutput)
-                                     else type(e).__name__)
+                                     else _exc_type(e))
                 rep["error_message"] = _exc_text(e)
                 if isinstance(e, SyntaxError) and e.filename == "<prediction>":
                     rep["error_line"] = e.lineno
@@ -294,42 +345,49 @@ class Runner:
                     break
         return rep
 
-    def child(self, job, fds, worker_pid):
-        """Never returns: runs in the forked child of a worker."""
+    def child(self, fds, violation_w, null, worker_pid, worker):
+        """Never returns: runs in the forked child of a worker. fds: the job
+        read end and the report, stdout and stderr write ends from fitrun."""
         try:
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # the worker's, not the child's
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
-            self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != worker_pid:
-                os._exit(EXIT_ORPHANED)
-            # Move the pipes above the target range first, so that dup2 never
-            # clobbers a source, then close everything else.
+            self.die_with_parent(worker_pid)
+            job_r, report_w, out_w, err_w = fds
+            # Move every source above the target range first, so that dup2
+            # never clobbers one, then close everything else.
             moved = [(fcntl.fcntl(src, fcntl.F_DUPFD, CHILD_FIRST_FREE_FD), dst)
-                     for src, dst in ((fds["null"], CHILD_STDIN), (fds["out_w"], CHILD_STDOUT),
-                                      (fds["err_w"], CHILD_STDERR), (fds["res_w"], CHILD_RESULT_FD),
-                                      (fds["rep_w"], CHILD_REPORT_FD))]
+                     for src, dst in ((null, CHILD_STDIN), (out_w, CHILD_STDOUT),
+                                      (err_w, CHILD_STDERR), (report_w, CHILD_REPORT_FD),
+                                      (violation_w, CHILD_VIOLATION_FD), (job_r, CHILD_JOB_FD))]
             for src, dst in moved:
                 os.dup2(src, dst)
             os.closerange(CHILD_FIRST_FREE_FD, 1 << 20)
+            # fitrun made the pipes non-blocking for its own ends; the file
+            # descriptions of ours are separate, and this code blocks.
+            for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
+                os.set_blocking(fd, True)
         except BaseException:
             os._exit(EXIT_CHILD_SETUP)
         try:
-            # Millisecond CPU limit: SIGPROF's default action kills the process
-            # when it has used cpu_ms of CPU time; RLIMIT_CPU (whole seconds,
-            # set by the sandbox) backs it up if the code resets the timer.
-            if self.cfg.cpu_ms > 0:
-                signal.setitimer(signal.ITIMER_PROF, self.cfg.cpu_ms / 1000.0)
-            rc = self.sandbox.apply(CHILD_REPORT_FD)
+            job = self.read_job()
+            os.environ["FITRUN_JOB_ID"] = job["id"]
+            os.environ["FITRUN_WORKER"] = str(worker)
+            # Backstop only: fitrun reads this process's CPU clock and kills
+            # it at the budget. Should fitrun be late, SIGPROF's default
+            # action ends it here; RLIMIT_CPU (set by the sandbox) is the last
+            # resort when the code disarms the timer.
+            if self.cfg.cpu_backstop_ms > 0:
+                signal.setitimer(signal.ITIMER_PROF, min(self.cfg.cpu_backstop_ms / 1000.0, SETITIMER_MAX_S))
+            rc = self.sandbox.apply(CHILD_VIOLATION_FD)
             if rc != 0:
                 rep = {"sandbox_error": -rc}
             else:
-                rep = self.run_code(job["code"], job["entry"], job["inputs"])
+                rep = self.run_code(job["code"], job.get("entry") or self.cfg.entry, job["inputs"])
         except MemoryError:
             rep = {"outputs": [], "error_type": "MemoryError", "error_message": "",
                    "error_line": None, "memory": True}
         except BaseException as e:  # our own bug: say so rather than die silently
             rep = {"outputs": [], "error_type": "RuntimeInternalError",
-                   "error_message": f"{type(e).__name__}: {_exc_text(e)}",
+                   "error_message": f"{_exc_type(e)}: {_exc_text(e)}",
                    "error_line": None, "memory": False}
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
@@ -337,19 +395,33 @@ class Runner:
             except BaseException:
                 pass
         try:
-            data = _encode_report(rep)
+            # More than the cap is output_limit, whatever the rest says:
+            # one byte beyond it tells fitrun so.
+            data = _encode_report(rep)[:self.cfg.report_cap + 1]
             view = memoryview(data)
             while view:
-                view = view[os.write(CHILD_RESULT_FD, view):]
+                view = view[os.write(CHILD_REPORT_FD, view):]
         except BaseException:
             pass
         os._exit(0)
 
+    @staticmethod
+    def read_job():
+        """The job fitrun wrote on the job pipe: {"id", "code", "inputs"[, "entry"]}."""
+        chunks = []
+        while True:
+            chunk = os.read(CHILD_JOB_FD, READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(CHILD_JOB_FD)
+        return json.loads(b"".join(chunks))
+
 
 def _encode_report(rep):
     try:
-        return json.dumps(rep, allow_nan=False, separators=(",", ":")).encode()
-    except (ValueError, TypeError, RecursionError) as e:  # should not happen after normalise()
+        return json.dumps(rep, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as e:  # not after normalise()
         rep = dict(rep, outputs=[], error_type="UnserializableOutput", error_message=_exc_text(e))
         return json.dumps(rep, separators=(",", ":")).encode()
     except MemoryError:
@@ -359,131 +431,71 @@ def _encode_report(rep):
 # --------------------------------------------------------------------------
 # Worker
 
-class AbortRequested(Exception):
-    """fitrun sent SIGUSR1: its own deadline for the running job passed."""
-
-
 class Worker:
-    def __init__(self, runner, slot, chan):
+    """Forks one child per RUN message and reports how it ended. It holds a
+    job's pipe ends only from the message to the fork, and never reads
+    from or writes to them."""
+
+    def __init__(self, runner, worker, chan):
         self.runner = runner
-        self.cfg = runner.cfg
-        self.slot = slot
+        self.worker = worker
         self.chan = chan
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        # fitrun's wall deadline starts when it dispatches the job, a little
-        # before ours: it then asks us (SIGUSR1) to kill the child and report
-        # as usual, so the facts (CPU used, output so far) are not lost and
-        # this worker lives on. Only honoured while a child runs.
-        self.supervising = False
-        signal.signal(signal.SIGUSR1, self._on_abort)
-
-    def _on_abort(self, signum, frame):
-        if self.supervising:
-            self.supervising = False  # once
-            raise AbortRequested()
 
     def serve(self):
-        reader = self.chan.makefile("rb", buffering=READ_CHUNK)
         while True:
-            line = reader.readline()
-            if not line:
+            msg, fds, _, _ = socket.recv_fds(self.chan, 64, RUN_FDS, socket.MSG_CMSG_CLOEXEC)
+            if not msg:
                 return 0  # fitrun closed the channel: the run is over
-            if not line.strip():
-                continue
-            facts = self.handle(line)
-            self.chan.sendall(json.dumps(facts, separators=(",", ":")).encode() + b"\n")
-
-    def handle(self, line):
-        try:
-            job = json.loads(line)
-        except ValueError as e:
-            return {"id": None, "worker": self.slot, "worker_error": f"job line is not JSON: {e}"}
-        jid = job.get("id") if isinstance(job, dict) else None
-        problem = _check_job(job, self.cfg.entry)
-        if problem:
-            return {"id": jid, "worker": self.slot, "worker_error": problem}
-        facts = self.run(job)
-        expected = job.get("expected")
-        if expected is not None:
-            facts["passed"] = _passed(facts["outputs"], expected) if _ran_to_end(facts) else None
-        return facts
-
-    def run(self, job):
-        fds = {"null": self.null}
-        pipes = []
-        try:
-            for name in ("out", "err", "res", "rep"):
-                # The violation report is read after the child is gone, so
-                # that pipe is non-blocking (a tiny write never blocks).
-                r, w = os.pipe2(os.O_CLOEXEC | (os.O_NONBLOCK if name == "rep" else 0))
-                pipes += [r, w]
-                fds[name + "_r"], fds[name + "_w"] = r, w
-            t0 = time.monotonic()
-            pid = os.fork()
-            if pid == 0:
-                self.runner.child(job, fds, self.pid)  # never returns
-            t_fork = time.monotonic()
-            for name in ("out_w", "err_w", "res_w", "rep_w"):
-                os.close(fds[name])
-                pipes.remove(fds[name])
-            facts = self.supervise(pid, fds, t0)
-            facts["fork_ms"] = round((t_fork - t0) * 1000.0, 3)
-            facts["id"] = job.get("id")
-            return facts
-        finally:
-            for fd in pipes:
-                os.close(fd)
-
-    def supervise(self, pid, fds, t0):
-        """Wait for the child while reading its stdout, stderr and result
-        pipes; kill it on the wall deadline or when a cap is exceeded."""
-        cfg = self.cfg
-        caps = {fds["out_r"]: cfg.output_cap, fds["err_r"]: cfg.output_cap,
-                fds["res_r"]: cfg.result_cap}
-        names = {fds["out_r"]: "stdout", fds["err_r"]: "stderr", fds["res_r"]: "result"}
-        bufs = {fd: bytearray() for fd in caps}
-        poller = select.poll()
-        for fd in caps:
-            poller.register(fd, select.POLLIN)
-        pidfd = os.pidfd_open(pid)
-        poller.register(pidfd, select.POLLIN)
-        deadline = t0 + cfg.wall_ms / 1000.0 if cfg.wall_ms > 0 else None
-        open_fds = set(caps)
-        exited = wall_expired = aborted = False
-        exceeded = None
-        try:
             try:
-                self.supervising = True
-                while not exited and not exceeded:
-                    timeout = None
-                    if deadline is not None:
-                        timeout = max(0.0, deadline - time.monotonic()) * 1000.0
-                    events = poller.poll(timeout)
-                    if not events and deadline is not None and time.monotonic() >= deadline:
-                        wall_expired = True
-                        break
-                    for fd, _ in events:
-                        if fd == pidfd:
-                            exited = True
-                        elif self._read_into(fd, bufs, caps, poller, open_fds):
-                            exceeded = exceeded or names[fd]
-                self.supervising = False
-            except AbortRequested:
-                aborted = wall_expired = True
-            # The child is gone: drain what is already buffered without
-            # waiting for EOF, which a stray grandchild (preset none) could
-            # hold back forever.
-            while exited and not exceeded and open_fds:
-                events = [e for e in poller.poll(0) if e[0] != pidfd]
-                if not events:
-                    break
-                for fd, _ in events:
-                    if self._read_into(fd, bufs, caps, poller, open_fds):
-                        exceeded = exceeded or names[fd]
-            self.supervising = False
-            if wall_expired or (exceeded and not exited):
-                os.kill(pid, signal.SIGKILL)
+                if len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
+                    self.run(MSG_RUN.unpack(msg)[1], fds)
+                else:
+                    self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+
+    def failed(self, seq, why):
+        self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
+
+    def run(self, seq, fds):
+        vr, vw = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            t0 = time.monotonic_ns()
+            try:
+                pid = os.fork()
+            except OSError as e:
+                self.failed(seq, f"fork: {e.strerror}")
+                return
+            if pid == 0:
+                self.runner.child(fds, vw, self.null, self.pid, self.worker)  # never returns
+            t_fork = time.monotonic_ns()
+            os.close(vw)
+            vw = -1
+            for fd in fds:  # the child has them; from now on only it and fitrun do
+                os.close(fd)
+            fds.clear()
+            self.reap(seq, pid, vr, t0, t_fork)
+        finally:
+            os.close(vr)
+            if vw >= 0:
+                os.close(vw)
+
+    def reap(self, seq, pid, vr, t0, t_fork):
+        pidfd = os.pidfd_open(pid)
+        try:
+            # fitrun kills the child through this pidfd (CPU budget, wall
+            # time, output caps): race-free, whatever becomes of the pid.
+            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid)], [pidfd])
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            while not poller.poll():
+                pass
             # Anything else in the child's process group goes too. Safe before
             # wait4: the zombie keeps the pid (and group id) from being reused.
             try:
@@ -493,103 +505,11 @@ class Worker:
             _, status, ru = os.wait4(pid, 0)
         finally:
             os.close(pidfd)
-        wall_ms = (time.monotonic() - t0) * 1000.0
-        violation = self.runner.sandbox.violation(fds["rep_r"])
-        facts = self._facts(pid, status, ru, wall_ms, wall_expired, exceeded, violation,
-                            bufs[fds["out_r"]], bufs[fds["err_r"]], bufs[fds["res_r"]])
-        facts["aborted"] = aborted
-        return facts
-
-    @staticmethod
-    def _read_into(fd, bufs, caps, poller, open_fds):
-        """Read one chunk; returns True when the cap is exceeded."""
-        data = os.read(fd, READ_CHUNK)
-        if not data:
-            poller.unregister(fd)
-            open_fds.discard(fd)
-            return False
-        buf = bufs[fd]
-        room = caps[fd] - len(buf)
-        buf += data[:max(room, 0)]
-        return len(data) > room
-
-    def _facts(self, pid, status, ru, wall_ms, wall_expired, exceeded, violation, out, err, res):
-        facts = {
-            "worker": self.slot,
-            "pid": pid,
-            "wstatus": status,
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "cpu_ms": round((ru.ru_utime + ru.ru_stime) * 1000.0, 3),
-            "utime_ms": round(ru.ru_utime * 1000.0, 3),
-            "stime_ms": round(ru.ru_stime * 1000.0, 3),
-            "max_rss_kb": ru.ru_maxrss,
-            "wall_ms": round(wall_ms, 3),
-            "cpu_limit_ms": self.cfg.cpu_ms,
-            "wall_expired": wall_expired,
-            "output_exceeded": exceeded,
-            "violation_nr": violation,
-            "stdout": out.decode("utf-8", errors="replace"),
-            "stderr": err.decode("utf-8", errors="replace"),
-            "reported": False,
-        }
-        rep = None
-        if res and exceeded != "result":
-            try:
-                rep = json.loads(res)
-            except ValueError:
-                rep = None  # cut short (killed mid-write) or forged: not a report
-        if isinstance(rep, dict):
-            facts["reported"] = True
-            if "sandbox_error" in rep:
-                facts["sandbox_error"] = rep["sandbox_error"]
-            else:
-                outputs = rep.get("outputs")
-                facts["outputs"] = outputs if isinstance(outputs, list) else []
-                for key in ("error_type", "error_message", "error_line"):
-                    facts[key] = rep.get(key)
-                facts["memory"] = rep.get("memory") is True
-        return facts
-
-
-def _check_job(job, default_entry):
-    """Returns None, or why the job cannot run. Fills job['entry']."""
-    if not isinstance(job, dict):
-        return "job is not a JSON object"
-    if not isinstance(job.get("code"), str):
-        return "job has no 'code' string"
-    if not isinstance(job.get("inputs"), list):
-        return "job has no 'inputs' list"
-    entry = job.get("entry") or default_entry
-    if not isinstance(entry, str) or not entry.isidentifier():
-        return f"job 'entry' {entry!r} is not a Python identifier"
-    job["entry"] = entry
-    expected = job.get("expected")
-    if expected is not None and (not isinstance(expected, list) or len(expected) != len(job["inputs"])):
-        return "job 'expected' is not a list as long as 'inputs'"
-    return None
-
-
-def _ran_to_end(facts):
-    """Did the prediction run to its end (fitrun status ok or error)? Only
-    then is `passed` given; when the sandbox or the runtime ended it
-    (MemoryError, a kill, a violation, a timeout, a cap) it is None, as in
-    fitrun's result (python.c ran_to_end, docs/python-runtime.md)."""
-    return (os.WIFEXITED(facts["wstatus"]) and "outputs" in facts
-            and not facts.get("memory") and facts["violation_nr"] < 0
-            and not facts["output_exceeded"] and not facts["wall_expired"])
-
-
-def _passed(outputs, expected):
-    """Per input: output == expected (None where the expected value is
-    unknown, e.g. an ARC test output without solutions)."""
-    res = []
-    for i, exp in enumerate(expected):
-        if exp is None:
-            res.append(None)
-        else:
-            res.append(i < len(outputs) and outputs[i] is not None and outputs[i] == exp)
-    return res
+        t_end = time.monotonic_ns()
+        violation = self.runner.sandbox.violation(vr)
+        self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation,
+                                       int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss,
+                                       (t_end - t0) // 1000, (t_fork - t0) // 1000))
 
 
 # --------------------------------------------------------------------------
@@ -600,7 +520,7 @@ class Zygote:
         self.cfg = cfg
         self.ctrl = ctrl
         self.boot_ms = boot_ms
-        self.workers = {}  # pidfd -> (slot, pid)
+        self.workers = {}  # pidfd -> (token, pid)
         self.runner = None
 
     def send(self, obj):
@@ -613,8 +533,15 @@ class Zygote:
         prelude = load_prelude(self.cfg.prelude)
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
+        # Workers and children inherit this: no other process without
+        # CAP_SYS_PTRACE can open their /proc/<pid>/{mem,fd,environ}.
+        self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         t3 = time.monotonic()
+        # What the prelude printed must not be flushed by every child into
+        # its prediction's stdout.
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
         # The prelude's objects never change again: move them out of the
         # collector's reach so that children do not copy-on-write their pages.
         gc.collect()
@@ -654,7 +581,7 @@ class Zygote:
                     os.write(w, f"a trivial prediction failed: {rep['error_type']}: "
                                 f"{rep['error_message']}".encode())
                     os._exit(1)
-                json.dumps(rep)
+                _encode_report(rep)
                 os._exit(0)
             except BaseException as e:
                 try:
@@ -673,35 +600,37 @@ class Zygote:
                              f"a sandboxed child of the interpreter cannot run Python code "
                              f"({why}); check the memory limit and the allow/deny lists")
 
-    def spawn(self, slot, chan_fd):
+    def spawn(self, token, worker, chan_fd):
+        zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
+                self.runner.die_with_parent(zygote_pid)
                 self.ctrl.close()
                 for pidfd in self.workers:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
-                code = Worker(self.runner, slot, chan).serve()
+                code = Worker(self.runner, worker, chan).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:
                 try:
-                    sys.stderr.write(f"fitrun python worker {slot}: {type(e).__name__}: {_exc_text(e)}\n")
+                    sys.stderr.write(f"fitrun python worker {worker}: {type(e).__name__}: {_exc_text(e)}\n")
                     sys.stderr.flush()
                 except BaseException:
                     pass
             finally:
                 os._exit(code)
         os.close(chan_fd)
-        self.workers[os.pidfd_open(pid)] = (slot, pid)
-        self.send({"event": "spawned", "slot": slot, "pid": pid})
+        self.workers[os.pidfd_open(pid)] = (token, pid)
+        self.send({"event": "spawned", "slot": token, "pid": pid})
 
     def reap(self, pidfd):
-        slot, pid = self.workers.pop(pidfd)
+        token, pid = self.workers.pop(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        self.send({"event": "worker_exit", "slot": slot, "pid": pid, "wstatus": status,
+        self.send({"event": "worker_exit", "slot": token, "pid": pid, "wstatus": status,
                    "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None})
 
@@ -724,8 +653,9 @@ class Zygote:
                 except ValueError:
                     cmd = {}
                 op = cmd.get("op") if isinstance(cmd, dict) else None
-                if op == "spawn" and len(fds) == 1 and isinstance(cmd.get("slot"), int):
-                    self.spawn(cmd["slot"], fds[0])
+                if (op == "spawn" and len(fds) == 1 and isinstance(cmd.get("slot"), int)
+                        and isinstance(cmd.get("worker"), int)):
+                    self.spawn(cmd["slot"], cmd["worker"], fds[0])
                 elif op == "exit":
                     for extra in fds:
                         os.close(extra)
@@ -765,8 +695,10 @@ def _boot_ms():
 
 
 def main(argv):
+    global max_nesting
     boot_ms = _boot_ms()  # before anything of ours: the interpreter's own start
     cfg = parse_args(argv)
+    max_nesting = cfg.max_nesting
     try:
         ctrl = socket.socket(fileno=cfg.control_fd)
     except OSError as e:
