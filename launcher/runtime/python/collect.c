@@ -193,9 +193,19 @@ static void set_rusage(struct fr_raw *raw, const struct exit_facts *f)
      * time the wall limit is measured against. */
 }
 
+static void result_limit(const struct pyrt *py, bool killed, struct fr_raw *raw, char *msg, size_t msglen)
+{
+    char size[32];
+    raw->output_exceeded = true;
+    raw->error_type = "ResultLimit";
+    snprintf(msg, msglen, "the outputs exceed the result limit of %s once encoded as JSON ([sandbox] result)%s",
+             fr_format_size(py->result_cap, size, sizeof size), killed ? "; the prediction was killed" : "");
+    raw->error_message = msg;
+}
+
 /* How a prediction whose process exited by itself ended: its report says. */
-static void exited_by_itself(struct pyslot *s, const struct stream *rep, struct fr_raw *raw, char *msg,
-                             size_t msglen)
+static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct stream *rep, struct fr_raw *raw,
+                             char *msg, size_t msglen)
 {
     struct report r;
     int code = WEXITSTATUS(s->facts.wstatus);
@@ -218,6 +228,10 @@ static void exited_by_itself(struct pyslot *s, const struct stream *rep, struct 
         raw->error_type = "SandboxError";
         snprintf(msg, msglen, "applying the sandbox in the prediction's child failed: %s", strerror((int)v));
         raw->error_message = msg;
+        return;
+    }
+    if (r.f[R_OUTPUTS].n > py->result_cap) { /* the report's other fields had room, not they */
+        result_limit(py, false, raw, msg, msglen);
         return;
     }
     raw->outputs = r.f[R_OUTPUTS].p;
@@ -257,15 +271,8 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
     raw->cpu_timer = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGPROF;
     raw->wall_exceeded = s->kill == PY_KILL_WALL;
     raw->output_exceeded = s->out.over || s->err.over || s->rep.over;
-    if (s->rep.over && !s->out.over && !s->err.over) {
-        char size[32];
-        raw->error_type = "ResultLimit";
-        snprintf(msg, msglen,
-                 "the outputs exceed the result limit of %s once encoded as JSON ([sandbox] result); the "
-                 "prediction was killed",
-                 fr_format_size(PY(rt)->result_cap, size, sizeof size));
-        raw->error_message = msg;
-    }
+    if (s->rep.over && !s->out.over && !s->err.over)
+        result_limit(PY(rt), true, raw, msg, msglen);
     if (WIFEXITED(ws) && !raw->output_exceeded && !raw->cpu_exceeded && !raw->wall_exceeded)
-        exited_by_itself(s, &s->rep, raw, msg, msglen);
+        exited_by_itself(PY(rt), s, &s->rep, raw, msg, msglen);
 }

@@ -100,25 +100,32 @@ static void crashed(struct fr_runtime *rt, int slot, const char *fmt, ...)
     complete(rt, slot, &raw);
 }
 
-/* Replace the worker of slot s (after killing it, or seeing it die). */
-static void replace_worker(struct fr_runtime *rt, int slot)
+/* Kill the worker of slot s (or see it dead) and, unless the run is
+ * ending, ask for a fresh one. */
+static void end_worker(struct fr_runtime *rt, int slot, bool replace)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
     py_drop_channel(rt, s);
     py_kill_worker(py, s);
-    if (!py->stopping && py_spawn_worker(rt, slot, true) < 0)
+    if (replace && !py->stopping && py_spawn_worker(rt, slot, true) < 0)
         fr_host_fail(rt->host, "python runtime: cannot replace worker %d: %s", slot, strerror(errno));
 }
 
+static void replace_worker(struct fr_runtime *rt, int slot)
+{
+    end_worker(rt, slot, true);
+}
+
 /* The job ends without its worker's report: the worker is killed (its
- * child dies with it) and the job reported as killed. */
-static void kill_job(struct fr_runtime *rt, int slot, enum py_kill why)
+ * child dies with it) and the job reported as killed. An interrupted run
+ * gets no replacement worker (a later job asks for one). */
+static void kill_job(struct fr_runtime *rt, int slot, enum py_kill why, bool replace)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     if (s->child_fd >= 0)
         pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0);
-    replace_worker(rt, slot);
+    end_worker(rt, slot, replace);
     struct fr_raw raw;
     fr_raw_init(&raw);
     raw.kind = FR_RAW_FINISHED;
@@ -253,7 +260,7 @@ static void worker_died(struct fr_runtime *rt, int slot)
     struct pyslot *s = &py->slots[slot];
     pid_t pid = s->pid;
     if (s->job && s->kill != PY_KILL_NONE) {
-        kill_job(rt, slot, s->kill); /* died while we were killing its job */
+        kill_job(rt, slot, s->kill, true); /* died while we were killing its job */
         return;
     }
     replace_worker(rt, slot);
@@ -486,7 +493,7 @@ static void timer_event(struct fr_runtime *rt, int slot)
     if (s->job && s->kill != PY_KILL_NONE) {
         fr_warn("python worker %d did not report job %s within %d ms of its kill: killing the worker", slot,
                 s->job->id ? s->job->id : "?", PY_ABORT_GRACE_MS);
-        kill_job(rt, slot, s->kill);
+        kill_job(rt, slot, s->kill, true);
     }
 }
 
@@ -524,7 +531,8 @@ static void py_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
     if (!s->job)
         return;
     if (why == FR_ABORT_INTERRUPT || py->stopping) {
-        kill_job(rt, slot, why == FR_ABORT_CPU ? PY_KILL_CPU : why == FR_ABORT_WALL ? PY_KILL_WALL : PY_KILL_NONE);
+        kill_job(rt, slot, why == FR_ABORT_CPU ? PY_KILL_CPU : why == FR_ABORT_WALL ? PY_KILL_WALL : PY_KILL_NONE,
+                 false);
         return;
     }
     s->abort = why;
