@@ -2,7 +2,7 @@
  *
  * fitrun forwards parts of JSON texts (a job's code and inputs to a
  * prediction, a prediction's outputs to its result line) and compares them
- * (launcher/pool/verdict.c) without building jansson trees: a tree costs
+ * (launcher/verdict/verdict.c) without building jansson trees: a tree costs
  * tens of bytes per value, so a hostile 1 MiB array of empty arrays would
  * cost fitrun tens of MiB. These functions scan text in place, allocate
  * nothing, and recurse at most `max_depth` levels.

@@ -57,9 +57,11 @@
 #define FITRUN_RUNTIME_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h> /* EPOLLIN, EPOLLOUT: the events of fr_host_watch() */
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -131,7 +133,12 @@ struct fr_raw {
 };
 
 /* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
-void fr_raw_init(struct fr_raw *raw);
+static inline void fr_raw_init(struct fr_raw *raw)
+{
+    memset(raw, 0, sizeof *raw);
+    raw->status = -1;
+    raw->violation_nr = -1;
+}
 
 struct fr_runtime;
 
@@ -183,36 +190,91 @@ const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind);
  * launcher/runtime/python/. */
 json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
 
-/* ---- the host: what the pool offers a runtime --------------------------- */
+/* ---- the host: what the pool offers a runtime --------------------------- *
+ *
+ * A runtime reaches the pool only through these functions, which call
+ * through the table the pool puts at the start of its struct fr_host: the
+ * runtimes (a lower layer) never link against the pool. */
+
+struct fr_host_ops {
+    int (*watch)(struct fr_host *h, int fd, uint32_t events, int slot);
+    int (*rewatch)(struct fr_host *h, int fd, uint32_t events);
+    void (*unwatch)(struct fr_host *h, int fd);
+    void (*close)(struct fr_host *h, int fd);
+    void (*complete)(struct fr_host *h, int slot, struct fr_raw *raw);
+    int (*own)(struct fr_host *h, pid_t pid);
+    void (*disown)(struct fr_host *h, pid_t pid);
+    void (*session)(struct fr_host *h, int slot, pid_t sid);
+    void (*reap)(struct fr_host *h);
+    void (*watch_cpu)(struct fr_host *h, int slot, pid_t pid, int pidfd);
+    void (*vfail)(struct fr_host *h, const char *fmt, va_list ap);
+};
+
+/* The first member of the pool's struct fr_host. */
+struct fr_host_base {
+    const struct fr_host_ops *ops;
+};
+
+static inline const struct fr_host_ops *fr_host_ops_of(struct fr_host *h)
+{
+    return ((const struct fr_host_base *)(const void *)h)->ops;
+}
 
 /* Watch fd (level-triggered) for `events` (EPOLLIN and/or EPOLLOUT; hang-up
  * and errors are always reported). fr_host_rewatch changes the events (0 =
  * keep registered, report nothing). Unwatch before closing. Return 0 or -1
  * (errno). */
-int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot);
-int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events);
-void fr_host_unwatch(struct fr_host *h, int fd);
+static inline int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
+{
+    return fr_host_ops_of(h)->watch(h, fd, events, slot);
+}
+static inline int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events)
+{
+    return fr_host_ops_of(h)->rewatch(h, fd, events);
+}
+static inline void fr_host_unwatch(struct fr_host *h, int fd)
+{
+    fr_host_ops_of(h)->unwatch(h, fd);
+}
 /* Unwatch and close fd in one call and one system call: the registration
  * goes with the open file. Only for an fd that is the sole descriptor of
  * its open file (a pipe end the runtime created and never passed on). */
-void fr_host_close(struct fr_host *h, int fd);
+static inline void fr_host_close(struct fr_host *h, int fd)
+{
+    fr_host_ops_of(h)->close(h, fd);
+}
 
 /* The job in `slot` is over. Copies what it needs; *raw may be freed when
  * this returns, and the slot may be given a new job right after the
  * current event callback returns. */
-void fr_host_complete(struct fr_host *h, int slot, struct fr_raw *raw);
+static inline void fr_host_complete(struct fr_host *h, int slot, struct fr_raw *raw)
+{
+    fr_host_ops_of(h)->complete(h, slot, raw);
+}
 
 /* Processes the runtime waits for itself (never killed or reaped by the
  * pool's orphan reaper). Disown after reaping. */
-int fr_host_own(struct fr_host *h, pid_t pid);
-void fr_host_disown(struct fr_host *h, pid_t pid);
+static inline int fr_host_own(struct fr_host *h, pid_t pid)
+{
+    return fr_host_ops_of(h)->own(h, pid);
+}
+static inline void fr_host_disown(struct fr_host *h, pid_t pid)
+{
+    fr_host_ops_of(h)->disown(h, pid);
+}
 
 /* The session id of the job running in `slot` (exec: the job's pid, it
  * calls setsid()); 0 = none. Orphans in a registered session are left
  * alone; releasing it (0) lets the reaper kill them. */
-void fr_host_session(struct fr_host *h, int slot, pid_t sid);
+static inline void fr_host_session(struct fr_host *h, int slot, pid_t sid)
+{
+    fr_host_ops_of(h)->session(h, slot, sid);
+}
 /* Run the orphan reaper now (after killing a job's process group). */
-void fr_host_reap(struct fr_host *h);
+static inline void fr_host_reap(struct fr_host *h)
+{
+    fr_host_ops_of(h)->reap(h);
+}
 
 /* Enforce the profile's cpu_time on `pid` (a process of the job in
  * `slot`) by reading CPU clocks: ms resolution, where RLIMIT_CPU has 1 s
@@ -220,16 +282,29 @@ void fr_host_reap(struct fr_host *h);
  * alive at each check (the exec preset's relay runs the job as its child;
  * `sh -c` wrappers do the same). Deeper descendants are held by their own
  * RLIMIT_CPU and the wall time. 0 = stop. */
-void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid);
+static inline void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
+{
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, -1);
+}
 /* The same for a process that is not fitrun's child (python: a worker's
  * child), whose pid another process could get once its parent has reaped
  * it. pidfd (pidfd_open of it, kept open by the caller while watched)
  * confirms after each clock read that the clock read was that process's:
  * a CPU kill can never be decided on a stranger's clock. */
-void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd);
+static inline void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
+{
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, pidfd);
+}
 
 /* Fatal runtime error: the pool kills running jobs (their results are
  * discarded), prints the message and the summary, and exits 125. */
-void fr_host_fail(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void fr_host_fail(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void fr_host_fail(struct fr_host *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fr_host_ops_of(h)->vfail(h, fmt, ap);
+    va_end(ap);
+}
 
 #endif

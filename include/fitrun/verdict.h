@@ -1,7 +1,7 @@
 /* fitrun/verdict.h — what the result of a finished job says: its status
  * (from a runtime's raw facts and what the pool did to the job), whether
  * the job ran to its end, and `passed`. Each of these rules has its one
- * implementation in launcher/pool/verdict.c; runtimes report facts, they
+ * implementation in launcher/verdict/verdict.c; runtimes report facts, they
  * do not decide.
  *
  * `passed` is Python's `==` between a prediction's (normalised) output and

@@ -67,6 +67,7 @@ struct watch {
 };
 
 struct fr_host {
+    struct fr_host_base base;   /* first: the table runtimes call through (runtime.h) */
     const struct fr_pool_opts *o;
     struct fr_runtime rt;
     int epfd, sigfd;
@@ -103,13 +104,6 @@ struct fr_host {
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-void fr_raw_init(struct fr_raw *raw)
-{
-    memset(raw, 0, sizeof *raw);
-    raw->status = -1;
-    raw->violation_nr = -1;
-}
 
 const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind)
 {
@@ -313,7 +307,7 @@ static bool valid_slot(const struct fr_host *h, int s)
     return s >= 0 && s < h->nslots;
 }
 
-int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
+static int host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
 {
     if (fd < 0) {
         errno = EBADF;
@@ -341,7 +335,7 @@ int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
     return 0;
 }
 
-int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events)
+static int host_rewatch(struct fr_host *h, int fd, uint32_t events)
 {
     if (fd < 0 || (size_t)fd >= h->nwatches || !h->watches[fd].used) {
         errno = EBADF;
@@ -351,7 +345,7 @@ int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events)
     return epoll_ctl(h->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
-void fr_host_unwatch(struct fr_host *h, int fd)
+static void host_unwatch(struct fr_host *h, int fd)
 {
     if (fd < 0 || (size_t)fd >= h->nwatches || !h->watches[fd].used)
         return;
@@ -359,7 +353,7 @@ void fr_host_unwatch(struct fr_host *h, int fd)
     h->watches[fd].used = false;
 }
 
-void fr_host_close(struct fr_host *h, int fd)
+static void host_close(struct fr_host *h, int fd)
 {
     if (fd >= 0 && (size_t)fd < h->nwatches)
         h->watches[fd].used = false;
@@ -367,23 +361,23 @@ void fr_host_close(struct fr_host *h, int fd)
         close(fd);
 }
 
-int fr_host_own(struct fr_host *h, pid_t pid)
+static int host_own(struct fr_host *h, pid_t pid)
 {
     return reaper_own(&h->reaper, pid);
 }
 
-void fr_host_disown(struct fr_host *h, pid_t pid)
+static void host_disown(struct fr_host *h, pid_t pid)
 {
     reaper_disown(&h->reaper, pid);
 }
 
-void fr_host_session(struct fr_host *h, int slot, pid_t sid)
+static void host_session(struct fr_host *h, int slot, pid_t sid)
 {
     if (valid_slot(h, slot))
         h->slots[slot].sid = sid;
 }
 
-void fr_host_reap(struct fr_host *h)
+static void host_reap(struct fr_host *h)
 {
     pid_t sessions[h->nslots];
     for (int i = 0; i < h->nslots; i++)
@@ -391,7 +385,7 @@ void fr_host_reap(struct fr_host *h)
     reaper_sweep(&h->reaper, sessions, h->nslots);
 }
 
-void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
+static void host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
 {
     if (!valid_slot(h, slot))
         return;
@@ -406,18 +400,10 @@ void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
     sl->cpu_check_ns = sat_add(fr_now_ns(), ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
 }
 
-void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
-{
-    fr_host_watch_cpu_pidfd(h, slot, pid, -1);
-}
-
-void fr_host_fail(struct fr_host *h, const char *fmt, ...)
+static void host_vfail(struct fr_host *h, const char *fmt, va_list ap)
 {
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     say(h, "%s", msg);
     h->failed = true;
     interrupt(h, 0);
@@ -438,7 +424,7 @@ static void release(struct fr_host *h, int s, bool free_job)
     h->nbusy--;
 }
 
-void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
+static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
 {
     if (!valid_slot(h, s) || !h->slots[s].busy) {
         say(h, "runtime %s completed idle slot %d (ignored)", h->rt.ops->name, s);
@@ -474,6 +460,20 @@ void fr_host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     /* Escaped descendants of the finished job die now, not at the end. */
     fr_host_reap(h);
 }
+
+static const struct fr_host_ops host_ops = {
+    .watch = host_watch,
+    .rewatch = host_rewatch,
+    .unwatch = host_unwatch,
+    .close = host_close,
+    .complete = host_complete,
+    .own = host_own,
+    .disown = host_disown,
+    .session = host_session,
+    .reap = host_reap,
+    .watch_cpu = host_watch_cpu_pidfd,
+    .vfail = host_vfail,
+};
 
 /* ---- jobs in ------------------------------------------------------------ */
 
@@ -960,7 +960,7 @@ static void loop(struct fr_host *h)
 
 int fr_pool_run(const struct fr_pool_opts *o)
 {
-    struct fr_host h = {.o = o, .epfd = -1, .sigfd = -1};
+    struct fr_host h = {.base = {&host_ops}, .o = o, .epfd = -1, .sigfd = -1};
     char err[1024] = "";
     long total = input_count(o->in_fd, &o->shard, o->resume);
     stats_init(&h.stats, o->quiet ? FR_PROGRESS_NONE : o->progress, o->workers, total,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# `passed` is Python's own `==`: fitrun's scorer (launcher/pool/verdict.c)
+# `passed` is Python's own `==`: fitrun's scorer (launcher/verdict/verdict.c)
 # against /usr/bin/python3 on a generated corpus of value pairs
 # (tests/python/eq_corpus.py), directly and through a real run.
 

@@ -18,7 +18,7 @@ $FITRUN_SANDBOX_LIB); without one the driver refuses to run, unless
 prediction is then free to do anything the user running it can).
 
 Test-only helpers live here: classify() and passed() state what fitrun
-computes (launcher/pool/verdict.c) in the simplest Python, for the tests.
+computes (launcher/verdict/verdict.c) in the simplest Python, for the tests.
 """
 import argparse
 import glob

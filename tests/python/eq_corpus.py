@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """eq_corpus.py — pairs of JSON values and Python's own `==` on them, to
-test fitrun's scorer (launcher/pool/verdict.c) against it.
+test fitrun's scorer (launcher/verdict/verdict.c) against it.
 
     /usr/bin/python3 tests/python/eq_corpus.py [--seed N] [--random N] > pairs.tsv
 
