@@ -76,8 +76,8 @@ bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason 
  * (raw->kind == FR_RAW_FINISHED). Precedence: fr_classify of the wait
  * status and the kills; a CPU kill by the pool or the runtime is a CPU
  * timeout unless the job did something worse first; a CPU-limit signal
- * (SIGXCPU, or the runtime's timer) counts as a timeout only when the job
- * really used its budget (else it sent the signal itself: `signal`); a
+ * (raw->cpu_timer) counts as a timeout only when the job really used its
+ * budget (else it sent the signal itself: `signal`); a
  * runtime's own word on how a job that exited by itself ended
  * (raw->status) wins. */
 void fr_verdict_judge(const struct fr_verdict_in *in, struct fr_verdict *v);

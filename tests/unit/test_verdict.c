@@ -106,12 +106,14 @@ static struct fr_verdict judge(int wstatus, bool cpu_timer, uint64_t cpu_ms, enu
 static void test_cpu_limit_signals(void **state)
 {
     (void)state;
-    struct fr_verdict v = judge(SIGXCPU, false, 5, 0); /* sent to itself */
+    struct fr_verdict v = judge(SIGXCPU, true, 5, 0); /* sent to itself */
     assert_int_equal(v.status, FR_STATUS_SIGNAL);
     assert_string_equal(v.type, "SIGXCPU");
-    v = judge(SIGXCPU, false, 2000, 0); /* RLIMIT_CPU */
+    v = judge(SIGXCPU, true, 2000, 0); /* RLIMIT_CPU */
     assert_int_equal(v.status, FR_STATUS_TIMEOUT);
     assert_int_equal(v.timeout, FR_TIMEOUT_CPU);
+    v = judge(SIGXCPU, false, 0, 0); /* a runtime whose rusage is not the job's (exec's relay) */
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
     v = judge(SIGPROF, true, 950, 0); /* the runtime's timer; rusage lags it */
     assert_int_equal(v.status, FR_STATUS_TIMEOUT);
     v = judge(SIGPROF, true, 10, 0);

@@ -268,7 +268,7 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
     raw->err_len = s->err.len;
     raw->has_outputs = true;
     raw->cpu_exceeded = s->kill == PY_KILL_CPU;
-    raw->cpu_timer = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGPROF;
+    raw->cpu_timer = WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGPROF || WTERMSIG(ws) == SIGXCPU);
     raw->wall_exceeded = s->kill == PY_KILL_WALL;
     raw->output_exceeded = s->out.over || s->err.over || s->rep.over;
     if (s->rep.over && !s->out.over && !s->err.over)
