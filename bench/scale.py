@@ -455,8 +455,11 @@ def cmd_run(a):
                                 early.append((rec, v))
                             os.unlink(errf)
                         else:
-                            print(f"scale: {name} {w} workers exited {m['rc']}: see {errf}",
-                                  file=sys.stderr)
+                            kept = os.path.join(a.out, f"results.{name}.{w}.{rnd}.jsonl")
+                            if os.path.exists(out):
+                                os.replace(out, kept)
+                            print(f"scale: {name} {w} workers exited {m['rc']}: see {errf} "
+                                  f"and {kept}", file=sys.stderr)
                         records.append(rec)
                         log.write(json.dumps(rec) + "\n")
                         log.flush()
