@@ -224,7 +224,7 @@ def projection(launcher_us, per_worker, cores=256):
              f"a {cores}-core node ({cores - 1} workers + the launcher) needs {need:,.0f}/s: "
              + (f"one launcher suffices ({need / ceiling:.0%} of its core)." if need <= ceiling else
                 f"{-(-need // ceiling):.0f} launchers at least (--shard K/N, each on its own cpuset), "
-                f"or {need / ceiling * launcher_us / (cores - 1):.0f}× less launcher CPU per prediction "
+                f"or {need / ceiling:.1f}× less launcher CPU per prediction "
                 f"(≤ {1e6 / need:.0f} µs) for one.")]
     return lines
 
@@ -241,7 +241,7 @@ def in_caller(name, workers):
 
 def table(rows, workers, runners):
     out = ["| workers | runner | predictions/s (median, min–max) | vs joblib | vs Pool "
-           "| launcher µs/prediction | child CPU ms/prediction | verdicts ≠ Pool |",
+           "| launcher µs/prediction | rest of the tree, CPU ms/prediction | verdicts ≠ Pool |",
            "|---|---|---|---|---|---|---|---|"]
     for w in workers:
         jb, po = rows.get((w, "joblib")), rows.get((w, "pool"))
@@ -256,8 +256,9 @@ def table(rows, workers, runners):
             else:
                 lu = fmt_num(r["launcher_us"], ".0f") + ("" if name.startswith("fitrun") else
                                                           " (dispatcher)")
+            child = "–" if in_caller(name, w) else fmt_num(r["child_ms"], ".2f")
             out.append(f"| {w} | {name} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
-                       f"| {vs_p} | {lu} | {fmt_num(r['child_ms'], '.2f')} | {r['differ']} |")
+                       f"| {vs_p} | {lu} | {child} | {r['differ']} |")
     return out
 
 
@@ -332,6 +333,8 @@ def plot(rows, workers, runners, path, m):
             ax2.plot(ws, lu, marker="o", label=f"{name} launcher")
         elif any(x is not None for x in lu):
             ax2.plot(ws, lu, marker="x", linestyle=":", label=f"{name} dispatcher")
+    ax1.set_ylim(bottom=0)
+    ax2.set_ylim(bottom=0)
     ax1.set_xscale("log", base=2)
     ax1.set_xticks(workers, [str(w) for w in workers])
     ax1.set_xlabel("workers")
