@@ -39,7 +39,7 @@ struct detect_args {
     double cpus;                /* 0 = not given */
     bool rounding_given;
     enum fr_rounding rounding;
-    uint64_t memory_per_worker; /* 0 = not given */
+    const char *memory_per_worker; /* NULL = not given; applied as the profile key */
     int workers;                /* 0 = not given */
 };
 
@@ -62,7 +62,7 @@ static void usage(FILE *f)
           "  --cpus N                use N CPUs whatever was detected (beats FITRUN_CPUS and\n"
           "                          the profile's cpus; above the detected count it is noted)\n"
           "  --rounding R            CPUs -> workers: floor (default), ceil or nearest\n"
-          "  --memory-per-worker S   cap workers at memory limit / S (default 512M)\n"
+          "  --memory-per-worker S   cap workers at memory limit / S (default 512M; none: no cap)\n"
           "  --workers N             use N workers whatever the plan says (reported)\n"
           "Exit status: 0; 125 for a bad option, a bad profile (file:line) or a python\n"
           "runtime that cannot start (the report is still printed).\n",
@@ -116,8 +116,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
             a->rounding_given = true;
             break;
         case O_MPW:
-            if (fr_parse_size(optarg, &a->memory_per_worker) < 0 || a->memory_per_worker == 0)
-                return bad("--memory-per-worker", optarg, "not a size like 512M or 2G");
+            a->memory_per_worker = optarg; /* checked as the profile's key, over the profile */
             break;
         case O_WORKERS:
             if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
@@ -447,8 +446,11 @@ static int load_profile(const struct detect_args *a, struct fr_profile *prof)
     }
     if (a->rounding_given)
         prof->rounding = a->rounding;
-    if (a->memory_per_worker)
-        prof->memory_per_worker = a->memory_per_worker;
+    if (a->memory_per_worker &&
+        fr_profile_set(prof, "resources", "memory_per_worker", a->memory_per_worker, err, sizeof err) < 0) {
+        bad("--memory-per-worker", a->memory_per_worker, err);
+        return -1;
+    }
     if (a->workers)
         prof->workers = a->workers;
     return 0;

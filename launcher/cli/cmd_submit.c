@@ -174,8 +174,9 @@ static int task_memory(const struct submit_args *a, const struct fr_profile *p, 
 {
     char sz[32];
     if (a->mem) {
-        if (fr_parse_size(a->mem, bytes) < 0) {
-            fr_warn("submit: --mem '%s': expected a size such as 512M or 4G", a->mem);
+        const char *why = "";
+        if (fr_parse_size_why(a->mem, bytes, &why) < 0) {
+            fr_warn("submit: --mem '%s': %s (expected a size such as 512M or 4G)", a->mem, why);
             return -1;
         }
         snprintf(origin, n, "--mem %s", a->mem);

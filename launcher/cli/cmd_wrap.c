@@ -76,6 +76,7 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
     optind = 1;
     opterr = 0;
     int c;
+    const char *why = NULL;
     /* "+": stop at the first non-option, so `fitrun ls -l` runs `ls -l`. */
     while ((c = getopt_long(argc, argv, "+:sgqh", longopts, NULL)) != -1) {
         switch (c) {
@@ -86,8 +87,8 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
         case OPT_EXPLAIN: w->explain = true; break;
         case OPT_PROFILE: w->profile = optarg; break;
         case OPT_GRACE:
-            if (fr_parse_duration_ms(optarg, &w->grace_ms) < 0) {
-                fr_warn("--grace: invalid duration '%s' (examples: 5s, 500ms, 2m)", optarg);
+            if (fr_parse_duration_why(optarg, &w->grace_ms, &why) < 0) {
+                fr_warn("--grace: invalid duration '%s': %s (examples: 5s, 500ms, 2m)", optarg, why);
                 return FR_EXIT_USAGE;
             }
             w->grace_given = true;
@@ -99,8 +100,9 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
             }
             break;
         case OPT_SHM:
-            if (fr_parse_size(optarg, &w->shm_threshold) < 0 || w->shm_threshold == 0) {
-                fr_warn("--shm-threshold: expected a positive size (examples: 2G, 512M), got '%s'", optarg);
+            if (fr_parse_size_why(optarg, &w->shm_threshold, &why) < 0 || w->shm_threshold == 0) {
+                fr_warn("--shm-threshold: expected a positive size (examples: 2G, 512M), got '%s'%s%s", optarg,
+                        why ? ": " : "", why ? why : "");
                 return FR_EXIT_USAGE;
             }
             break;

@@ -68,7 +68,7 @@ char *fr_dx_read_noted(struct fr_dx *x, const char *path, size_t max, bool quiet
 {
     char *text = fr_dx_read(x, path, max);
     if (!text && !(quiet_missing && errno == ENOENT))
-        fr_detect_note(x->res, "%s: %s: %s: ignored", what, path, strerror(errno));
+        fr_detect_note(x->res, "%s: %s: %s: ignored", what, path, fr_read_strerror(errno));
     return text;
 }
 

@@ -126,35 +126,57 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
 
 /* ---- value parsers: 0 or -1 with a message in msg ---------------------- */
 
+/* `none` (= `unlimited` = 0) means "no limit", for every limit that may be
+ * switched off; the limits that may not (output, result: they bound what
+ * fitrun itself holds in memory) refuse all three. */
 static bool is_none(const char *v)
 {
     return !strcmp(v, "none") || !strcmp(v, "unlimited");
 }
 
+static int refuse_none(const char *what, const char *key, const char *v, const char *example, char *msg, size_t n)
+{
+    fr_seterr(msg, n, "bad %s '%s' for %s: %s cannot be switched off (none, unlimited and 0 all mean no limit); "
+                      "give a limit such as %s",
+              what, v, key, key, example);
+    return -1;
+}
+
 static int get_duration(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
 {
-    if (none_ok && is_none(v)) {
+    const char *why = "";
+    if (is_none(v)) {
+        if (!none_ok)
+            return refuse_none("duration", key, v, "10s", msg, n);
         *out = 0;
         return 0;
     }
-    if (fr_parse_duration_ms(v, out) < 0) {
-        fr_seterr(msg, n, "bad duration '%s' for %s (examples: 2s, 500ms, 1.5m%s)", v, key,
-               none_ok ? ", none" : "");
+    if (fr_parse_duration_why(v, out, &why) < 0) {
+        fr_seterr(msg, n, "bad duration '%s' for %s: %s (examples: 2s, 500ms, 1.5m%s)", v, key, why,
+                  none_ok ? ", none" : "");
         return -1;
     }
+    if (*out == 0 && !none_ok)
+        return refuse_none("duration", key, v, "10s", msg, n);
     return 0;
 }
 
 static int get_size(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
 {
-    if (none_ok && is_none(v)) {
+    const char *why = "";
+    if (is_none(v)) {
+        if (!none_ok)
+            return refuse_none("size", key, v, "1M", msg, n);
         *out = 0;
         return 0;
     }
-    if (fr_parse_size(v, out) < 0) {
-        fr_seterr(msg, n, "bad size '%s' for %s (examples: 512M, 2G, 64k%s)", v, key, none_ok ? ", none" : "");
+    if (fr_parse_size_why(v, out, &why) < 0) {
+        fr_seterr(msg, n, "bad size '%s' for %s: %s (examples: 512M, 2G, 64k%s)", v, key, why,
+                  none_ok ? ", none" : "");
         return -1;
     }
+    if (*out == 0 && !none_ok)
+        return refuse_none("size", key, v, "1M", msg, n);
     return 0;
 }
 
@@ -723,7 +745,7 @@ int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t er
     char *text = fr_read_file(path, 1 << 20, &len);
     if (!text) {
         snprintf(err, errlen, "cannot read profile %s: %s", path,
-                 errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+                 errno == EFBIG ? "larger than 1 MiB" : fr_read_strerror(errno));
         return -1;
     }
     if (strlen(text) != len) {

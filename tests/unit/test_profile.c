@@ -137,6 +137,14 @@ static void test_auto_none_and_empty(void **state)
     assert_null(p.deny[0]);
     fr_profile_free(&p);
 
+    /* The largest values accepted: 365 days and 1 EiB. */
+    parse_ok(&p, "[sandbox]\ncpu_time = 8760h\nwall_time = 597h\nmemory = 1048576T\noutput = 1.5K\n");
+    assert_true(p.cpu_time_ms == 365ull * 24 * 3600 * 1000);
+    assert_true(p.wall_time_ms == 597ull * 3600 * 1000);
+    assert_true(p.memory == 1ull << 60);
+    assert_int_equal(p.output, 1536);
+    fr_profile_free(&p);
+
     /* bare number = seconds; fractions; CRLF line ends */
     parse_ok(&p, "[sandbox]\r\ncpu_time = 3\r\nwall_time = 0.25\r\n");
     assert_int_equal(p.cpu_time_ms, 3000);
@@ -159,6 +167,18 @@ static void test_errors_name_file_and_line(void **state)
     parse_bad("[sandbox]\nmemory = 512Q\n", 2, "bad size '512Q' for memory");
     parse_bad("[sandbox]\noutput = none\n", 2, "bad size 'none' for output");
     parse_bad("[sandbox]\nprocesses = 1.5\n", 2, "bad number '1.5' for processes");
+    /* Sizes are whole bytes: 0.5 is not "0 = no limit", 1.3K is not 1331. */
+    parse_bad("[sandbox]\nmemory = 0.5\n", 2, "bad size '0.5' for memory: not a whole number of bytes");
+    parse_bad("[resources]\nmemory_per_worker = 1.3K\n", 2, "bad size '1.3K' for memory_per_worker: not a whole");
+    parse_bad("[sandbox]\nstack = 1048577T\n", 2, "bad size '1048577T' for stack: larger than the maximum, 1 EiB");
+    /* Durations stop at 365 days: nothing can wrap into an instant timeout. */
+    parse_bad("[sandbox]\ncpu_time = 18446744073710ms\n", 2, "for cpu_time: longer than the maximum, 365 days");
+    parse_bad("[sandbox]\ncpu_time = 99999999999999s\n", 2, "longer than the maximum, 365 days");
+    parse_bad("[sandbox]\nwall_time = 8761h\n", 2, "bad duration '8761h' for wall_time: longer");
+    /* 0 means none; output and result cannot be switched off, so both refuse it. */
+    parse_bad("[sandbox]\noutput = 0\n", 2, "bad size '0' for output: output cannot be switched off");
+    parse_bad("[sandbox]\noutput = unlimited\n", 2, "output cannot be switched off");
+    parse_bad("[sandbox]\nresult = 0K\n", 2, "bad size '0K' for result: result cannot be switched off");
     parse_bad("[sandbox]\nallow = socket, sockett\n", 2, "unknown syscall 'sockett' in allow");
     parse_bad("[sandbox]\n\ndeny = rm\n", 3, "unknown syscall 'rm' in deny");
     parse_bad("[sandbox]\nkeep_caps = cap_fly\n", 2, "unknown capability 'cap_fly'");
