@@ -73,6 +73,20 @@ int fr_parse_double(const char *s, double *out);
 /* Parse a boolean: true/false, yes/no, on/off, 1/0. Returns 0 or -1. */
 int fr_parse_bool(const char *s, bool *out);
 
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF; n >= 1 bytes available), or 0 when
+ * s[0] does not start one. */
+size_t fr_utf8_seq(const unsigned char *s, size_t n);
+
+/* Text that came from a job (ids, exception names, messages) as it may
+ * reach a terminal: printable ASCII and valid UTF-8 are kept; control
+ * characters are shown, never sent: \n \r \t, other C0 bytes and DEL as
+ * \xHH, bytes that are not UTF-8 as \xHH, C1 controls and the invisible
+ * direction/line controls (bidi overrides and isolates, U+2028/9, BOM) as
+ * \uHHHH. Cut with "..." to fit buf (n bytes with the NUL). Results files
+ * keep the real bytes; this is only for what a person reads. Returns buf. */
+char *fr_term_text(const char *s, size_t len, char *buf, size_t n);
+
 /* Human-readable byte size ("512.0 MiB") into buf; returns buf. */
 const char *fr_format_size(uint64_t bytes, char *buf, size_t n);
 

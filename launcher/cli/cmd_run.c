@@ -337,6 +337,11 @@ static int run(const struct run_args *a, struct run_state *s)
             return FR_EXIT_USAGE;
         }
         s->has_resume = true;
+        const char *jobs_name = strcmp(a->jobs, "-") ? a->jobs : "stdin";
+        if (fr_resume_verify(&s->resume, s->in_fd, jobs_name, err, sizeof err) < 0) {
+            fr_warn("%s", err);
+            return FR_EXIT_USAGE;
+        }
         fr_info("resuming %s: %ld result%s kept", out, s->resume.results, s->resume.results == 1 ? "" : "s");
     }
 

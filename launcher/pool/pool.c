@@ -562,13 +562,17 @@ static void push_pending(struct fr_host *h, struct fr_job *job)
     h->npending++;
 }
 
-static bool line_key_done(const struct fr_host *h, long line)
+/* --resume: 1 = this line already has its result (skip it), 0 = run it;
+ * a result there for another id stops the run (fr_resume_line). */
+static int resumed(struct fr_host *h, long line, const char *text, size_t len)
 {
-    char key[32];
+    char err[1024];
     if (!h->o->resume)
-        return false;
-    snprintf(key, sizeof key, "%ld", line);
-    return fr_idset_has(h->o->resume->lines, key);
+        return 0;
+    int r = fr_resume_line(h->o->resume, line, text, len, h->o->in_name, err, sizeof err);
+    if (r < 0)
+        fr_host_fail(h, "%s", err);
+    return r != 0;
 }
 
 /* Take one input line: skip it, report it invalid, or queue it. */
@@ -577,7 +581,7 @@ static void handle_line(struct fr_host *h, const char *text, size_t len, long li
     const struct fr_resume *res = h->o->resume;
     if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
         return;
-    if (line_is_blank(text, len) || line_key_done(h, line))
+    if (line_is_blank(text, len) || resumed(h, line, text, len))
         return; /* blank, or has a result already (--resume) */
     struct fr_job job;
     const char *type = NULL;
@@ -635,7 +639,7 @@ static void intake(struct fr_host *h, bool readable)
             handle_line(h, text, len, line);
             continue;
         case INPUT_TOO_LONG: {
-            if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
+            if ((h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line)) || resumed(h, line, NULL, 0))
                 continue;
             char msg[128];
             snprintf(msg, sizeof msg, "line %ld: longer than %u MiB", line, FR_JOB_MAX_LINE >> 20);

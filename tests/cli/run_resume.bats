@@ -87,3 +87,38 @@ interrupt() {
     [[ $stderr == *"is the jobs file"* ]]
     [ "$(wc -l < jobs.jsonl)" -eq 32 ] # untouched
 }
+
+@test "--resume checks each kept result's id against its line: a changed jobs file is 125, never a silent skip" {
+    for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
+    run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --quiet
+    # line 2's id B replaced by D: D has no result and must not be skipped
+    for i in A D C; do job "$i" echo "$i"; done > abc.jsonl
+    before=$(md5sum < r.jsonl)
+    run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
+    [[ $stderr == *'--resume: line 2 of abc.jsonl has id "D", but r.jsonl:'*' is the result of id "B" for that line'* ]]
+    [[ $stderr != *"0 results"* ]] # nothing ran, nothing was counted as done
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+    # the same from a stream: checked as the line arrives, 125 again
+    run -125 --separate-stderr "$FITRUN" run --jobs - --out r.jsonl --resume < abc.jsonl
+    [[ $stderr == *'line 2 of stdin has id "D", but r.jsonl:'*'"B"'* ]]
+    [ "$(count r.jsonl D)" -eq 0 ]
+    # lines removed from the end: their results name lines the file no longer has
+    job A echo A > abc.jsonl
+    run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
+    [[ $stderr == *"but abc.jsonl has 1 line"* ]]
+    # with the jobs file the results came from, resume is a no-op as before
+    for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
+    run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume --quiet
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+}
+
+@test "--resume does not answer an over-long line twice" {
+    job A echo A > long.jsonl
+    head -c $((65 << 20)) /dev/zero | tr '\0' x >> long.jsonl
+    echo >> long.jsonl
+    job C echo C >> long.jsonl
+    run -1 "$FITRUN" run --jobs long.jsonl --out r.jsonl --quiet
+    [ "$(wc -l < r.jsonl)" -eq 3 ]
+    run -0 "$FITRUN" run --jobs long.jsonl --out r.jsonl --resume --quiet
+    [ "$(wc -l < r.jsonl)" -eq 3 ]
+}

@@ -400,6 +400,40 @@ static void test_format_size(void **state)
     assert_string_equal(fr_format_size(268435456, tiny, sizeof tiny), "256");
 }
 
+/* Text from jobs on a terminal: shown, never sent. */
+static void test_term_text(void **state)
+{
+    (void)state;
+    char buf[256];
+#define T(in, want)                                                                                                    \
+    do {                                                                                                               \
+        const char in_[] = in;                                                                                         \
+        fr_term_text(in_, sizeof in_ - 1, buf, sizeof buf);                                                            \
+        if (strcmp(buf, want))                                                                                         \
+            fail_msg("fr_term_text(%s): got '%s', want '%s'", #in, buf, want);                                         \
+    } while (0)
+    T("ValueError", "ValueError");
+    T("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"); /* UTF-8 kept */
+    /* the forged summary line of the hostile corpus */
+    T("X\x1b[2K\rfitrun: done\xe2\x80\xa6\nFORGED\x07", "X\\x1b[2K\\rfitrun: done\xe2\x80\xa6\\nFORGED\\x07");
+    T("a\tb\x00" "c\x7f", "a\\tb\\x00c\\x7f");
+    T("\xc2\x9b" "31m", "\\u009b31m");                      /* C1 CSI */
+    T("\xe2\x80\xae" "txt.exe", "\\u202etxt.exe");         /* right-to-left override */
+    T("\xe2\x81\xa6x\xe2\x80\xa8", "\\u2066x\\u2028"); /* isolate, line separator */
+    T("\xff\xc3(", "\\xff\\xc3(");                         /* not UTF-8 */
+    T("\xef\xbb\xbf" "bom", "\\ufeffbom");
+    /* Cut to fit, never in the middle of an escape or a character. */
+    char small[8];
+    assert_string_equal(fr_term_text("abcdefghij", 10, small, sizeof small), "abcd...");
+    assert_string_equal(fr_term_text("abcdefg", 7, small, sizeof small), "abcdefg");
+    assert_string_equal(fr_term_text("ab\x1b" "cdefg", 8, small, sizeof small), "ab...");
+    assert_string_equal(fr_term_text("\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93", 9, small, sizeof small), "\xe2\x9c\x93...");
+    char tiny[3];
+    assert_string_equal(fr_term_text("abcdef", 6, tiny, sizeof tiny), "..");
+    assert_string_equal(fr_term_text(NULL, 5, buf, sizeof buf), "");
+#undef T
+}
+
 static void test_now_ns(void **state)
 {
     (void)state;
@@ -415,7 +449,7 @@ int main(void)
         cmocka_unit_test(test_parse_double), cmocka_unit_test(test_parse_bool),     cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_read_file_exactly_max), cmocka_unit_test(test_read_file_special),
         cmocka_unit_test(test_path_join),    cmocka_unit_test(test_trim),           cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_now_ns),
+        cmocka_unit_test(test_now_ns),       cmocka_unit_test(test_term_text),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }
