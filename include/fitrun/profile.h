@@ -119,7 +119,8 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
  * override it is: a command-line one (cpus_cli, or cli_cpus > 0, which
  * wins over the profile) or a file's, which FITRUN_CPUS beats. The
  * sources point into *p (valid while p is).
- * fr_profile_plan_opts: rounding, memory_per_worker, workers. */
+ * fr_profile_plan_opts: rounding, memory_per_worker, workers, and the
+ * threads one job can run (fr_profile_job_threads). */
 void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
 /* Detect (live, or under `sysroot` when not NULL) and plan with the two
@@ -128,6 +129,22 @@ void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
  * receives the plan options used. */
 void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
                             struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts);
+
+/* The export list of a `fitrun run` job under this profile (envexport.h):
+ * the plan's threads per job, envp as the caller's environment, [env]
+ * forced. fitrun run builds the job environment from it (with pass_env,
+ * fr_env_build_job_envp), and detect and --explain report it. *ex must be
+ * fr_env_free()d. Returns 0 or -1 (errno). */
+struct fr_env_export;
+int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
+                       char *const *envp, struct fr_env_export *ex);
+
+/* How many threads one job can run under this profile's sandbox: 1 under
+ * the python preset (it refuses clone/clone3) unless `allow` gives them
+ * back and processes is not 1 (RLIMIT_NPROC counts threads); else 0 (no
+ * cap from the profile: the exec preset and `processes` decide, see
+ * docs/sandbox.md). *why (optional) says why when capped. */
+int fr_profile_job_threads(const struct fr_profile *p, const char **why);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

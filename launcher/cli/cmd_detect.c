@@ -26,10 +26,13 @@
 
 #include "fitrun/cli.h"
 #include "fitrun/detect.h"
+#include "fitrun/envexport.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
 #include "fitrun/runtime.h"
 #include "fitrun/util.h"
+
+extern char **environ;
 
 /* Options; the plan ones are applied over the profile once it is loaded. */
 struct detect_args {
@@ -236,6 +239,7 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     json_t *j = json_object();
     json_object_set_new(j, "workers", json_integer(p->workers));
     json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
+    json_object_set_new(j, "threads_per_job", json_integer(p->threads_per_job));
     json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
     json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
     json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
@@ -256,7 +260,34 @@ struct report {
     const struct fr_profile *prof;
     const char *sysroot;
     json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+    const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
+    char **scrubbed;            /* names of this environment a job would not see */
 };
+
+/* ---- the job environment (what `fitrun run` jobs see) ---- */
+
+static json_t *json_names(char *const *names)
+{
+    json_t *a = json_array();
+    for (char *const *n = names; n && *n; n++)
+        json_array_append_new(a, json_string(*n));
+    return a;
+}
+
+static json_t *json_env(const struct report *rep)
+{
+    json_t *forced = json_array();
+    for (int i = 0; i < rep->prof->nenv; i++)
+        json_array_append_new(forced, json_string(rep->prof->env_name[i]));
+    json_t *threads = json_object();
+    const struct fr_env_entry *omp = rep->jobenv ? fr_env_find(rep->jobenv, "OMP_NUM_THREADS") : NULL;
+    json_object_set_new(threads, "planned", json_integer(rep->plan->threads_per_job));
+    json_object_set_new(threads, "OMP_NUM_THREADS", omp ? json_string(omp->value) : json_null());
+    json_object_set_new(threads, "action", omp ? json_string(fr_env_action_name(omp->action)) : json_null());
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "allowed", json_names((char *const *)fr_env_job_allowed()),
+                     "pass_env", json_names(rep->prof->pass_env), "forced", forced, "threads", threads, "scrubbed",
+                     json_names(rep->scrubbed));
+}
 
 static int print_json(const struct report *rep)
 {
@@ -272,6 +303,7 @@ static int print_json(const struct report *rep)
     json_object_set_new(root, "shm", json_shm(r));
     json_object_set_new(root, "profile", json_profile(rep->prof));
     json_object_set_new(root, "plan", json_plan(rep->plan, rep->popts));
+    json_object_set_new(root, "env", json_env(rep));
     json_object_set_new(root, "notes", notes);
     if (rep->python)
         json_object_set(root, "python", rep->python);
@@ -411,6 +443,44 @@ static void print_python(json_t *py)
         row("warning", warning, NULL);
 }
 
+/* "A, B, C" (or `none`), cut to fit. */
+static const char *joined(char *const *names, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (char *const *p = names; p && *p && k + 1 < n; p++) {
+        int r = snprintf(buf + k, n - k, "%s%s", k ? ", " : "", *p);
+        k += r > 0 ? (size_t)r : 0;
+    }
+    if (!buf[0])
+        snprintf(buf, n, "none");
+    return buf;
+}
+
+static void print_env(const struct report *rep)
+{
+    char buf[2048], line[2200];
+    size_t nscrub = 0;
+    for (char **p = rep->scrubbed; p && *p; p++)
+        nscrub++;
+    printf("job environment (fitrun run: the interpreter, workers and predictions, or each command)\n");
+    row("allowed", fr_env_job_allowlist(buf, sizeof buf), NULL);
+    row("pass_env", joined(rep->prof->pass_env, buf, sizeof buf), NULL);
+    char *forced[FR_PROFILE_MAX_ENV + 1] = {0};
+    for (int i = 0; i < rep->prof->nenv; i++)
+        forced[i] = rep->prof->env_name[i];
+    row("[env]", joined(forced, buf, sizeof buf), NULL);
+    const struct fr_env_entry *omp = rep->jobenv ? fr_env_find(rep->jobenv, "OMP_NUM_THREADS") : NULL;
+    if (omp) {
+        snprintf(line, sizeof line, "OMP_NUM_THREADS=%s ... (%s; the plan: %d per job)", omp->value,
+                 fr_env_action_name(omp->action), rep->plan->threads_per_job);
+        row("threads", line, NULL);
+    }
+    snprintf(line, sizeof line, "%zu variable%s of this environment: %s", nscrub, nscrub == 1 ? "" : "s",
+             joined(rep->scrubbed, buf, sizeof buf));
+    row("scrubbed", nscrub ? line : "none", NULL);
+}
+
 static void print_table(const struct report *rep)
 {
     const struct fr_resources *r = rep->res;
@@ -422,10 +492,14 @@ static void print_table(const struct report *rep)
     print_profile(rep->prof);
     if (rep->python)
         print_python(rep->python);
-    printf("plan        %d worker%s x %d thread%s (rounding %s)\n", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
+    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
            p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    if (p->threads_per_job != p->threads_per_worker)
+        printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
+    printf("\n");
     for (int i = 0; i < p->nreasons; i++)
         printf("  - %s\n", p->reasons[i]);
+    print_env(rep);
     if (r->nnotes) {
         printf("notes (what was ignored, and why)\n");
         for (int i = 0; i < r->nnotes; i++)
@@ -497,13 +571,18 @@ int fr_cmd_detect(int argc, char **argv)
         return FR_EXIT_USAGE;
     }
     struct fr_plan_opts popts;
-    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL};
+    struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL};
     bool failed = false;
     if (load_profile(&a, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
     }
     fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
+    if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
+        rep.jobenv = jobenv;
+        rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);
+    }
     if (prof->kind == FR_RUNTIME_PYTHON)
         rep.python = probe_python(prof, &failed);
     if (a.json)
@@ -516,6 +595,10 @@ int fr_cmd_detect(int argc, char **argv)
         rc = FR_EXIT_USAGE;
 out:
     json_decref(rep.python);
+    fr_envp_free(rep.scrubbed);
+    if (jobenv)
+        fr_env_free(jobenv);
+    free(jobenv);
     fr_profile_free(prof);
     free(res);
     free(plan);

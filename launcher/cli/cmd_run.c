@@ -247,21 +247,21 @@ static int open_output(const char *name, bool resume, int in_fd)
     return fd;
 }
 
-/* Job environment: fitrun's own, with thread variables sized to one
- * worker's share and the profile's [env] forced (envexport.h). */
+/* Job environment (envexport.h): fitrun's environment scrubbed to the
+ * allow-list and the profile's pass_env, the thread variables sized to one
+ * job (the plan's threads per job) and the profile's [env] forced. The
+ * runtimes take it as it is: the Python interpreter, its workers and every
+ * prediction, and every exec command. */
 static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan,
                               const struct fr_profile *p)
 {
-    struct fr_env_export ex;
-    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
-                                   .origin = p->path[0] ? p->path : "profile"};
-    struct fr_env_opts eo = {.uid = getuid()};
+    static struct fr_env_export ex; /* ~35 KiB: keep it off the stack */
     char **envp = NULL;
-    if (fr_env_compute(res, plan, plan->threads_per_worker, environ, &forced, &eo, &ex) == 0) {
+    if (fr_profile_job_env(p, res, plan, environ, &ex) == 0) {
         char err[512];
         if (fr_env_make_dirs(&ex, err, sizeof err) < 0)
             fr_warn("%s", err);
-        envp = fr_env_build_envp(&ex, environ);
+        envp = fr_env_build_job_envp(&ex, environ, p->pass_env);
     } else
         fr_warn("cannot compute the job environment: %s", strerror(errno));
     fr_env_free(&ex);

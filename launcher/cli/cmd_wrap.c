@@ -154,8 +154,33 @@ static const char *mode_name(const struct wrap_opts *w)
     return w->init ? "init (child subreaper)" : "exec (fitrun replaces itself with CMD)";
 }
 
+/* What `fitrun run` jobs would see under the same profile: the wrapper
+ * passes the whole environment (env(1) semantics), jobs get it scrubbed. */
+static void explain_jobs(const struct fr_profile *prof, const struct fr_resources *res, const struct fr_plan *plan)
+{
+    static struct fr_env_export jobs; /* ~35 KiB: keep it off the stack */
+    char buf[1024];
+    printf("# fitrun run jobs with this profile: %d thread%s each (the plan's threads per job); their environment "
+           "is scrubbed to %s",
+           plan->threads_per_job, plan->threads_per_job == 1 ? "" : "s", fr_env_job_allowlist(buf, sizeof buf));
+    for (char *const *p = prof->pass_env; *p; p++)
+        printf("%s%s", p == prof->pass_env ? "; pass_env " : ", ", *p);
+    printf("; [env] wins\n");
+    if (fr_profile_job_env(prof, res, plan, environ, &jobs) < 0) {
+        fr_env_free(&jobs);
+        return;
+    }
+    char **gone = fr_env_scrubbed(&jobs, environ, prof->pass_env);
+    printf("# scrubbed for fitrun run jobs:");
+    for (char **g = gone; g && *g; g++)
+        printf("%s %s", g == gone ? "" : ",", *g);
+    printf("%s\n", gone && gone[0] ? "" : " nothing");
+    fr_envp_free(gone);
+    fr_env_free(&jobs);
+}
+
 static void explain(const struct wrap_opts *w, const struct fr_resources *res, const struct fr_plan *plan,
-                    const struct fr_env_export *ex)
+                    const struct fr_env_export *ex, const struct fr_profile *prof)
 {
     char buf[1024];
     printf("# %s\n", fr_plan_summary(res, plan, buf, sizeof buf));
@@ -171,6 +196,7 @@ static void explain(const struct wrap_opts *w, const struct fr_resources *res, c
         printf("\n");
     }
     fr_env_print(ex, stdout);
+    explain_jobs(prof, res, plan);
 }
 
 /* Names of the entries with `action`, comma-separated, into buf. */
@@ -272,7 +298,7 @@ int fr_cmd_wrap(int argc, char **argv)
     rc = compute(&w, &prof, &res, &plan, &ex);
     if (rc == 0) {
         if (w.explain) {
-            explain(&w, &res, &plan, &ex);
+            explain(&w, &res, &plan, &ex, &prof);
             rc = fflush(stdout) == 0 ? 0 : FR_EXIT_USAGE;
         } else {
             rc = run(&w, supervise, &st, &ex);

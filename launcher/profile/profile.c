@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <unistd.h>
 
+#include "fitrun/envexport.h"
 #include "fitrun/util.h"
 
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
@@ -582,12 +584,42 @@ void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct 
     }
 }
 
+static bool allows(const struct fr_profile *p, const char *name)
+{
+    for (char *const *a = p->allow; *a; a++)
+        if (!strcmp(*a, name))
+            return true;
+    return false;
+}
+
+int fr_profile_job_threads(const struct fr_profile *p, const char **why)
+{
+    if (p->preset != FR_PRESET_PYTHON)
+        return 0;
+    if ((allows(p, "clone") || allows(p, "clone3")) && p->processes != 1)
+        return 0;
+    if (why)
+        *why = "the python preset refuses thread creation (a library that starts threads would be a violation); "
+               "[sandbox] allow = clone, clone3 with processes above 1, or preset = none, lifts it";
+    return 1;
+}
+
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
 {
     memset(out, 0, sizeof *out);
     out->rounding = p->rounding;
     out->memory_per_worker = p->memory_per_worker;
     out->workers_override = p->workers;
+    out->job_threads_max = fr_profile_job_threads(p, &out->job_threads_why);
+}
+
+int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
+                       char *const *envp, struct fr_env_export *ex)
+{
+    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
+                                   .origin = p->path[0] ? p->path : "profile"};
+    struct fr_env_opts eo = {.uid = getuid()};
+    return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }
 
 void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,

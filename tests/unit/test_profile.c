@@ -478,6 +478,36 @@ static void test_plan_and_detect_opts(void **state)
     fr_profile_free(&p);
 }
 
+/* Threads one job may run: 1 under the python preset unless the profile
+ * gives thread creation back; no cap from the profile otherwise. The plan
+ * options carry it, so detect, run and --explain agree. */
+static void test_job_threads(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    const char *why = NULL;
+    struct fr_plan_opts po;
+    parse_ok(&p, "[runtime]\nkind = python\n");
+    assert_int_equal(fr_profile_job_threads(&p, &why), 1);
+    assert_non_null(strstr(why, "python preset refuses thread creation"));
+    fr_profile_plan_opts(&p, &po);
+    assert_int_equal(po.job_threads_max, 1);
+    assert_ptr_equal(po.job_threads_why, why);
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\nallow = clone, clone3\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 1); /* processes = 1: RLIMIT_NPROC counts threads */
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\nallow = clone3\nprocesses = none\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0);
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\npreset = none\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0);
+    fr_profile_free(&p);
+    parse_ok(&p, "[sandbox]\nprocesses = 4\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0); /* exec: the preset and processes decide */
+    fr_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_preset_follows_runtime),
         cmocka_unit_test(test_least_privilege_keys),
         cmocka_unit_test(test_plan_and_detect_opts),
+        cmocka_unit_test(test_job_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
