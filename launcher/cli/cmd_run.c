@@ -39,7 +39,8 @@ static void usage(FILE *f)
           "  --resume          keep FILE's results, run only the jobs that have none, append\n"
           "  --progress MODE   auto (bar on a terminal, else none), bar, plain, none\n"
           "  --shard K/N|auto  run only input lines L with (L-1) mod N = K\n"
-          "  --quiet           no plan line, progress or summary (errors still print)\n"
+          "  -q, --quiet       no plan line, progress or summary (errors still print)\n"
+          "  -h, --help        this help\n"
           "Exit status: 0 every job got a result, 1 some input line was invalid,\n"
           "125 fitrun's own error, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM).\n",
           f);
@@ -118,7 +119,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     optind = 1;
     opterr = 0;
     int c, r = 0;
-    while (r == 0 && (c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+    while (r == 0 && (c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         switch (c) {
         case OPT_PROFILE: a->profile = optarg; break;
         case OPT_JOBS: a->jobs = optarg; break;
@@ -141,6 +142,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case OPT_OUTPUT: r = add_override(a, "--output", "sandbox", "output", optarg); break;
         case OPT_PRESET: r = add_override(a, "--preset", "sandbox", "preset", optarg); break;
         case OPT_SET: r = add_set(a, optarg); break;
+        case 'h':
         case OPT_HELP: usage(stdout); return 1;
         default:
             fr_warn("run: %s '%s' (see fitrun run --help)",

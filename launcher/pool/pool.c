@@ -1017,6 +1017,19 @@ static void loop(struct fr_host *h)
     }
 }
 
+/* A runtime's start stops early when SIGINT/SIGTERM/SIGHUP is pending and
+ * leaves it pending. Consume it here: the run then exits 128 + signal like
+ * an interrupted pool, also when the signal was inherited as ignored
+ * (unblocking would discard it and leave 125). 0 = none pending. */
+static int start_interrupted(struct fr_host *h)
+{
+    struct signalfd_siginfo si;
+    while (read(h->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
+            return (int)si.ssi_signo;
+    return 0;
+}
+
 int fr_pool_run(const struct fr_pool_opts *o)
 {
     struct fr_host h = {.o = o, .epfd = -1, .sigfd = -1};
@@ -1039,8 +1052,9 @@ int fr_pool_run(const struct fr_pool_opts *o)
     h.rt = (struct fr_runtime){.ops = o->ops, .cfg = o->rtcfg, .host = &h};
     if (o->ops->start(&h.rt, h.nslots, err, sizeof err) < 0) {
         fr_warn("%s runtime: %s", o->ops->name, err);
+        int sig = start_interrupted(&h);
         teardown(&h);
-        return FR_EXIT_USAGE;
+        return sig ? 128 + sig : FR_EXIT_USAGE;
     }
     loop(&h);
     h.rt.ops->stop(&h.rt);

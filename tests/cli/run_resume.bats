@@ -122,3 +122,34 @@ interrupt() {
     run -0 "$FITRUN" run --jobs long.jsonl --out r.jsonl --resume --quiet
     [ "$(wc -l < r.jsonl)" -eq 3 ]
 }
+
+# start_and_signal SIGNAL PROFILE JOBS: start fitrun run with SIGINT
+# inherited as ignored (as a non-interactive shell's background job gets it),
+# send SIGNAL once it is running, set $rc.
+start_and_signal() {
+    (trap '' INT; exec "$FITRUN" run --profile "$2" --jobs "$3" --out out.jsonl --progress none 2> err.txt) &
+    local pid=$!
+    sleep 1
+    kill -"$1" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+}
+
+@test "SIGINT inherited as ignored: 130 whether it arrives during start-up or in the pool" {
+    printf 'import time\ntime.sleep(30)\n' > slow.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = slow.py\n' > slow.ini
+    jq -cn '{id: "p", code: "def transform(g):\n    return g\n", inputs: [[[1]]]}' > p.jsonl
+    SECONDS=0
+    start_and_signal INT slow.ini p.jsonl
+    [ "$rc" -eq 130 ]
+    [ "$SECONDS" -lt 10 ]
+    grep -q "interrupted while" err.txt
+    start_and_signal HUP slow.ini p.jsonl
+    [ "$rc" -eq 129 ]
+    # the pool, the same
+    printf '[sandbox]\npreset = none\n' > none.ini
+    job s sleep 5 > s.jsonl
+    start_and_signal INT none.ini s.jsonl
+    [ "$rc" -eq 130 ]
+    grep -q "interrupted by SIGINT" err.txt
+}
