@@ -163,6 +163,11 @@ char *fr_result_line(const struct fr_result *r, size_t *len)
     return line;
 }
 
+void fr_duplicate_message(char *buf, long line, const char *id)
+{
+    snprintf(buf, FR_DUPLICATE_MSG_MAX, "line %ld: duplicate id '%s' (an earlier line has it)", line, id);
+}
+
 int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);

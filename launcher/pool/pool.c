@@ -610,7 +610,8 @@ static void handle_line(struct fr_host *h, const char *text, size_t len, long li
         return;
     }
     if (added == 0) {
-        snprintf(err, sizeof err, "line %ld: duplicate id '%s' (an earlier line has it)", line, job.id);
+        _Static_assert(sizeof err >= FR_DUPLICATE_MSG_MAX, "room for the DuplicateId message");
+        fr_duplicate_message(err, line, job.id);
         emit_invalid(h, job.id, line, "DuplicateId", err);
         fr_job_clear(&job);
         return;
