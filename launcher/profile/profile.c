@@ -678,8 +678,9 @@ static char *reader(char *buf, int size, void *stream)
     size_t len = nl ? (size_t)(nl - c->text) + 1 : strlen(c->text);
     c->lines++;
     if (len > (size_t)size - 1) {
+        /* inih needs the line, its '\n' and a NUL in `size` bytes. */
         char msg[96];
-        snprintf(msg, sizeof msg, "line too long (more than %d characters)", size - 3);
+        snprintf(msg, sizeof msg, "line too long (more than %d characters)", size - 2);
         record(c, c->lines, msg);
         c->text += len;
         buf[0] = '\0'; /* hand inih an empty line, keep counting */

@@ -216,6 +216,17 @@ static void test_long_lines(void **state)
     assert_int_equal(strlen(p.env_value[0]), 3000);
     fr_profile_free(&p);
     free(text);
+    /* The limit profiles/README.md states: 4094 characters, line end not
+     * counted (a '\r' before it is one of them). */
+    text = malloc(4200);
+    strcpy(text, "[env]\nA = ");
+    memset(text + 10, 'w', 4090); /* "A = " + 4090 = 4094 */
+    strcpy(text + 4100, "\n");
+    parse_ok(&p, text);
+    fr_profile_free(&p);
+    strcpy(text + 4100, "w\n"); /* 4095 */
+    parse_bad(text, 2, "line too long (more than 4094 characters)");
+    free(text);
     /* ... a 10000-character line is an error on its own line */
     text = malloc(10100);
     strcpy(text, "[env]\nA = 1\nB = ");
