@@ -67,6 +67,7 @@ static void usage(FILE *f)
           "  --rounding R            CPUs -> workers: floor (default), ceil or nearest\n"
           "  --memory-per-worker S   cap workers at memory limit / S (default 512M; none: no cap)\n"
           "  --workers N             use N workers whatever the plan says (reported)\n"
+          "  -h, --help              this help\n"
           "Exit status: 0; 125 for a bad option, a bad profile (file:line) or a python\n"
           "runtime that cannot start (the report is still printed).\n",
           f);
