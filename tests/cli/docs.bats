@@ -40,3 +40,21 @@ setup() {
     [ "$status" -eq 1 ]
     [[ $output == *"no block is marked runnable"* ]]
 }
+
+@test "the README's dependency story holds for this build" {
+    # README, "Dependencies and why": a static binary (FITRUN_STATIC, on by
+    # default); the sandbox library links libseccomp and libcap; libcgroup
+    # is linked by neither.
+    if grep -qx 'FITRUN_STATIC:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+        run ldd "$BUILD/fitrun"
+        [[ $output == *"not a dynamic executable"* ]]
+        grep -q 'statically linked' <<< "$(file "$BUILD/fitrun")"
+    fi
+    run -0 ldd "$BUILD/lib/libfitrun_sandbox.so"
+    [[ $output == *libseccomp.so* ]]
+    [[ $output == *libcap.so* ]]
+    [[ $output != *libcgroup* ]]
+    [[ $(ldd "$BUILD/fitrun" 2>&1) != *libcgroup* ]]
+    grep -q 'libcgroup is not linked' "$SRC/README.md"
+    grep -q 'statically linked' "$SRC/docker/README.md"
+}
