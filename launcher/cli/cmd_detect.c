@@ -320,12 +320,27 @@ static int print_json(const struct report *rep)
 
 /* ---- table ---- */
 
+/* Values, sources, reasons and notes quote what detection read (cgroup
+ * paths, garbage from a sysroot, environment values): printed through
+ * fr_term_text, so a planted control sequence is shown, not acted on. */
+static const char *shown(const char *s, char *buf, size_t n)
+{
+    return fr_term_text(s, strlen(s), buf, n);
+}
+
 static void row(const char *label, const char *value, const char *source)
 {
+    char v[4096], src[4096];
     if (source && source[0])
-        printf("  %-11s %-28s %s\n", label, value, source);
+        printf("  %-11s %-28s %s\n", label, shown(value, v, sizeof v), shown(source, src, sizeof src));
     else
-        printf("  %-11s %s\n", label, value);
+        printf("  %-11s %s\n", label, shown(value, v, sizeof v));
+}
+
+static void bullet(const char *text)
+{
+    char buf[4096];
+    printf("  - %s\n", shown(text, buf, sizeof buf));
 }
 
 static void row_value(const char *label, const struct fr_value *v, bool bytes, const char *none)
@@ -499,12 +514,12 @@ static void print_table(const struct report *rep)
         printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
     printf("\n");
     for (int i = 0; i < p->nreasons; i++)
-        printf("  - %s\n", p->reasons[i]);
+        bullet(p->reasons[i]);
     print_env(rep);
     if (r->nnotes) {
         printf("notes (what was ignored, and why)\n");
         for (int i = 0; i < r->nnotes; i++)
-            printf("  - %s\n", r->notes[i]);
+            bullet(r->notes[i]);
     }
     fflush(stdout);
 }

@@ -92,3 +92,13 @@ sys.exit(0 if any(sys.argv[1] in n for n in notes) else "no note with %r in %r" 
     [ "$status" -eq 125 ]
     [[ $output == *"cannot read profile $BATS_TEST_TMPDIR/p.ini: not a regular file"* ]]
 }
+
+@test "control characters read from a sysroot are shown, not sent, in the table" {
+    printf '\033]0;owned\007\n' > "$ROOT/$LEAF/memory.max"
+    run timeout 10 env -i "$FITRUN" detect --sysroot "$ROOT"
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" > table.txt
+    [[ $output == *"memory.max: garbage '"'\x1b]0;owned\x07'"': ignored"* ]]
+    ! grep -q $'\033' table.txt || false
+    ! grep -q $'\007' table.txt || false
+}
