@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
             break;
         case O_PROFILE: a->profile = optarg; break;
         case O_CPUS:
-            if (fr_parse_double(optarg, &a->cpus) < 0 || a->cpus <= 0 || a->cpus > FR_CPU_BITS)
+            if (fr_parse_cpus(optarg, &a->cpus) < 0)
                 return bad("--cpus", optarg, "not a positive number of CPUs");
             break;
         case O_ROUNDING:

@@ -94,8 +94,8 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
             w->grace_given = true;
             break;
         case OPT_CPUS:
-            if (fr_parse_double(optarg, &w->cpus) < 0 || !(w->cpus > 0)) {
-                fr_warn("--cpus: expected a positive number of CPUs, got '%s'", optarg);
+            if (fr_parse_cpus(optarg, &w->cpus) < 0) {
+                fr_warn("--cpus: expected a positive number of CPUs (at most %d), got '%s'", FR_CPU_BITS, optarg);
                 return FR_EXIT_USAGE;
             }
             break;

@@ -295,6 +295,15 @@ static bool is_identifier(const char *s)
     return true;
 }
 
+int fr_parse_cpus(const char *s, double *out)
+{
+    double v;
+    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* ---- sections ----------------------------------------------------------- */
 
 static int set_resources(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
@@ -304,8 +313,9 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             p->cpus = 0;
             return 0;
         }
-        if (fr_parse_double(v, &p->cpus) < 0 || p->cpus <= 0) {
-            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number > 0 such as 2 or 1.5)", v);
+        if (fr_parse_cpus(v, &p->cpus) < 0) {
+            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)",
+                      v, FR_CPU_BITS);
             return -1;
         }
         return 0;

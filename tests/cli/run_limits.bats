@@ -77,3 +77,13 @@ refused() {
     run -125 --separate-stderr "$FITRUN" --shm-threshold 1.3K -- true
     [[ $stderr == *"--shm-threshold"* ]]
 }
+
+@test "--cpus has one range in every command: above 0, at most 8192" {
+    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --cpus 99999
+    [[ $stderr == *"at most 8192"* ]]
+    run -125 --separate-stderr "$FITRUN" --cpus 99999 -- true
+    [[ $stderr == *"at most 8192"* ]]
+    run -125 --separate-stderr "$FITRUN" detect --cpus 99999
+    [[ $stderr == *"--cpus '99999'"* ]]
+    run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --cpus 8192 --workers 1
+}

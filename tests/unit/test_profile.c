@@ -186,6 +186,7 @@ static void test_errors_name_file_and_line(void **state)
     parse_bad("[resources]\nworkers = 0\n", 2, "bad value '0' for workers");
     parse_bad("[resources]\nworkers = many\n", 2, "bad value 'many' for workers");
     parse_bad("[resources]\ncpus = -2\n", 2, "bad value '-2' for cpus");
+    parse_bad("[resources]\ncpus = 8193\n", 2, "bad value '8193' for cpus (auto, or a number above 0 and at most 8192");
     parse_bad("[runtime]\nkind = ruby\n", 2, "bad value 'ruby' for kind");
     parse_bad("[runtime]\nentry = 9lives\n", 2, "bad value '9lives' for entry");
     parse_bad("[runtime]\ninterpreter =\n", 2, "bad value '' for interpreter");
@@ -492,6 +493,20 @@ static void test_plan_and_detect_opts(void **state)
 /* Threads one job may run: 1 under the python preset unless the profile
  * gives thread creation back; no cap from the profile otherwise. The plan
  * options carry it, so detect, run and --explain agree. */
+/* One CPU-count rule for the profile key and every command's --cpus. */
+static void test_parse_cpus(void **state)
+{
+    (void)state;
+    double d = 0;
+    assert_int_equal(fr_parse_cpus("1.5", &d), 0);
+    assert_true(d == 1.5);
+    assert_int_equal(fr_parse_cpus("8192", &d), 0);
+    const char *bad[] = {"0", "-1", "8192.5", "99999", "nan", "inf", "x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fr_parse_cpus(bad[i], &d) != -1)
+            fail_msg("cpus '%s' accepted", bad[i]);
+}
+
 static void test_job_threads(void **state)
 {
     (void)state;
@@ -534,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_least_privilege_keys),
         cmocka_unit_test(test_plan_and_detect_opts),
         cmocka_unit_test(test_job_threads),
+        cmocka_unit_test(test_parse_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
