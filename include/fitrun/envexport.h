@@ -26,9 +26,11 @@
  *    `make_dir`, and fr_env_make_dirs() creates it (the only step that
  *    touches the file system, kept out of the pure function).
  *
- * fr_env_build_envp() then produces a fresh envp array for execve(); the
- * run pool calls the same two functions per job with threads =
- * plan->threads_per_worker. (Owner: launcher/init/.) */
+ * fr_env_build_envp() then produces a fresh envp array for execve();
+ * `fitrun run` computes its jobs' list once with threads =
+ * plan->threads_per_job and builds their envp with
+ * fr_env_build_job_envp(), which also scrubs the caller's environment
+ * (below). */
 #ifndef FITRUN_ENVEXPORT_H
 #define FITRUN_ENVEXPORT_H
 

@@ -3,7 +3,7 @@
  * them, command-line options override the file.
  *
  * Errors name the file and line: "my.ini:3: unknown key 'cpu_tme' in
- * [sandbox]". (Owner: launcher/profile/. Extend, do not rename.) */
+ * [sandbox]". */
 #ifndef FITRUN_PROFILE_H
 #define FITRUN_PROFILE_H
 
@@ -71,7 +71,7 @@ struct fr_profile {
     char *env_name[FR_PROFILE_MAX_ENV];
     char *env_value[FR_PROFILE_MAX_ENV];
 
-    /* Additions (stable). Where [resources] cpus came from, so that it is
+    /* Where [resources] cpus came from, so that it is
      * reported as such and ranked right (fitrun/detect.h: --cpus beats
      * FITRUN_CPUS, which beats a profile's value). */
     bool cpus_cli;                  /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
@@ -84,9 +84,7 @@ void fr_profile_defaults(struct fr_profile *p);
 int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t errlen);
 void fr_profile_free(struct fr_profile *p);
 
-/* Additions (stable) ------------------------------------------------------
- *
- * Every value is checked when it is read; durations take fr_parse_duration_ms
+/* Every value is checked when it is read; durations take fr_parse_duration_ms
  * units ("2s", "500ms"), sizes fr_parse_size units ("512M"), and "none" (or
  * 0) means "no limit" for the limits that allow it. Lists (allow, deny,
  * keep_caps) are names separated by commas and/or spaces. See

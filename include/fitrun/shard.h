@@ -1,5 +1,5 @@
 /* fitrun/shard.h — split a job file into N shards by input line, and name
- * the per-shard outputs. Pure functions. (Owner: launcher/shard/.)
+ * the per-shard outputs. Pure functions.
  *
  * Line numbers are physical, 1-based line numbers of the jobs file (blank
  * and invalid lines count), so that `fitrun run --shard K/N` and

@@ -356,7 +356,7 @@ static void test_default_ini_matches_defaults(void **state)
     assert_null(file.write_paths[0]);
     assert_null(file.pass_env[0]);
     assert_int_equal(file.nenv, 0);
-    /* and the numbers */
+    /* and the documented defaults */
     assert_int_equal(builtin.cpu_time_ms, 2000);
     assert_int_equal(builtin.wall_time_ms, 10000);
     assert_int_equal(builtin.output, 1u << 20);
