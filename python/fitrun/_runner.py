@@ -30,6 +30,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
 
 from ._binary import find_fitrun
 from ._errors import RunnerError, describe_exit
@@ -79,6 +80,25 @@ class _Outbox:
             if self.offset == len(head):
                 self.chunks.popleft()
                 self.offset = 0
+
+
+class _Batch:
+    """The jobs of one map() call: its caller wakes once, when the last of
+    them has its result (or its error), not once per job."""
+
+    def __init__(self):
+        self.left = 0
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+
+    def one_done(self):
+        with self.lock:
+            self.left -= 1
+            if self.left == 0:
+                self.done.set()
+
+    def wait(self, timeout):
+        return self.left == 0 or self.done.wait(timeout)
 
 
 def _jsonable(value):
@@ -175,14 +195,15 @@ class Runner:
     def map(self, jobs, timeout=None):
         """Run the jobs; their results in input order (a list). timeout
         (seconds, for the whole call) raises TimeoutError; the jobs go on."""
-        futures = self._submit(list(jobs))
-        deadline = None if timeout is None else time.monotonic() + timeout
+        batch = _Batch()
+        futures = self._submit(list(jobs), batch)
         try:
-            return [f.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                    for f in futures]
+            if not batch.wait(timeout):
+                raise FuturesTimeout(f"{batch.left} of {len(futures)} jobs unfinished after {timeout} s")
         except KeyboardInterrupt:
             self.terminate()
             raise
+        return [f.result(0) for f in futures]
 
     def imap_unordered(self, jobs):
         """Run the jobs (all submitted now); an iterator over their results
@@ -197,6 +218,8 @@ class Runner:
         """No more jobs: fitrun finishes what was submitted, every Future
         gets its result, and fitrun exits. Idempotent. A Runner used after
         close() raises RunnerError."""
+        if os.getpid() != self._owner:
+            return  # a forked copy: the fitrun is its parent's
         if self._closing_begins(stop=False):
             self._wake()
         self._join()
@@ -205,6 +228,8 @@ class Runner:
         """Stop now: fitrun gets SIGINT (it kills the running jobs and exits
         130; SIGKILL if it has not exited after 5 s); every pending Future
         gets RunnerError. Idempotent."""
+        if os.getpid() != self._owner:
+            return  # a forked copy: the fitrun is its parent's
         if self._closing_begins(stop=True):
             try:
                 self._proc.send_signal(signal.SIGINT)
@@ -236,7 +261,7 @@ class Runner:
     # ------------------------------------------------------------------
     # submitting
 
-    def _submit(self, jobs):
+    def _submit(self, jobs, batch=None):
         encoded = [_encode(job) for job in jobs]
         futures = []
         with self._lock:
@@ -247,9 +272,11 @@ class Runner:
                 self._next_line += 1
                 fut = Future()
                 fut.set_running_or_notify_cancel()  # written at once: it cannot be cancelled
-                self._pending[n] = (fut, cid)
+                self._pending[n] = (fut, cid, batch)
                 futures.append(fut)
                 lines.append(_line(n, body))
+            if batch:
+                batch.left = len(lines)
             if lines:
                 idle = not self._outbox
                 self._outbox.add(b"".join(lines))
@@ -324,7 +351,7 @@ class Runner:
         sel.register(out, selectors.EVENT_READ, "out")
         sel.register(err, selectors.EVENT_READ, "err")
         sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        partial = errbuf = b""
+        results, errors = bytearray(), bytearray()  # incomplete last lines
         stdin_open, watching = True, False
         try:
             while True:
@@ -353,11 +380,11 @@ class Runner:
                         data = os.read(out, READ_SIZE)
                         if not data:
                             return  # fitrun has ended (finally: _finish)
-                        partial = self._results(partial + data)
+                        self._results(_lines(results, data))
                     elif key.data == "err":
                         data = os.read(err, READ_SIZE)
                         if data:
-                            errbuf = self._stderr(errbuf + data)
+                            self._stderr(_lines(errors, data))
                         else:
                             sel.unregister(err)
                     elif key.data == "wake":
@@ -365,11 +392,10 @@ class Runner:
                     # "in": writable again; the next turn flushes the outbox
         finally:
             sel.close()
-            self._finish(err, errbuf)
+            self._finish(err, errors)
 
-    def _results(self, data):
-        """Hand each complete result line to its Future; returns the rest."""
-        *lines, rest = data.split(b"\n")
+    def _results(self, lines):
+        """Hand each result line to its Future."""
         done = []
         with self._lock:
             for raw in lines:
@@ -381,26 +407,25 @@ class Runner:
                 except (ValueError, KeyError, TypeError):
                     log.warning("fitrun: unexpected output line ignored: %.200r", raw)
                     continue
-                fut, res["id"] = entry
-                done.append((fut, res))
+                fut, res["id"], batch = entry
+                done.append((fut, res, batch))
                 if self._bar:
                     self._bar.finished(res.get("status"))
-        for fut, res in done:
+        for fut, res, batch in done:
             fut.set_result(res)
-        return rest
+            if batch:
+                batch.one_done()
 
-    def _stderr(self, data):
+    def _stderr(self, lines):
         """Keep the last lines of fitrun's stderr and log each one."""
-        *lines, rest = data.split(b"\n")
         for raw in lines:
             text = raw.decode("utf-8", "replace").rstrip()
             if text:
                 self._tail.append(text)
                 if not self._stopping:  # after our own SIGINT its messages are expected
                     log.warning("%s", text)
-        return rest
 
-    def _finish(self, err, errbuf):
+    def _finish(self, err, errors):
         """fitrun's stdout ended: reap it, collect its last words, and fail
         every job still waiting."""
         try:
@@ -420,9 +445,9 @@ class Runner:
                 break
             if not data:
                 break
-            errbuf = self._stderr(errbuf + data)
-        if errbuf:
-            self._stderr(errbuf + b"\n")
+            self._stderr(_lines(errors, data))
+        if errors:
+            self._stderr([bytes(errors)])
         for f in (self._proc.stdout, self._proc.stderr, self._proc.stdin):
             if f is not None and not f.closed:
                 f.close()
@@ -443,8 +468,10 @@ class Runner:
             self._wake_r = self._wake_w = -1
         for fd in wake:
             os.close(fd)
-        for fut, _ in pending.values():
+        for fut, _, batch in pending.values():
             fut.set_exception(self._runner_error())
+            if batch:
+                batch.one_done()
 
     def _tail_text(self):
         return "\n".join(self._tail)
@@ -452,6 +479,19 @@ class Runner:
     def _runner_error(self):
         message, rc, tail = self._error
         return RunnerError(message, rc, tail)
+
+
+def _lines(buf, data):
+    """Append data to buf (the incomplete last line so far); return the
+    complete lines, leaving the new incomplete one in buf. Linear in the
+    bytes read, however long a line is."""
+    if b"\n" not in data:
+        buf += data
+        return []
+    buf += data
+    lines = buf.split(b"\n")
+    buf[:] = lines.pop()
+    return lines
 
 
 def _drain(fd):
@@ -490,6 +530,7 @@ def _forget_in_child():
                     os.close(fd)
                 except OSError:
                     pass
+        runner._wake_r = runner._wake_w = -1
     _live.clear()
 
 

@@ -146,6 +146,12 @@ class Map(Base):
                           ("dup", [10]), ("dup", [12]), (None, [14])])
         self.assertNotIn("DuplicateId", [x["error_type"] for x in a + b + c])
 
+    def test_a_large_result_arrives_whole(self):
+        code = "def transform(n):\n    return 'x' * n\n"
+        with self.runner() as r:
+            res = r.map([{"code": code, "inputs": [5_000_000]}, {"code": code, "inputs": [3]}])
+        self.assertEqual([len(x["outputs"][0]) for x in res], [5_000_000, 3])
+
     def test_map_timeout(self):
         with self.runner() as r:
             with self.assertRaises(concurrent.futures.TimeoutError):
@@ -211,12 +217,13 @@ class Options(Base):
             fitrun.Runner(fitrun=FITRUN, cpu_tme="1s")
 
     def test_overrides_reach_the_jobs(self):
-        loop = "def transform(x):\n    while True:\n        pass\n"
+        noisy = "def transform(x):\n    print('x' * 5000)\n"
         env = "import os\ndef transform(x):\n    return os.environ.get('FITRUN_CLIENT_TEST')\n"
-        with self.runner(cpu_time="200ms", env__FITRUN_CLIENT_TEST="42") as r:
-            res = r.map([{"code": loop, "inputs": [0]}, {"code": env, "inputs": [0]}])
-        self.assertEqual((res[0]["status"], res[0]["timeout"]), ("timeout", "cpu"))
-        self.assertEqual(res[1]["outputs"], ["42"])
+        with self.runner(output="1K", wall_time="300ms", env__FITRUN_CLIENT_TEST="42") as r:
+            res = r.map([{"code": noisy, "inputs": [0]}, sleep_job(0, 10), {"code": env, "inputs": [0]}])
+        self.assertEqual([(x["status"], x.get("timeout")) for x in res[:2]], [("output_limit", None), ("timeout", "wall")])
+        self.assertEqual(res[1]["error_type"], "WallTimeout")
+        self.assertEqual(res[2]["outputs"], ["42"])
 
 
 class Errors(Base):
@@ -325,6 +332,7 @@ class Errors(Base):
             try:
                 r.submit({})
             except fitrun.RunnerError:
+                r.close()  # not the child's to close: a no-op
                 time.sleep(5)
                 os._exit(0)
             os._exit(1)
@@ -390,6 +398,15 @@ class Interrupt(Base):
             print("not interrupted", flush=True)
         """
 
+    # ... and in imap_unordered's iterator.
+    IMAP = """
+        with fitrun.Runner(profile={profile!r}, fitrun={fitrun!r}) as r:
+            r.map([{{"code": SLEEP, "inputs": [[0, 0]]}}])
+            print("ready", r.pid, flush=True)
+            for res in r.imap_unordered([{{"code": SLEEP, "inputs": [[i, 60]]}} for i in range(6)]):
+                print("not interrupted", flush=True)
+        """
+
     def setUp(self):
         super().setUp()
         # Orphans of the caller come back to this process: nothing can hide.
@@ -397,13 +414,13 @@ class Interrupt(Base):
         self.assertEqual(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0)
         self.addCleanup(libc.prctl, PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
-    def caller(self, with_block):
-        text = textwrap.dedent(self.HEAD) + textwrap.dedent(self.WITH if with_block else self.PLAIN)
+    def caller(self, body):
+        text = textwrap.dedent(self.HEAD) + textwrap.dedent(body)
         text = text.format(pkg=os.path.join(SRC, "python"), sleep=SLEEP, profile=self.profile, fitrun=FITRUN)
         return write(os.path.join(self.tmp.name, "caller.py"), text)
 
-    def interrupt(self, with_block):
-        script = self.caller(with_block)
+    def interrupt(self, body):
+        script = self.caller(body)
         p = subprocess.Popen([PYTHON, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             line = p.stdout.readline().split()
@@ -436,10 +453,13 @@ class Interrupt(Base):
         self.assertEqual(alive, [], "left running: " + ", ".join(_cmdline(p) for p in alive))
 
     def test_ctrl_c_in_map_leaves_no_process(self):
-        self.interrupt(with_block=False)
+        self.interrupt(self.PLAIN)
 
     def test_ctrl_c_in_a_with_block_leaves_no_process(self):
-        self.interrupt(with_block=True)
+        self.interrupt(self.WITH)
+
+    def test_ctrl_c_in_imap_unordered_leaves_no_process(self):
+        self.interrupt(self.IMAP)
 
 
 def _alive(pid):
@@ -503,8 +523,11 @@ class FindBinary(Base):
     def test_order_explicit_then_env_then_path(self):
         a, b = self.fake("a"), self.fake("fitrun")
         env = dict(os.environ)
-        self.addCleanup(os.environ.clear)
-        self.addCleanup(os.environ.update, env)
+
+        def restore():
+            os.environ.clear()
+            os.environ.update(env)
+        self.addCleanup(restore)
         os.environ["FITRUN"] = b
         self.assertEqual(fitrun.find_fitrun(a), a)
         self.assertEqual(fitrun.find_fitrun(), b)
