@@ -15,7 +15,8 @@ itself and of fitrun's runtime (interpreter, workers, their children).
 Goals with isolation = reuse: batch time <= 1.2x Pool.map's, drift <= 1.05.
 
     FITRUN=build/fitrun /usr/bin/python3 bench/python_client.py [--batches 1250] [--isolation reuse]
-    ... --cprofile     a cProfile of the client (its calling thread) during the Runner's chunks
+    ... --cprofile     cProfiles of the client's calling thread (the Runner's chunks)
+                       and of its I/O thread (the whole run)
     ... --client-only  the client alone: the Runner drives a stand-in for fitrun that
                        answers each job at once, against Pool.map of a task that
                        does nothing (both round trips, no work)
@@ -27,6 +28,7 @@ import multiprocessing as mp
 import os
 import pstats
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -162,6 +164,7 @@ def main():
     print(f"# {a.batches} batches x {a.size} tasks ({'no work: client only' if a.client_only else 'sleep 1 ms'}), "
           f"{a.workers} workers, interleaved in chunks of {a.chunk}; ideal {ideal * 1e3:.1f} ms/batch")
     profiler = cProfile.Profile() if a.cprofile else None
+    io_profiler = cProfile.Profile() if a.cprofile else None
     fit_times, pool_times, pool_cpu = [], [], [0.0]
     with pc.tmpdir() as tmp:
         prelude = os.path.join(tmp, "prelude.py")
@@ -175,11 +178,17 @@ def main():
             with open(binary, "w") as f:
                 f.write(STAND_IN)
             os.chmod(binary, 0o755)
-        with mp.get_context("fork").Pool(a.workers) as pool, \
-                fitrun.Runner(profile=profile, workers=a.workers, isolation=a.isolation, fitrun=binary) as r:
+        with mp.get_context("fork").Pool(a.workers) as pool:
+            if io_profiler:
+                # The Runner's I/O thread starts with this hook, which hands
+                # the thread to cProfile at its first event.
+                threading.setprofile(lambda *_: io_profiler.enable())
+            r = fitrun.Runner(profile=profile, workers=a.workers, isolation=a.isolation, fitrun=binary)
+            threading.setprofile(None)
             try:
                 r.map([{"code": CODE, "inputs": [0]}])  # warm: the runtime is up
             except fitrun.RunnerError as e:
+                r.close()
                 sys.exit(f"Runner(isolation={a.isolation!r}): {e}")
             pool.map(fn, range(a.size))
             meter = Meter(r.pid)
@@ -194,6 +203,7 @@ def main():
                         run_pool(pool, fn, n, a.size, done, pool_times, pool_cpu)
                 done += n
                 turn += 1
+            r.close()
     fit_mean, fit_drift = stats(fit_times, edge)
     pool_mean, pool_drift = stats(pool_times, edge)
     n = a.batches
@@ -208,10 +218,11 @@ def main():
           f"{pool_drift:6.3f} {1:7.2f}x {pool_cpu[0] / n * 1e3:14.3f} {'-':>14} {'-':>15}")
     print(f"# drift = mean of the last {edge} batches / mean of the first {edge} (Runner's / Pool's: "
           f"{fit_drift / pool_drift:.3f}); CPU per batch; overhead = ms/batch - {ideal * 1e3:.1f} ms of sleep")
-    if profiler:
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
-        print(out.getvalue())
+    for name, prof in (("calling thread", profiler), ("I/O thread", io_profiler)):
+        if prof:
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(15)
+            print(f"# cProfile of the client's {name}\n{out.getvalue()}")
 
 
 if __name__ == "__main__":

@@ -402,7 +402,7 @@ class Runner:
                 if not raw.strip():
                     continue
                 try:
-                    res = json.loads(raw)
+                    res = json.loads(raw.decode("utf-8", "replace"))  # fitrun writes UTF-8
                     entry = self._pending.pop(res["line"])
                 except (ValueError, KeyError, TypeError):
                     log.warning("fitrun: unexpected output line ignored: %.200r", raw)
