@@ -8,7 +8,6 @@ FITRUN names the binary (default: build/fitrun of this checkout).
 import concurrent.futures
 import ctypes
 import io
-import json
 import logging
 import os
 import signal

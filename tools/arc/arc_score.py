@@ -36,6 +36,8 @@ import os
 import sys
 
 # The checkout's package first (python/ next to tools/), else an installed one.
+# COLUMNS and score_prediction are not used here: they stay importable from
+# this module for code written against the tool before fitrun.arc existed.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from fitrun.arc import (COLUMNS, InputError, format_errors, format_table, load,  # noqa: E402,F401
                         score, score_prediction)
