@@ -73,8 +73,4 @@ bool fr_json_iter_member(struct fr_json_iter *it, struct fr_json_span *key, stru
  * needs more than n bytes. NUL bytes (from \u0000) are kept. */
 long fr_json_string_decode(struct fr_json_span s, char *buf, size_t n);
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when s[0] does not start one. */
-size_t fr_utf8_seq(const unsigned char *s, size_t n);
-
 #endif

@@ -1,12 +1,12 @@
 /* jobs.c — job lines in, result lines out. See include/fitrun/jobs.h. */
 #include "fitrun/jobs.h"
 
-#include "fitrun/jsonscan.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fitrun/util.h"
 
 /* ---- jobs --------------------------------------------------------------- */
 
@@ -176,6 +176,11 @@ char *fr_result_line(const struct fr_result *r, size_t *len)
     if (len)
         *len = l + 1;
     return line;
+}
+
+void fr_duplicate_message(char *buf, long line, const char *id)
+{
+    snprintf(buf, FR_DUPLICATE_MSG_MAX, "line %ld: duplicate id '%s' (an earlier line has it)", line, id);
 }
 
 int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen)
