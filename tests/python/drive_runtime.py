@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.realpath(__file__))  # a checkout's, also through a link to tests/
 SRC = os.environ.get("FITRUN_SRC") or os.path.dirname(os.path.dirname(HERE))
 RUNTIME = os.path.join(SRC, "launcher", "runtime", "python", "fitrun_runtime.py")
 PYTHON = "/usr/bin/python3"

@@ -141,7 +141,7 @@ int py_find_interpreter(const char *interpreter, char *const *envp, char *out, s
                         size_t errlen);
 /* The CPU backstop of a child (ITIMER_PROF and RLIMIT_CPU): the budget plus
  * max(20%, 200 ms), so that fitrun's own kill at the budget comes first
- * even when fitrun is slow to get a CPU. */
+ * even when fitrun is slow to get a CPU; at most FR_DURATION_MAX_MS. */
 uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
 
 /* ---- zygote.c ---- */

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fitrun/util.h"
 #include "internal.h"
 
 static bool is_file(const char *path)
@@ -154,5 +155,9 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
     if (!budget_ms)
         return 0;
     uint64_t margin = budget_ms / 5 > 200 ? budget_ms / 5 : 200;
-    return budget_ms > UINT64_MAX - margin ? UINT64_MAX : budget_ms + margin;
+    /* The policy text is parsed as a duration: never beyond the longest
+     * one accepted (a budget that long has no use for a backstop anyway). */
+    if (budget_ms >= FR_DURATION_MAX_MS - margin)
+        return FR_DURATION_MAX_MS > budget_ms ? FR_DURATION_MAX_MS : budget_ms;
+    return budget_ms + margin;
 }
