@@ -53,7 +53,7 @@ int fr_identity_plan(const struct fr_policy_spec *spec, bool keep_caps, struct f
     *out = (struct fr_identity_plan){ 0 };
     out->builder_uid = (unsigned)geteuid();
     out->base = spec->uid_base ? spec->uid_base : FR_UID_BASE_DEFAULT;
-    out->slots = spec->slots > 0 ? spec->slots : 1;
+    out->slots = spec->slots > 0 ? spec->slots : FR_SLOTS_DEFAULT;
     out->keep_caps = keep_caps;
     if ((uint64_t)out->base + (uint64_t)out->slots > 0xfffffffeull) {
         fr_seterr(err, errlen, "sandbox: uid_base %u + %d slots passes the largest uid", out->base, out->slots);

@@ -85,6 +85,12 @@ struct ll_path {
  *   /etc/localtime, /usr/share/zoneinfo   time zones (time.localtime, zoneinfo)
  *   /sys/devices/system/cpu   CPU count and topology (glibc's get_nprocs
  *                       behind os.cpu_count/nproc, OpenBLAS, OpenMP)
+ *   /proc/cpuinfo       the cpuinfo library (PyTorch, XNNPACK, oneDNN) parses
+ *                       it on first use; it says what CPUID tells any process
+ *                       and nothing about other processes. No other /proc
+ *                       entry: not /proc/self (its inode is per process, a
+ *                       rule built in the parent could not name the child's),
+ *                       not other processes' cmdline, environ or fds
  *   /dev/null, /dev/zero, /dev/urandom */
 static const struct ll_path g_libs[] = {
     { "/lib", LL_READ },          { "/lib32", LL_READ },
@@ -93,7 +99,7 @@ static const struct ll_path g_libs[] = {
     { "/usr/lib64", LL_READ },    { "/usr/libx32", LL_READ },
     { "/usr/local/lib", LL_READ }, { "/etc/ld.so.cache", LL_READ },
     { "/etc/localtime", LL_READ }, { "/usr/share/zoneinfo", LL_READ },
-    { "/sys/devices/system/cpu", LL_READ },
+    { "/sys/devices/system/cpu", LL_READ }, { "/proc/cpuinfo", LL_READ },
     { "/dev/null", LL_DEV_RW },   { "/dev/zero", LL_DEV_READ },
     { "/dev/urandom", LL_DEV_READ },
 };
@@ -196,7 +202,7 @@ static int add_path(struct fr_landlock *ll, const char *path, uint64_t access, b
     if (fd < 0) {
         if (!must_exist && (errno == ENOENT || errno == ENOTDIR))
             return 0;
-        fr_seterr(err, errlen, "sandbox: %s path '%s': %s", what, path, strerror(errno));
+        fr_seterr(err, errlen, "%s path '%s': %s", what, path, strerror(errno));
         return -1;
     }
     struct stat st;
@@ -260,7 +266,7 @@ static int add_list(struct fr_landlock *ll, const char *const *paths, uint64_t a
 {
     for (size_t i = 0; paths && paths[i]; i++) {
         if (paths[i][0] != '/') {
-            fr_seterr(err, errlen, "sandbox: %s path '%s' is not absolute", what, paths[i]);
+            fr_seterr(err, errlen, "%s path '%s' is not absolute", what, paths[i]);
             return -1;
         }
         if (add_path(ll, paths[i], access, true, what, err, errlen) < 0)
@@ -277,11 +283,11 @@ static int check_paths(const char *const *paths, const char *what, char *err, si
     for (size_t i = 0; paths && paths[i]; i++) {
         struct stat st;
         if (paths[i][0] != '/') {
-            fr_seterr(err, errlen, "sandbox: %s path '%s' is not absolute", what, paths[i]);
+            fr_seterr(err, errlen, "%s path '%s' is not absolute", what, paths[i]);
             return -1;
         }
         if (stat(paths[i], &st) < 0) {
-            fr_seterr(err, errlen, "sandbox: %s path '%s': %s", what, paths[i], strerror(errno));
+            fr_seterr(err, errlen, "%s path '%s': %s", what, paths[i], strerror(errno));
             return -1;
         }
     }
@@ -301,7 +307,7 @@ int fr_landlock_build(const struct fr_policy_spec *spec, struct fr_landlock *out
     if (!out->abi) {
         fr_seterr(out->why, sizeof out->why, "%s", why_absent(why));
         if (spec->require_landlock) {
-            fr_seterr(err, errlen, "sandbox: require_landlock is set, but Landlock is not available: %s", out->why);
+            fr_seterr(err, errlen, "require_landlock is set, but Landlock is not available: %s", out->why);
             return -1;
         }
         return 0;

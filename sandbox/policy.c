@@ -470,6 +470,11 @@ int fr_policy_prepare_worker(struct fr_policy *p)
     return fr_caps_prepare_worker(&p->caps);
 }
 
+int fr_policy_fd(const struct fr_policy *p)
+{
+    return p ? p->ll.fd : -1;
+}
+
 const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns)
 {
     if (ninsns)

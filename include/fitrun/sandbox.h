@@ -51,6 +51,7 @@ enum fr_preset { FR_PRESET_NONE = 0, FR_PRESET_EXEC, FR_PRESET_PYTHON };
  *                 programs read at start-up (exec jobs) */
 enum fr_fs_base { FR_FS_OFF = 0, FR_FS_LIBS, FR_FS_SYSTEM };
 #define FR_UID_BASE_DEFAULT 60000u
+#define FR_SLOTS_DEFAULT 4096
 
 /* A violation made through a foreign system-call ABI (i386 int 0x80, x32):
  * fr_report_read / fr_notify_read return it, fr_syscall_name names it
@@ -80,7 +81,8 @@ struct fr_policy_spec {
     bool require_landlock;      /* fs != FR_FS_OFF and no Landlock: fr_policy_build fails */
     bool slot_identity;         /* under root, slot k runs as uid = gid = uid_base + k, no groups */
     uint32_t uid_base;          /* first per-slot uid/gid (default FR_UID_BASE_DEFAULT when 0) */
-    int slots;                  /* slots the caller will use (0 = 1): uid_base..+slots-1 must be mapped */
+    int slots;                  /* slots the caller will use (0 = FR_SLOTS_DEFAULT): uid_base..+slots-1
+                                   must exist in the user namespace, and apply refuses slot >= slots */
 };
 
 struct fr_policy; /* opaque; immutable once built */
@@ -155,6 +157,10 @@ int fr_policy_apply_slot(const struct fr_policy *p, int report_fd, int slot);
  * with ENOSYS (they do not run) until the child's own PR_SET_PDEATHSIG, if
  * the caller armed one (apply re-arms it after an identity change), kills it. */
 int fr_policy_apply_notify(const struct fr_policy *p, int notify_sock, int slot);
+/* The descriptor the child needs until apply (the prepared Landlock
+ * ruleset, O_CLOEXEC; apply closes it), or -1. A caller that closes
+ * inherited descriptors in the child before apply must keep this one. */
+int fr_policy_fd(const struct fr_policy *p);
 /* Supervisor: the listener the child sent (blocking until it sends or
  * dies). Returns the descriptor (O_CLOEXEC), -ENODATA when the policy has
  * no filter (nothing to supervise), -EPIPE when the child closed the socket

@@ -51,6 +51,28 @@ static inline void tmp_path(char *buf, size_t n, const char *name)
 
 /* No process runs the sb_run binary any more (the fork bomb's children,
  * a relay, a job...). */
+/* Every sb_run a case starts carries FITRUN_SB_OWNER=<this test's pid> in
+ * its environment (exec'd jobs inherit it), so that test binaries running
+ * side by side (ctest -j) only look at their own. */
+#define SB_OWNER_VAR "FITRUN_SB_OWNER="
+
+static inline bool owned_by_us(const char *pid)
+{
+    char path[300], env[16384], want[64];
+    snprintf(path, sizeof path, "/proc/%s/environ", pid);
+    snprintf(want, sizeof want, SB_OWNER_VAR "%d", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, env, sizeof env - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1) {
+        env[n] = '\0';
+        if (!strcmp(env + i, want))
+            return true;
+    }
+    return false;
+}
+
 static inline void assert_no_leftover(void)
 {
     char self[PATH_MAX];
@@ -68,7 +90,7 @@ static inline void assert_no_leftover(void)
         if (n <= 0)
             continue;
         exe[n] = '\0';
-        if (strcmp(exe, self) == 0)
+        if (strcmp(exe, self) == 0 && owned_by_us(e->d_name))
             fail_msg("process %s (sb_run) is still running", e->d_name);
     }
     closedir(d);
@@ -88,6 +110,9 @@ static inline void sb_exec(struct sb *r, const char *const *args)
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(out[1], STDOUT_FILENO);
+        char owner[64];
+        snprintf(owner, sizeof owner, "%d", (int)getppid());
+        setenv("FITRUN_SB_OWNER", owner, 1);
         execv(SB_RUN, (char *const *)argv);
         _exit(127);
     }
