@@ -123,7 +123,9 @@ static const struct fr_rule g_signals[] = {
  * never TIOCSTI (typing into the controlling terminal) and friends.
  * fcntl: flags, descriptors and locks, but not F_SETOWN/F_SETOWN_EX/F_SETSIG
  * (SIGIO would let the job signal any process of its uid, bypassing the
- * kill rule) nor leases and notifications. */
+ * kill rule) nor leases and notifications. getsockname/getpeername only
+ * ask a descriptor the job holds for its address (bash asks its stdin
+ * whether it is a network connection). */
 static const struct fr_rule g_fdio[] = {
     { "read", 0, 0 }, { "write", 0, 0 }, { "readv", 0, 0 }, { "writev", 0, 0 },
     { "pread64", 0, 0 }, { "pwrite64", 0, 0 }, { "preadv", 0, 0 }, { "pwritev", 0, 0 },
@@ -133,7 +135,7 @@ static const struct fr_rule g_fdio[] = {
     { "poll", 0, 0 }, { "ppoll", 0, 0 }, { "select", 0, 0 }, { "pselect6", 0, 0 },
     { "epoll_create1", 0, 0 }, { "epoll_ctl", 0, 0 }, { "epoll_wait", 0, 0 },
     { "epoll_pwait", 0, 0 }, { "epoll_pwait2", 0, 0 }, { "sendfile", 0, 0 }, { "splice", 0, 0 },
-    { "tee", 0, 0 }, { "copy_file_range", 0, 0 },
+    { "tee", 0, 0 }, { "copy_file_range", 0, 0 }, { "getsockname", 0, 0 }, { "getpeername", 0, 0 },
 };
 
 /* Reading the file system: lazy imports open .py/.pyc/.so, stat and list

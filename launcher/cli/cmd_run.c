@@ -347,12 +347,12 @@ static int run(const struct run_args *a, struct run_state *s)
         fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
         return FR_EXIT_USAGE;
     }
-    sandbox_notes(s->policy, a->jobs, a->out);
     if (!(s->envp = job_environment(&res, &plan, &s->profile)))
         return FR_EXIT_USAGE;
 
     if ((s->in_fd = open_input(a->jobs)) < 0 || (s->out_fd = open_output(out, a->resume, s->in_fd)) < 0)
         return FR_EXIT_USAGE;
+    sandbox_notes(s->policy, a->jobs, out);
     if (a->resume) {
         if (fr_resume_scan(s->out_fd, out, &s->resume, err, sizeof err) < 0) {
             fr_warn("%s", err);
