@@ -261,33 +261,59 @@ static int add_glob(struct fr_landlock *ll, const char *pattern, char *err, size
     return rc;
 }
 
+/* "PATH?" is an optional path: skipped where it does not exist (a shipped
+ * profile naming /etc/gai.conf still loads in a container without one).
+ * Copies the path without the mark into buf; false when it does not fit. */
+static bool plain_path(const char *in, char *buf, size_t n, bool *optional)
+{
+    size_t len = strlen(in);
+    *optional = len > 1 && in[len - 1] == '?';
+    if (*optional)
+        len--;
+    if (len >= n)
+        return false;
+    memcpy(buf, in, len);
+    buf[len] = '\0';
+    return true;
+}
+
 static int add_list(struct fr_landlock *ll, const char *const *paths, uint64_t access, const char *what,
                     unsigned *count, char *err, size_t errlen)
 {
     for (size_t i = 0; paths && paths[i]; i++) {
-        if (paths[i][0] != '/') {
-            fr_seterr(err, errlen, "%s path '%s' is not absolute", what, paths[i]);
+        char path[PATH_MAX];
+        bool optional;
+        if (!plain_path(paths[i], path, sizeof path, &optional)) {
+            fr_seterr(err, errlen, "%s path '%.64s...' is too long", what, paths[i]);
             return -1;
         }
-        if (add_path(ll, paths[i], access, true, what, err, errlen) < 0)
+        int r = add_path(ll, path, access, !optional, what, err, errlen);
+        if (r < 0)
             return -1;
-        (*count)++;
+        *count += (unsigned)r;
     }
     return 0;
 }
 
-/* The profile's paths must exist even where Landlock cannot enforce them:
- * a typo should not depend on the kernel to be found. */
+/* The profile's paths must be absolute and, unless marked optional, exist
+ * even where Landlock cannot enforce them: a typo should not depend on the
+ * kernel to be found. */
 static int check_paths(const char *const *paths, const char *what, char *err, size_t errlen)
 {
     for (size_t i = 0; paths && paths[i]; i++) {
+        char path[PATH_MAX];
+        bool optional;
         struct stat st;
-        if (paths[i][0] != '/') {
-            fr_seterr(err, errlen, "%s path '%s' is not absolute", what, paths[i]);
+        if (!plain_path(paths[i], path, sizeof path, &optional)) {
+            fr_seterr(err, errlen, "%s path '%.64s...' is too long", what, paths[i]);
             return -1;
         }
-        if (stat(paths[i], &st) < 0) {
-            fr_seterr(err, errlen, "%s path '%s': %s", what, paths[i], strerror(errno));
+        if (path[0] != '/') {
+            fr_seterr(err, errlen, "%s path '%s' is not absolute", what, path);
+            return -1;
+        }
+        if (stat(path, &st) < 0 && !(optional && (errno == ENOENT || errno == ENOTDIR))) {
+            fr_seterr(err, errlen, "%s path '%s': %s", what, path, strerror(errno));
             return -1;
         }
     }
