@@ -8,6 +8,22 @@
 
 #include "fitrun/sandbox.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FR_ASAN 1
+#endif
+#endif
+/* An exec'd ASan program reads /proc/self/maps at start-up, which Landlock
+ * keeps from every job: in the sanitizer build, cases that exec sb_run
+ * under Landlock are left out. */
+#ifdef FR_ASAN
+#define ASAN_EXEC_UNDER_LANDLOCK_BREAKS 1
+#else
+#define ASAN_EXEC_UNDER_LANDLOCK_BREAKS 0
+#endif
+
 #define SB_RUN FITRUN_BUILD "/tests/helpers/sb_run"
 
 struct sb {

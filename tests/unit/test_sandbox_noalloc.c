@@ -86,6 +86,7 @@ static int allocations_during(const char *kv, enum how how)
 {
 #ifdef FR_NOALLOC_SKIP
     (void)kv;
+    (void)how;
     return 0;
 #else
     char err[256];
