@@ -71,7 +71,11 @@ fi
 HOST=$TMP/host.jsonl
 t0=$EPOCHREALTIME
 fails=()
-PATH=$P:$PATH "$FITRUN" run --profile "$EXEC/exec.ini" --jobs "$EXEC/jobs.jsonl" --out "$HOST" 2>"$TMP/host.err"
+# The jobs run under per-slot uids and Landlock: they must be able to reach
+# the memory job's program (mktemp made $TMP 0700), and read its folder.
+chmod 755 "$TMP"
+PATH=$P:$PATH "$FITRUN" run --profile "$EXEC/exec.ini" --jobs "$EXEC/jobs.jsonl" --out "$HOST" \
+    --set sandbox.read="/proc,$P" 2>"$TMP/host.err"
 rc=$?
 if [ $rc = 0 ]; then
     check "exec jobs" results "$EXEC/jobs.jsonl" "$HOST"
