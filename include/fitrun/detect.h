@@ -27,7 +27,6 @@ struct fr_detect_opts {
     char *const *envp;          /* environment for scheduler variables; NULL = environ */
     double cpus_override;       /* > 0: --cpus N. An override wins over everything: it SETS
                                    cpu_effective, above the detected count too (noted) */
-    /* Additions (stable) */
     const char *cpus_override_source;   /* how cpus_override is reported; NULL = "--cpus" */
     double cpus_profile;        /* > 0: a profile's `cpus = N`: an override that FITRUN_CPUS
                                    (the user's) and --cpus beat */
@@ -104,7 +103,6 @@ struct fr_resources {
     int nnotes;
     char notes[FR_NOTES_MAX][FR_NOTE_MAX];
 
-    /* Additions (stable) */
     struct fr_value cpu_outer;      /* FITRUN_CPUS an outer fitrun exported: a bound, not an override */
 };
 

@@ -26,9 +26,11 @@
  *    `make_dir`, and fr_env_make_dirs() creates it (the only step that
  *    touches the file system, kept out of the pure function).
  *
- * fr_env_build_envp() then produces a fresh envp array for execve(); the
- * run pool calls the same two functions per job with threads =
- * plan->threads_per_worker. (Owner: launcher/init/.) */
+ * fr_env_build_envp() then produces a fresh envp array for execve();
+ * `fitrun run` computes its jobs' list once with threads =
+ * plan->threads_per_job and builds their envp with
+ * fr_env_build_job_envp(), which also scrubs the caller's environment
+ * (below). */
 #ifndef FITRUN_ENVEXPORT_H
 #define FITRUN_ENVEXPORT_H
 
@@ -118,9 +120,39 @@ int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen);
 
 /* A new NULL-terminated envp: envp without the variables fitrun exports
  * (SET/FORCED), followed by "NAME=value" for each of them. Every string is
- * a copy; free with fr_envp_free(). Returns NULL on ENOMEM. */
+ * a copy; free with fr_envp_free(). Returns NULL on ENOMEM. This is the
+ * wrapper's (`fitrun -- CMD`): like env(1), everything else passes. */
 char **fr_env_build_envp(const struct fr_env_export *ex, char *const *envp);
 void fr_envp_free(char **envp);
+
+/* The environment of `fitrun run` jobs (both runtimes: the interpreter,
+ * its workers and every prediction, or each exec command) is scrubbed: of
+ * the caller's variables only these reach a job —
+ *  - ALLOWED: PATH, LANG, LANGUAGE, LC_*, TZ and FITRUN_*;
+ *  - FITRUN: fitrun's own variables, i.e. the thread variables
+ *    (OMP_NUM_THREADS ...) and every name of the export list (a user's
+ *    OMP_NUM_THREADS is kept, as for the wrapper);
+ *  - PASSED: names matching the profile's pass_env (NAME or PREFIX*);
+ * plus the export list's SET and FORCED values ([env] wins over all), and
+ * HOME=/nonexistent when neither pass_env nor [env] gives HOME (glibc
+ * would otherwise look the user up over nscd's socket). Nothing else: API
+ * tokens, cloud credentials, the caller's HOME, PYTHONPATH, VIRTUAL_ENV and
+ * LD_LIBRARY_PATH reach a job only through pass_env. */
+enum fr_env_keep { FR_ENV_KEEP_NONE = 0, FR_ENV_KEEP_ALLOWED, FR_ENV_KEEP_FITRUN, FR_ENV_KEEP_PASSED };
+/* Whether the caller's variable `name` (its first len bytes: an envp entry
+ * "NAME=value" may be passed with len = the name's length) reaches a job.
+ * ex may be NULL (only the fixed lists), pass_env NULL-terminated or NULL. */
+enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len,
+                                  char *const *pass_env);
+/* As fr_env_build_envp, with the scrub above applied to envp. */
+char **fr_env_build_job_envp(const struct fr_env_export *ex, char *const *envp, char *const *pass_env);
+/* The names in envp the scrub removes (each once), NULL-terminated, for
+ * `fitrun detect` and `--explain`; free with fr_envp_free(). NULL on ENOMEM. */
+char **fr_env_scrubbed(const struct fr_env_export *ex, char *const *envp, char *const *pass_env);
+/* The fixed allow-list, as NAME / PREFIX* patterns (NULL-terminated), and
+ * in words ("PATH, LANG, ..., the thread variables ...") into buf. */
+const char *const *fr_env_job_allowed(void);
+const char *fr_env_job_allowlist(char *buf, size_t n);
 
 /* "set" / "kept" / "forced" / "skipped". */
 const char *fr_env_action_name(enum fr_env_action a);

@@ -18,7 +18,7 @@
  *    act on it) to what remains of its process group, wait grace_ms,
  *    SIGKILL, reap, exit with the child's code or 128+signal.
  * Exec failures come back through a CLOEXEC pipe: 127 not found, 126 cannot
- * execute, with the errno in the message. (Owner: launcher/init/.) */
+ * execute, with the errno in the message. */
 #ifndef FITRUN_INIT_H
 #define FITRUN_INIT_H
 

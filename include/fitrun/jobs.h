@@ -81,6 +81,13 @@ struct fr_result {
  * NUL). NULL on ENOMEM. */
 char *fr_result_line(const struct fr_result *r, size_t *len);
 
+/* The error_message of the `invalid` DuplicateId result of a line that
+ * repeats an earlier id: fitrun run writes it, and merge writes the same
+ * for a repeat that another shard ran as a job. buf holds
+ * FR_DUPLICATE_MSG_MAX bytes (the text is cut to fit). */
+#define FR_DUPLICATE_MSG_MAX 1024
+void fr_duplicate_message(char *buf, long line, const char *id);
+
 /* What --resume needs from a line of an existing results file. */
 struct fr_result_key {
     char *id;           /* owned, NULL when the result has no id */

@@ -17,11 +17,17 @@ struct fr_plan_opts {
     enum fr_rounding rounding;
     uint64_t memory_per_worker;  /* bytes; 0 = not configured */
     int workers_override;        /* > 0: --workers N / profile workers = N */
+    /* Threads one job can run at all: > 0 caps threads_per_job (the
+     * python preset refuses thread creation: 1), 0 = no cap.
+     * threads_why says why (for the reason), may be NULL. */
+    int job_threads_max;
+    const char *job_threads_why;
 };
 
 struct fr_plan {
     int workers;
     int threads_per_worker;      /* max(1, floor(effective_cpus / workers)) */
+    int threads_per_job;         /* what each job is told to use: min(threads_per_worker, job_threads_max) */
     enum fr_rounding rounding;
     int nreasons;
     char reasons[FR_REASONS_MAX][FR_REASON_MAX];

@@ -24,12 +24,23 @@ enum fr_progress {
 #define FR_PROGRESS_PLAIN_S 5
 int fr_progress_parse(const char *s, enum fr_progress *out);
 
+/* One result that names its input line: which id it answered. */
+struct fr_resume_entry {
+    long line;                 /* the input line ("line" field) */
+    long rline;                /* the result's own line in the results file */
+    char *id;                  /* owned; NULL for a result with "id": null (a line that is not a job) */
+    bool duplicate;            /* a DuplicateId result */
+};
+
 /* What --resume found in an existing results file. */
 struct fr_resume {
     struct fr_idset *ids;      /* ids that have their own result (not DuplicateId) */
     struct fr_idset *lines;    /* input lines that have a result ("line" field, decimal) */
     struct fr_idset *noline;   /* ids of results without "line" (other writers): skipped by id */
     long results;              /* result lines kept */
+    struct fr_resume_entry *done; /* results naming their line, sorted by line (first result first) */
+    size_t ndone, capdone;
+    char *name;                /* the results file, for messages */
 };
 
 /* Read results file `fd` (named `name` in messages) for --resume: a torn
@@ -39,6 +50,21 @@ struct fr_resume {
  * -1 with a message. */
 int fr_resume_scan(int fd, const char *name, struct fr_resume *r, char *err, size_t errlen);
 void fr_resume_free(struct fr_resume *r);
+
+/* Is input line `line` of `jobs_name` already answered? text/len is the
+ * line (text NULL: an over-long line, not a job). Returns 0 (no result:
+ * run it), 1 (its result is there, for the id this line holds: skip it) or
+ * -1 when the result there answered another id (the jobs file changed):
+ * a message naming the line, both ids and the result's place goes to err,
+ * and the caller stops with 125. Never skips a line on a guess. */
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name,
+                   char *err, size_t errlen);
+/* The same check over a whole regular jobs file, before anything runs
+ * (pread from the start; the descriptor's offset is left alone), plus
+ * results for lines the file no longer has. A stream (not a regular file)
+ * returns 0: its lines are checked with fr_resume_line as they come.
+ * Returns 0, or -1 with the first mismatch in err. */
+int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen);
 
 struct fr_pool_opts {
     int workers;                          /* slots, >= 1 */

@@ -3,7 +3,7 @@
  * them, command-line options override the file.
  *
  * Errors name the file and line: "my.ini:3: unknown key 'cpu_tme' in
- * [sandbox]". (Owner: launcher/profile/. Extend, do not rename.) */
+ * [sandbox]". */
 #ifndef FITRUN_PROFILE_H
 #define FITRUN_PROFILE_H
 
@@ -71,7 +71,7 @@ struct fr_profile {
     char *env_name[FR_PROFILE_MAX_ENV];
     char *env_value[FR_PROFILE_MAX_ENV];
 
-    /* Additions (stable). Where [resources] cpus came from, so that it is
+    /* Where [resources] cpus came from, so that it is
      * reported as such and ranked right (fitrun/detect.h: --cpus beats
      * FITRUN_CPUS, which beats a profile's value). */
     bool cpus_cli;                  /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
@@ -84,9 +84,7 @@ void fr_profile_defaults(struct fr_profile *p);
 int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t errlen);
 void fr_profile_free(struct fr_profile *p);
 
-/* Additions (stable) ------------------------------------------------------
- *
- * Every value is checked when it is read; durations take fr_parse_duration_ms
+/* Every value is checked when it is read; durations take fr_parse_duration_ms
  * units ("2s", "500ms"), sizes fr_parse_size units ("512M"), and "none" (or
  * 0) means "no limit" for the limits that allow it. Lists (allow, deny,
  * keep_caps) are names separated by commas and/or spaces. See
@@ -120,7 +118,8 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
  * override it is: a command-line one (cpus_cli, or cli_cpus > 0, which
  * wins over the profile) or a file's, which FITRUN_CPUS beats. The
  * sources point into *p (valid while p is).
- * fr_profile_plan_opts: rounding, memory_per_worker, workers. */
+ * fr_profile_plan_opts: rounding, memory_per_worker, workers, and the
+ * threads one job can run (fr_profile_job_threads). */
 void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
 /* Detect (live, or under `sysroot` when not NULL) and plan with the two
@@ -129,6 +128,27 @@ void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
  * receives the plan options used. */
 void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
                             struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts);
+
+/* The export list of a `fitrun run` job under this profile (envexport.h):
+ * the plan's threads per job, envp as the caller's environment, [env]
+ * forced. fitrun run builds the job environment from it (with pass_env,
+ * fr_env_build_job_envp), and detect and --explain report it. *ex must be
+ * fr_env_free()d. Returns 0 or -1 (errno). */
+struct fr_env_export;
+int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
+                       char *const *envp, struct fr_env_export *ex);
+
+/* How many threads one job can run under this profile's sandbox: 1 under
+ * the python preset (it refuses clone/clone3) unless `allow` gives them
+ * back and processes is not 1 (RLIMIT_NPROC counts threads); else 0 (no
+ * cap from the profile: the exec preset and `processes` decide, see
+ * docs/sandbox.md). *why (optional) says why when capped. */
+int fr_profile_job_threads(const struct fr_profile *p, const char **why);
+
+/* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper
+ * take it: a number above 0 and at most FR_CPU_BITS (the most CPUs a
+ * kernel can have). 0 or -1; one rule for every command. */
+int fr_parse_cpus(const char *s, double *out);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

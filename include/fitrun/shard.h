@@ -1,5 +1,5 @@
 /* fitrun/shard.h — split a job file into N shards by input line, and name
- * the per-shard outputs. Pure functions. (Owner: launcher/shard/.)
+ * the per-shard outputs. Pure functions.
  *
  * Line numbers are physical, 1-based line numbers of the jobs file (blank
  * and invalid lines count), so that `fitrun run --shard K/N` and
@@ -94,7 +94,8 @@ int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errle
 /* Time limit: SLURM's own forms ("30" = minutes, "MM:SS", "H:MM:SS",
  * "D-H", "D-H:MM", "D-H:MM:SS") or a duration with a unit ("90m", "2h",
  * "1.5h", "45s"), to whole seconds (rounded up). 0 is refused (SLURM's
- * "no limit" is spelt by leaving --time out). Returns 0 or -1. */
+ * "no limit" is spelt by leaving --time out), and so is anything beyond
+ * fitrun's maximum duration, 365 days. Returns 0 or -1. */
 int fr_parse_time_limit(const char *s, uint64_t *seconds);
 
 #endif

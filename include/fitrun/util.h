@@ -30,21 +30,41 @@ _Noreturn void fr_die_errno(int status, const char *fmt, ...) __attribute__((for
 /* printf into a caller's error buffer (err may be NULL or errlen 0: no-op). */
 void fr_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Read at most `max` bytes of `path` into a fresh NUL-terminated buffer.
- * Returns NULL and sets errno on failure (EFBIG when the file is larger
- * than max). `*len` (optional) receives the length. Caller frees. */
+/* Read at most `max` bytes of the regular file `path` into a fresh
+ * NUL-terminated buffer. The open never blocks and never takes a
+ * controlling terminal (O_NONBLOCK | O_NOCTTY | O_CLOEXEC), and anything
+ * but a regular file is refused before a byte is read, so a FIFO, a device
+ * such as /dev/zero or a directory planted where a file was expected
+ * cannot hang or flood the caller. Returns NULL and sets errno on failure:
+ * EFBIG larger than max, EISDIR a directory, EINVAL another file type
+ * (FIFO, device, socket), or open's own. `*len` (optional) receives the
+ * length. Caller frees. */
 char *fr_read_file(const char *path, size_t max, size_t *len);
+/* Words for an errno from fr_read_file ("not a regular file ..." for
+ * EINVAL, else strerror). */
+const char *fr_read_strerror(int err);
 
 /* Join `root` and an absolute `path` ("/" root means the path itself) into
  * buf. Returns buf, or NULL (errno=ENAMETOOLONG) when it does not fit. */
 char *fr_path_join(char *buf, size_t n, const char *root, const char *path);
 
+/* The largest size and duration fitrun accepts anywhere (profiles, the
+ * command line): 1 EiB and 365 days. Beyond them a value is an error, so
+ * no later arithmetic (ms -> ns, bytes -> rlimits) can overflow. */
+#define FR_SIZE_MAX (1ull << 60)
+#define FR_DURATION_MAX_MS (365ull * 24 * 3600 * 1000)
+
 /* "512M", "2G", "1.5GiB", "4096", "64k" -> bytes (binary multiples:
- * K=1024). Returns 0, or -1 on syntax error / overflow. */
+ * K=1024). The value must be a whole number of bytes ("1.5K" is 1536;
+ * "0.5" and "1.3K" are errors) and at most FR_SIZE_MAX. Returns 0, or -1;
+ * the _why form also says why in words (static text; why may be NULL). */
 int fr_parse_size(const char *s, uint64_t *out);
+int fr_parse_size_why(const char *s, uint64_t *out, const char **why);
 /* "2s", "500ms", "1.5s", "2m", "1h", "250us" (bare number = seconds)
- * -> milliseconds (rounded up to whole ms). Returns 0 or -1. */
+ * -> milliseconds, rounded up to whole ms (so only 0 is 0), at most
+ * FR_DURATION_MAX_MS. Returns 0 or -1 (the _why form says why). */
 int fr_parse_duration_ms(const char *s, uint64_t *out);
+int fr_parse_duration_why(const char *s, uint64_t *out, const char **why);
 /* Strict integer / double parsers: whole string, no trailing junk, leading
  * and trailing ASCII space allowed. Return 0 or -1. */
 int fr_parse_i64(const char *s, int64_t *out);
@@ -52,6 +72,20 @@ int fr_parse_u64(const char *s, uint64_t *out);
 int fr_parse_double(const char *s, double *out);
 /* Parse a boolean: true/false, yes/no, on/off, 1/0. Returns 0 or -1. */
 int fr_parse_bool(const char *s, bool *out);
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF; n >= 1 bytes available), or 0 when
+ * s[0] does not start one. */
+size_t fr_utf8_seq(const unsigned char *s, size_t n);
+
+/* Text that came from a job (ids, exception names, messages) as it may
+ * reach a terminal: printable ASCII and valid UTF-8 are kept; control
+ * characters are shown, never sent: \n \r \t, other C0 bytes and DEL as
+ * \xHH, bytes that are not UTF-8 as \xHH, C1 controls and the invisible
+ * direction/line controls (bidi overrides and isolates, U+2028/9, BOM) as
+ * \uHHHH. Cut with "..." to fit buf (n bytes with the NUL). Results files
+ * keep the real bytes; this is only for what a person reads. Returns buf. */
+char *fr_term_text(const char *s, size_t len, char *buf, size_t n);
 
 /* Human-readable byte size ("512.0 MiB") into buf; returns buf. */
 const char *fr_format_size(uint64_t bytes, char *buf, size_t n);

@@ -26,11 +26,14 @@
 
 #include "fitrun/cli.h"
 #include "fitrun/detect.h"
+#include "fitrun/envexport.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
 #include "fitrun/runtime.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/util.h"
+
+extern char **environ;
 
 /* Options; the plan ones are applied over the profile once it is loaded. */
 struct detect_args {
@@ -40,7 +43,7 @@ struct detect_args {
     double cpus;                /* 0 = not given */
     bool rounding_given;
     enum fr_rounding rounding;
-    uint64_t memory_per_worker; /* 0 = not given */
+    const char *memory_per_worker; /* NULL = not given; applied as the profile key */
     int workers;                /* 0 = not given */
 };
 
@@ -63,8 +66,9 @@ static void usage(FILE *f)
           "  --cpus N                use N CPUs whatever was detected (beats FITRUN_CPUS and\n"
           "                          the profile's cpus; above the detected count it is noted)\n"
           "  --rounding R            CPUs -> workers: floor (default), ceil or nearest\n"
-          "  --memory-per-worker S   cap workers at memory limit / S (default 512M)\n"
+          "  --memory-per-worker S   cap workers at memory limit / S (default 512M; none: no cap)\n"
           "  --workers N             use N workers whatever the plan says (reported)\n"
+          "  -h, --help              this help\n"
           "Exit status: 0; 125 for a bad option, a bad profile (file:line) or a python\n"
           "runtime that cannot start (the report is still printed).\n",
           f);
@@ -108,7 +112,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
             break;
         case O_PROFILE: a->profile = optarg; break;
         case O_CPUS:
-            if (fr_parse_double(optarg, &a->cpus) < 0 || a->cpus <= 0 || a->cpus > FR_CPU_BITS)
+            if (fr_parse_cpus(optarg, &a->cpus) < 0)
                 return bad("--cpus", optarg, "not a positive number of CPUs");
             break;
         case O_ROUNDING:
@@ -117,8 +121,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
             a->rounding_given = true;
             break;
         case O_MPW:
-            if (fr_parse_size(optarg, &a->memory_per_worker) < 0 || a->memory_per_worker == 0)
-                return bad("--memory-per-worker", optarg, "not a size like 512M or 2G");
+            a->memory_per_worker = optarg; /* checked as the profile's key, over the profile */
             break;
         case O_WORKERS:
             if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
@@ -238,6 +241,7 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     json_t *j = json_object();
     json_object_set_new(j, "workers", json_integer(p->workers));
     json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
+    json_object_set_new(j, "threads_per_job", json_integer(p->threads_per_job));
     json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
     json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
     json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
@@ -248,6 +252,14 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
 static json_t *json_profile(const struct fr_profile *prof)
 {
     return json_pack("{s:o, s:s}", "path", jstr_or_null(prof->path), "runtime", fr_runtime_kind_name(prof->kind));
+}
+
+static json_t *json_names(char *const *names)
+{
+    json_t *a = json_array();
+    for (char *const *n = names; n && *n; n++)
+        json_array_append_new(a, json_string(*n));
+    return a;
 }
 
 /* ---- sandbox: what a job of this profile gets on this machine ---- */
@@ -275,14 +287,6 @@ static void sandbox_probe(const struct fr_profile *prof, const struct fr_plan *p
 static const char *fs_base_name(enum fr_fs_base fs)
 {
     return fs == FR_FS_SYSTEM ? "system" : fs == FR_FS_LIBS ? "libs" : "off";
-}
-
-static json_t *json_names(char *const *names)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; names[i]; i++)
-        json_array_append_new(a, json_string(names[i]));
-    return a;
 }
 
 static json_t *json_sandbox(const struct sandbox_report *sb, const struct fr_profile *prof)
@@ -331,8 +335,28 @@ struct report {
     const struct fr_profile *prof;
     const char *sysroot;
     json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+    const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
+    char **scrubbed;            /* names of this environment a job would not see */
     const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
 };
+
+/* ---- the job environment (what `fitrun run` jobs see) ---- */
+
+
+static json_t *json_env(const struct report *rep)
+{
+    json_t *forced = json_array();
+    for (int i = 0; i < rep->prof->nenv; i++)
+        json_array_append_new(forced, json_string(rep->prof->env_name[i]));
+    json_t *threads = json_object();
+    const struct fr_env_entry *omp = rep->jobenv ? fr_env_find(rep->jobenv, "OMP_NUM_THREADS") : NULL;
+    json_object_set_new(threads, "planned", json_integer(rep->plan->threads_per_job));
+    json_object_set_new(threads, "OMP_NUM_THREADS", omp ? json_string(omp->value) : json_null());
+    json_object_set_new(threads, "action", omp ? json_string(fr_env_action_name(omp->action)) : json_null());
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "allowed", json_names((char *const *)fr_env_job_allowed()),
+                     "pass_env", json_names(rep->prof->pass_env), "forced", forced, "threads", threads, "scrubbed",
+                     json_names(rep->scrubbed));
+}
 
 static int print_json(const struct report *rep)
 {
@@ -348,6 +372,7 @@ static int print_json(const struct report *rep)
     json_object_set_new(root, "shm", json_shm(r));
     json_object_set_new(root, "profile", json_profile(rep->prof));
     json_object_set_new(root, "plan", json_plan(rep->plan, rep->popts));
+    json_object_set_new(root, "env", json_env(rep));
     json_object_set_new(root, "sandbox", rep->sandbox ? json_sandbox(rep->sandbox, rep->prof) : json_null());
     json_object_set_new(root, "notes", notes);
     if (rep->python)
@@ -364,12 +389,27 @@ static int print_json(const struct report *rep)
 
 /* ---- table ---- */
 
+/* Values, sources, reasons and notes quote what detection read (cgroup
+ * paths, garbage from a sysroot, environment values): printed through
+ * fr_term_text, so a planted control sequence is shown, not acted on. */
+static const char *shown(const char *s, char *buf, size_t n)
+{
+    return fr_term_text(s, strlen(s), buf, n);
+}
+
 static void row(const char *label, const char *value, const char *source)
 {
+    char v[4096], src[4096];
     if (source && source[0])
-        printf("  %-11s %-28s %s\n", label, value, source);
+        printf("  %-11s %-28s %s\n", label, shown(value, v, sizeof v), shown(source, src, sizeof src));
     else
-        printf("  %-11s %s\n", label, value);
+        printf("  %-11s %s\n", label, shown(value, v, sizeof v));
+}
+
+static void bullet(const char *text)
+{
+    char buf[4096];
+    printf("  - %s\n", shown(text, buf, sizeof buf));
 }
 
 static void row_value(const char *label, const struct fr_value *v, bool bytes, const char *none)
@@ -537,6 +577,44 @@ static void print_sandbox(const struct sandbox_report *sb, const struct fr_profi
     row("caps", line, in->bounding ? NULL : "bounding set unchanged (no CAP_SETPCAP); no_new_privs holds");
 }
 
+/* "A, B, C" (or `none`), cut to fit. */
+static const char *joined(char *const *names, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (char *const *p = names; p && *p && k + 1 < n; p++) {
+        int r = snprintf(buf + k, n - k, "%s%s", k ? ", " : "", *p);
+        k += r > 0 ? (size_t)r : 0;
+    }
+    if (!buf[0])
+        snprintf(buf, n, "none");
+    return buf;
+}
+
+static void print_env(const struct report *rep)
+{
+    char buf[2048], line[2200];
+    size_t nscrub = 0;
+    for (char **p = rep->scrubbed; p && *p; p++)
+        nscrub++;
+    printf("job environment (fitrun run: the interpreter, workers and predictions, or each command)\n");
+    row("allowed", fr_env_job_allowlist(buf, sizeof buf), NULL);
+    row("pass_env", joined(rep->prof->pass_env, buf, sizeof buf), NULL);
+    char *forced[FR_PROFILE_MAX_ENV + 1] = {0};
+    for (int i = 0; i < rep->prof->nenv; i++)
+        forced[i] = rep->prof->env_name[i];
+    row("[env]", joined(forced, buf, sizeof buf), NULL);
+    const struct fr_env_entry *omp = rep->jobenv ? fr_env_find(rep->jobenv, "OMP_NUM_THREADS") : NULL;
+    if (omp) {
+        snprintf(line, sizeof line, "OMP_NUM_THREADS=%s ... (%s; the plan: %d per job)", omp->value,
+                 fr_env_action_name(omp->action), rep->plan->threads_per_job);
+        row("threads", line, NULL);
+    }
+    snprintf(line, sizeof line, "%zu variable%s of this environment: %s", nscrub, nscrub == 1 ? "" : "s",
+             joined(rep->scrubbed, buf, sizeof buf));
+    row("scrubbed", nscrub ? line : "none", NULL);
+}
+
 static void print_table(const struct report *rep)
 {
     const struct fr_resources *r = rep->res;
@@ -548,16 +626,20 @@ static void print_table(const struct report *rep)
     print_profile(rep->prof);
     if (rep->python)
         print_python(rep->python);
-    printf("plan        %d worker%s x %d thread%s (rounding %s)\n", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
+    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
            p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    if (p->threads_per_job != p->threads_per_worker)
+        printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
+    printf("\n");
     for (int i = 0; i < p->nreasons; i++)
-        printf("  - %s\n", p->reasons[i]);
+        bullet(p->reasons[i]);
+    print_env(rep);
     if (rep->sandbox)
         print_sandbox(rep->sandbox, rep->prof);
     if (r->nnotes) {
         printf("notes (what was ignored, and why)\n");
         for (int i = 0; i < r->nnotes; i++)
-            printf("  - %s\n", r->notes[i]);
+            bullet(r->notes[i]);
     }
     fflush(stdout);
 }
@@ -574,8 +656,11 @@ static int load_profile(const struct detect_args *a, struct fr_profile *prof)
     }
     if (a->rounding_given)
         prof->rounding = a->rounding;
-    if (a->memory_per_worker)
-        prof->memory_per_worker = a->memory_per_worker;
+    if (a->memory_per_worker &&
+        fr_profile_set(prof, "resources", "memory_per_worker", a->memory_per_worker, err, sizeof err) < 0) {
+        bad("--memory-per-worker", a->memory_per_worker, err);
+        return -1;
+    }
     if (a->workers)
         prof->workers = a->workers;
     return 0;
@@ -623,13 +708,18 @@ int fr_cmd_detect(int argc, char **argv)
     }
     struct fr_plan_opts popts;
     struct sandbox_report sb = {.built = false};
-    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL};
+    struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
     bool failed = false;
     if (load_profile(&a, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
     }
     fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
+    if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
+        rep.jobenv = jobenv;
+        rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);
+    }
     if (!a.sysroot) {
         sandbox_probe(prof, plan, &sb);
         rep.sandbox = &sb;
@@ -650,6 +740,10 @@ int fr_cmd_detect(int argc, char **argv)
         rc = FR_EXIT_USAGE;
 out:
     json_decref(rep.python);
+    fr_envp_free(rep.scrubbed);
+    if (jobenv)
+        fr_env_free(jobenv);
+    free(jobenv);
     fr_profile_free(prof);
     free(res);
     free(plan);

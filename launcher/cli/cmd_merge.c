@@ -16,10 +16,11 @@ static void merge_usage(FILE *f)
           "in input order, on stdout. Missing jobs are listed on stderr with their shard\n"
           "and the exit status is 1; duplicate results are dropped (the first complete\n"
           "one wins); torn and garbage lines are reported with file:line and skipped.\n"
-          "  --jobs FILE   the job file the shards were cut from (- = stdin)\n"
-          "  --shards N    how many shards there were; default: inferred from result\n"
-          "                files named <name>.K.jsonl (results.{shard}.jsonl)\n"
-          "  --quiet       no summary line\n"
+          "  -j, --jobs FILE     the job file the shards were cut from (- = stdin)\n"
+          "  -n, --shards N      how many shards there were; default: inferred from result\n"
+          "                      files named <name>.K.jsonl (results.{shard}.jsonl), and said\n"
+          "  -q, --quiet         no summary line\n"
+          "  -h, --help          this help\n"
           "Exit status: 0 complete, 1 some job has no result, 125 usage or I/O error.\n",
           f);
 }

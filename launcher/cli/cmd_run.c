@@ -28,18 +28,29 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fputs("usage: fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
-          "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [--quiet]\n"
+          "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [-q|--quiet]\n"
           "                  [--cpus N] [--cpu-time T] [--wall-time T] [--memory SIZE] [--output SIZE]\n"
           "                  [--preset python|exec|none] [--set SECTION.KEY=VALUE]...\n"
           "Runs every job (one JSON object per line) in the sandbox on a pool sized by the plan,\n"
           "and writes one result line per job. Options override the profile. See docs/run.md.\n"
-          "  --jobs FILE|-     jobs to run (default: - = stdin, streamed)\n"
-          "  --out FILE|-      results (default: - = stdout); FILE is replaced unless --resume;\n"
-          "                    {shard} in FILE becomes the shard number\n"
-          "  --resume          keep FILE's results, run only the jobs that have none, append\n"
-          "  --progress MODE   auto (bar on a terminal, else none), bar, plain, none\n"
-          "  --shard K/N|auto  run only input lines L with (L-1) mod N = K\n"
-          "  --quiet           no plan line, progress or summary (errors still print)\n"
+          "  --profile FILE      INI profile (default: the built-in one, profiles/default.ini)\n"
+          "  --jobs FILE|-       jobs to run (default: - = stdin, streamed)\n"
+          "  --out FILE|-        results (default: - = stdout); FILE is replaced unless --resume;\n"
+          "                      {shard} in FILE becomes the shard number\n"
+          "  --resume            keep FILE's results (each checked against the id its line holds),\n"
+          "                      run only the jobs that have none, append\n"
+          "  --workers N         pool size (1 to 4096), overriding the plan\n"
+          "  --cpus N            CPUs, overriding detection (the plan sizes the pool from them)\n"
+          "  --cpu-time T        [sandbox] cpu_time: CPU time per job (default 2s; none; up to 8760h)\n"
+          "  --wall-time T       [sandbox] wall_time: wall-clock time per job (default 10s; none)\n"
+          "  --memory SIZE       [sandbox] memory: address space per process (default 512M; none)\n"
+          "  --output SIZE       [sandbox] output: cap on stdout and on stderr each (default 1M)\n"
+          "  --preset P          [sandbox] preset: python, exec or none (default: the runtime's own)\n"
+          "  --set S.K=V         any profile key, e.g. --set sandbox.pass_env=HF_TOKEN (repeatable)\n"
+          "  --progress MODE     auto (bar on a terminal, else none), bar, plain, none\n"
+          "  --shard K/N|auto    run only input lines L with (L-1) mod N = K\n"
+          "  -q, --quiet         no plan line, progress or summary (errors still print)\n"
+          "  -h, --help          this help\n"
           "Exit status: 0 every job got a result, 1 some input line was invalid,\n"
           "125 fitrun's own error, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM).\n",
           f);
@@ -118,7 +129,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     optind = 1;
     opterr = 0;
     int c, r = 0;
-    while (r == 0 && (c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+    while (r == 0 && (c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         switch (c) {
         case OPT_PROFILE: a->profile = optarg; break;
         case OPT_JOBS: a->jobs = optarg; break;
@@ -141,6 +152,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case OPT_OUTPUT: r = add_override(a, "--output", "sandbox", "output", optarg); break;
         case OPT_PRESET: r = add_override(a, "--preset", "sandbox", "preset", optarg); break;
         case OPT_SET: r = add_set(a, optarg); break;
+        case 'h':
         case OPT_HELP: usage(stdout); return 1;
         default:
             fr_warn("run: %s '%s' (see fitrun run --help)",
@@ -247,21 +259,21 @@ static int open_output(const char *name, bool resume, int in_fd)
     return fd;
 }
 
-/* Job environment: fitrun's own, with thread variables sized to one
- * worker's share and the profile's [env] forced (envexport.h). */
+/* Job environment (envexport.h): fitrun's environment scrubbed to the
+ * allow-list and the profile's pass_env, the thread variables sized to one
+ * job (the plan's threads per job) and the profile's [env] forced. The
+ * runtimes take it as it is: the Python interpreter, its workers and every
+ * prediction, and every exec command. */
 static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan,
                               const struct fr_profile *p)
 {
-    struct fr_env_export ex;
-    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
-                                   .origin = p->path[0] ? p->path : "profile"};
-    struct fr_env_opts eo = {.uid = getuid()};
+    static struct fr_env_export ex; /* ~35 KiB: keep it off the stack */
     char **envp = NULL;
-    if (fr_env_compute(res, plan, plan->threads_per_worker, environ, &forced, &eo, &ex) == 0) {
+    if (fr_profile_job_env(p, res, plan, environ, &ex) == 0) {
         char err[512];
         if (fr_env_make_dirs(&ex, err, sizeof err) < 0)
             fr_warn("%s", err);
-        envp = fr_env_build_envp(&ex, environ);
+        envp = fr_env_build_job_envp(&ex, environ, p->pass_env);
     } else
         fr_warn("cannot compute the job environment: %s", strerror(errno));
     fr_env_free(&ex);
@@ -359,6 +371,11 @@ static int run(const struct run_args *a, struct run_state *s)
             return FR_EXIT_USAGE;
         }
         s->has_resume = true;
+        const char *jobs_name = strcmp(a->jobs, "-") ? a->jobs : "stdin";
+        if (fr_resume_verify(&s->resume, s->in_fd, jobs_name, err, sizeof err) < 0) {
+            fr_warn("%s", err);
+            return FR_EXIT_USAGE;
+        }
         fr_info("resuming %s: %ld result%s kept", out, s->resume.results, s->resume.results == 1 ? "" : "s");
     }
 

@@ -40,12 +40,21 @@ static void submit_usage(FILE *f)
           "                            [--mem SIZE] [--time LIMIT] [--out-dir D] [--job-name NAME]\n"
           "Print a job-array script that runs `fitrun run --shard K/N` in each task, writing\n"
           "D/results.K.jsonl (with --resume, so a rerun of one task completes its shard).\n"
-          "  --mem SIZE      memory per task (512M, 4G); default: the profile's\n"
-          "                  memory_per_worker x workers (the profile's workers, else C)\n"
-          "  --time LIMIT    SLURM form (30 = minutes, H:MM:SS, D-H:MM) or 90m, 2h\n"
-          "  --out-dir D     results and per-task logs (default: the current directory)\n"
-          "  --submit        (slurm) write D/NAME.sbatch, run sbatch, print the job id\n"
-          "Then: fitrun merge --jobs FILE --shards N D/results.*.jsonl > merged.jsonl\n",
+          "  -p, --profile FILE        the profile each task runs (checked now; written absolute)\n"
+          "  -j, --jobs FILE           the jobs file (written absolute)\n"
+          "  -n, --shards N            number of shards = array tasks\n"
+          "  -c, --cpus-per-task C     CPUs per task; each task sizes its pool to what it gets\n"
+          "  -m, --mem SIZE            memory per task (512M, 4G); default: the profile's\n"
+          "                            memory_per_worker x workers (the profile's workers, else C)\n"
+          "  -t, --time LIMIT          SLURM form (30 = minutes, H:MM:SS, D-H:MM) or 90m, 2h\n"
+          "                            (at most 365 days)\n"
+          "  -P, --partition P         (slurm) the partition\n"
+          "  -o, --out-dir D           results and per-task logs (default: the current directory)\n"
+          "  -J, --job-name NAME       job name (default: fitrun)\n"
+          "  -s, --submit              (slurm) write D/NAME.sbatch, run sbatch, print the job id\n"
+          "  -h, --help                this help\n"
+          "Then: fitrun merge --jobs FILE --shards N D/results.*.jsonl > merged.jsonl\n"
+          "Exit status: 0, or 125 for a usage error, a bad profile or a failed sbatch.\n",
           f);
 }
 
@@ -174,8 +183,9 @@ static int task_memory(const struct submit_args *a, const struct fr_profile *p, 
 {
     char sz[32];
     if (a->mem) {
-        if (fr_parse_size(a->mem, bytes) < 0) {
-            fr_warn("submit: --mem '%s': expected a size such as 512M or 4G", a->mem);
+        const char *why = "";
+        if (fr_parse_size_why(a->mem, bytes, &why) < 0) {
+            fr_warn("submit: --mem '%s': %s (expected a size such as 512M or 4G)", a->mem, why);
             return -1;
         }
         snprintf(origin, n, "--mem %s", a->mem);

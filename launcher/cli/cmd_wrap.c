@@ -40,15 +40,15 @@ static void usage(FILE *f)
           "As PID 1, or with --init, fitrun stays as CMD's init: it forwards signals, reaps\n"
           "zombies and cleans up CMD's process group; otherwise it replaces itself with CMD.\n"
           "\n"
-          "  -s, --init             act as init when not PID 1 (child subreaper)\n"
-          "  -g, --forward-to-group forward signals to CMD's whole process group\n"
-          "      --grace D          after CMD exits: SIGTERM its group, SIGKILL after D (default 5s)\n"
-          "      --explain          print what would be exported and why, do not run CMD\n"
-          "  -q, --quiet            no informational messages (warnings still print)\n"
-          "      --cpus N           use N CPUs whatever was detected (beats FITRUN_CPUS and the profile)\n"
-          "      --profile FILE     INI profile: [resources] apply, [env] values are forced\n"
-          "      --shm-threshold S  /dev/shm smaller than S sends joblib to disk (default 2G)\n"
-          "  -h, --help             this help\n"
+          "  -s, --init              act as init when not PID 1 (child subreaper)\n"
+          "  -g, --forward-to-group  forward signals to CMD's whole process group\n"
+          "      --grace D           after CMD exits: SIGTERM its group, SIGKILL after D (default 5s)\n"
+          "      --explain           print what would be exported and why on stdout, do not run CMD\n"
+          "  -q, --quiet             no informational messages (warnings still print)\n"
+          "      --cpus N            use N CPUs whatever was detected (beats FITRUN_CPUS and the profile)\n"
+          "      --profile FILE      INI profile: [resources] apply, [env] values are forced\n"
+          "      --shm-threshold S   /dev/shm smaller than S sends joblib to disk (default 2G)\n"
+          "  -h, --help              this help\n"
           "Exit status: CMD's, or 128+N if killed by signal N; 125 fitrun error,\n"
           "126 CMD not executable, 127 CMD not found. See docs/entrypoint.md.\n",
           f);
@@ -76,6 +76,7 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
     optind = 1;
     opterr = 0;
     int c;
+    const char *why = NULL;
     /* "+": stop at the first non-option, so `fitrun ls -l` runs `ls -l`. */
     while ((c = getopt_long(argc, argv, "+:sgqh", longopts, NULL)) != -1) {
         switch (c) {
@@ -86,21 +87,22 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
         case OPT_EXPLAIN: w->explain = true; break;
         case OPT_PROFILE: w->profile = optarg; break;
         case OPT_GRACE:
-            if (fr_parse_duration_ms(optarg, &w->grace_ms) < 0) {
-                fr_warn("--grace: invalid duration '%s' (examples: 5s, 500ms, 2m)", optarg);
+            if (fr_parse_duration_why(optarg, &w->grace_ms, &why) < 0) {
+                fr_warn("--grace: invalid duration '%s': %s (examples: 5s, 500ms, 2m)", optarg, why);
                 return FR_EXIT_USAGE;
             }
             w->grace_given = true;
             break;
         case OPT_CPUS:
-            if (fr_parse_double(optarg, &w->cpus) < 0 || !(w->cpus > 0)) {
-                fr_warn("--cpus: expected a positive number of CPUs, got '%s'", optarg);
+            if (fr_parse_cpus(optarg, &w->cpus) < 0) {
+                fr_warn("--cpus: expected a positive number of CPUs (at most %d), got '%s'", FR_CPU_BITS, optarg);
                 return FR_EXIT_USAGE;
             }
             break;
         case OPT_SHM:
-            if (fr_parse_size(optarg, &w->shm_threshold) < 0 || w->shm_threshold == 0) {
-                fr_warn("--shm-threshold: expected a positive size (examples: 2G, 512M), got '%s'", optarg);
+            if (fr_parse_size_why(optarg, &w->shm_threshold, &why) < 0 || w->shm_threshold == 0) {
+                fr_warn("--shm-threshold: expected a positive size (examples: 2G, 512M), got '%s'%s%s", optarg,
+                        why ? ": " : "", why ? why : "");
                 return FR_EXIT_USAGE;
             }
             break;
@@ -152,8 +154,33 @@ static const char *mode_name(const struct wrap_opts *w)
     return w->init ? "init (child subreaper)" : "exec (fitrun replaces itself with CMD)";
 }
 
+/* What `fitrun run` jobs would see under the same profile: the wrapper
+ * passes the whole environment (env(1) semantics), jobs get it scrubbed. */
+static void explain_jobs(const struct fr_profile *prof, const struct fr_resources *res, const struct fr_plan *plan)
+{
+    static struct fr_env_export jobs; /* ~35 KiB: keep it off the stack */
+    char buf[1024];
+    printf("# fitrun run jobs with this profile: %d thread%s each (the plan's threads per job); their environment "
+           "is scrubbed to %s",
+           plan->threads_per_job, plan->threads_per_job == 1 ? "" : "s", fr_env_job_allowlist(buf, sizeof buf));
+    for (char *const *p = prof->pass_env; *p; p++)
+        printf("%s%s", p == prof->pass_env ? "; pass_env " : ", ", *p);
+    printf("; [env] wins\n");
+    if (fr_profile_job_env(prof, res, plan, environ, &jobs) < 0) {
+        fr_env_free(&jobs);
+        return;
+    }
+    char **gone = fr_env_scrubbed(&jobs, environ, prof->pass_env);
+    printf("# scrubbed for fitrun run jobs:");
+    for (char **g = gone; g && *g; g++)
+        printf("%s %s", g == gone ? "" : ",", *g);
+    printf("%s\n", gone && gone[0] ? "" : " nothing");
+    fr_envp_free(gone);
+    fr_env_free(&jobs);
+}
+
 static void explain(const struct wrap_opts *w, const struct fr_resources *res, const struct fr_plan *plan,
-                    const struct fr_env_export *ex)
+                    const struct fr_env_export *ex, const struct fr_profile *prof)
 {
     char buf[1024];
     printf("# %s\n", fr_plan_summary(res, plan, buf, sizeof buf));
@@ -169,6 +196,7 @@ static void explain(const struct wrap_opts *w, const struct fr_resources *res, c
         printf("\n");
     }
     fr_env_print(ex, stdout);
+    explain_jobs(prof, res, plan);
 }
 
 /* Names of the entries with `action`, comma-separated, into buf. */
@@ -270,7 +298,7 @@ int fr_cmd_wrap(int argc, char **argv)
     rc = compute(&w, &prof, &res, &plan, &ex);
     if (rc == 0) {
         if (w.explain) {
-            explain(&w, &res, &plan, &ex);
+            explain(&w, &res, &plan, &ex, &prof);
             rc = fflush(stdout) == 0 ? 0 : FR_EXIT_USAGE;
         } else {
             rc = run(&w, supervise, &st, &ex);

@@ -31,8 +31,10 @@ static void usage(FILE *f)
           "       fitrun merge --jobs FILE [--shards N] RESULTS...\n"
           "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N ...\n"
           "       fitrun [--init] [--explain] [--quiet] [--profile FILE] -- CMD [ARGS...]\n"
+          "       fitrun --version | --help\n"
           "Run `fitrun COMMAND --help` for the options of one command, and\n"
-          "`fitrun --init --help` for the wrapper's (entrypoint) options; see README.md.\n",
+          "`fitrun --init --help` for the wrapper's (entrypoint) options; see README.md\n"
+          "and fitrun(1).\n",
           f);
 }
 

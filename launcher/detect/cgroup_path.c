@@ -307,13 +307,7 @@ int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v)
 /* Quote a file's content for a note: first line, printable, bounded. */
 static const char *quote(const char *s, char *buf, size_t n)
 {
-    size_t i = 0;
-    for (; s[i] && s[i] != '\n' && i + 4 < n; i++)
-        buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-    if (s[i] && s[i] != '\n')
-        buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
-    buf[i] = '\0';
-    return buf;
+    return fr_term_text(s, strcspn(s, "\n"), buf, n); /* the first line, control characters shown */
 }
 
 enum fr_level fr_cgroup_read_u64(struct fr_dx *x, const char *dir, const char *name, bool allow_minus1, bool note_missing,

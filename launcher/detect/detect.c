@@ -68,7 +68,7 @@ char *fr_dx_read_noted(struct fr_dx *x, const char *path, size_t max, bool quiet
 {
     char *text = fr_dx_read(x, path, max);
     if (!text && !(quiet_missing && errno == ENOENT))
-        fr_detect_note(x->res, "%s: %s: %s: ignored", what, path, strerror(errno));
+        fr_detect_note(x->res, "%s: %s: %s: ignored", what, path, fr_read_strerror(errno));
     return text;
 }
 
@@ -218,7 +218,7 @@ static void combine(struct fr_dx *x, const struct ask *won)
     struct fr_resources *r = x->res;
     r->cpu_detected = detected_cpus(r);
     r->cpu_effective = r->cpu_detected;
-    /* An override wins (the issue: "win over everything"). Above what was
+    /* An override wins over everything. Above what was
      * detected it oversubscribes the kernel's limit: allowed, as asked,
      * but said. */
     if (r->cpu_override.known) {

@@ -144,7 +144,7 @@ static char *condor_ad(struct fr_dx *x, const char **path)
         return NULL;
     char *text = (*path)[0] == '/' ? fr_dx_read(x, *path, FR_BIG_FILE) : fr_read_file(*path, FR_BIG_FILE, NULL);
     if (!text)
-        fr_detect_note(x->res, "_CONDOR_MACHINE_AD=%.200s: cannot read: %s", *path, strerror(errno));
+        fr_detect_note(x->res, "_CONDOR_MACHINE_AD=%.200s: cannot read: %s", *path, fr_read_strerror(errno));
     return text;
 }
 

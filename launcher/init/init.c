@@ -29,7 +29,10 @@ int fr_exit_status(int wstatus)
 int fr_exec_failure_status(int err)
 {
     /* The shell's convention: 127 "command not found", 126 "found but
-     * cannot be executed" (EACCES, ENOEXEC, EISDIR, ETXTBSY, ...). */
+     * cannot be executed" (EACCES, EISDIR, ETXTBSY, ...). execvpe runs a
+     * file the kernel refuses with ENOEXEC (no #! line) under /bin/sh, as
+     * execvp, env(1) and tini do, so ENOEXEC only gets here when /bin/sh
+     * itself cannot be run. */
     return err == ENOENT || err == ENOTDIR ? FR_EXIT_NOT_FOUND : FR_EXIT_CANNOT_EXEC;
 }
 

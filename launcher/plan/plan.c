@@ -6,6 +6,8 @@
  *   --workers N replaces the result (reported, with warnings when it
  *   exceeds a cap)
  *   threads_per_worker = max(1, floor(effective / workers))
+ *   threads_per_job = threads_per_worker, capped by what a job's sandbox
+ *   lets it run (job_threads_max: 1 under the python preset)
  *
  * Every decision appends a reason, so `fitrun detect` and the start of
  * `fitrun run` can say why they chose what they chose. Pure: no I/O. */
@@ -192,7 +194,7 @@ static void apply_override(const struct fr_resources *res, const struct fr_plan_
 
 void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opts, struct fr_plan *out)
 {
-    static const struct fr_plan_opts defaults = {FR_ROUND_FLOOR, 0, 0};
+    static const struct fr_plan_opts defaults = {FR_ROUND_FLOOR, 0, 0, 0, NULL};
     const struct fr_plan_opts *o = opts ? opts : &defaults;
     memset(out, 0, sizeof *out);
     out->rounding = o->rounding;
@@ -211,6 +213,12 @@ void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opt
     out->threads_per_worker = threads_for(eff, out->workers);
     reason(out, "%d thread%s per worker = max(1, floor(%g / %d))", out->threads_per_worker, out->threads_per_worker == 1 ? "" : "s",
            eff, out->workers);
+    out->threads_per_job = out->threads_per_worker;
+    if (o->job_threads_max > 0 && o->job_threads_max < out->threads_per_worker) {
+        out->threads_per_job = o->job_threads_max;
+        reason(out, "%d thread%s per job, not %d: %s", out->threads_per_job, out->threads_per_job == 1 ? "" : "s",
+               out->threads_per_worker, o->job_threads_why ? o->job_threads_why : "the sandbox caps threads");
+    }
 }
 
 const char *fr_plan_summary(const struct fr_resources *res, const struct fr_plan *plan, char *buf, size_t n)
@@ -219,7 +227,7 @@ const char *fr_plan_summary(const struct fr_resources *res, const struct fr_plan
     if (res->mem_limit.known)
         fr_format_size((uint64_t)res->mem_limit.value, mem, sizeof mem);
     int k = snprintf(buf, n, "plan: %d worker%s x %d thread%s (effective %g CPUs: affinity %d", plan->workers,
-                     plan->workers == 1 ? "" : "s", plan->threads_per_worker, plan->threads_per_worker == 1 ? "" : "s",
+                     plan->workers == 1 ? "" : "s", plan->threads_per_job, plan->threads_per_job == 1 ? "" : "s",
                      res->cpu_effective, res->cpu_affinity);
     const struct {
         const char *name;

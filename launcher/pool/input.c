@@ -99,8 +99,11 @@ ssize_t input_fill(struct input *in)
     }
     ssize_t r;
     do
-        r = read(in->fd, in->buf + in->len, CHUNK);
+        r = in->use_pread ? pread(in->fd, in->buf + in->len, CHUNK, in->pread_pos)
+                          : read(in->fd, in->buf + in->len, CHUNK);
     while (r < 0 && errno == EINTR);
+    if (r > 0 && in->use_pread)
+        in->pread_pos += r;
     if (r == 0)
         in->eof = true;
     if (r > 0)

@@ -22,6 +22,8 @@ struct input {
     size_t off, len, cap;
     long line;          /* physical lines handed out so far */
     bool skipping;      /* inside an over-long line: drop bytes up to its '\n' */
+    bool use_pread;     /* read a regular file at pread_pos, leaving the descriptor's offset alone */
+    off_t pread_pos;
 };
 
 enum input_next { INPUT_LINE, INPUT_MORE, INPUT_END, INPUT_TOO_LONG };

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fitrun/util.h"
+
 /* ---- jobs --------------------------------------------------------------- */
 
 void fr_job_clear(struct fr_job *j)
@@ -61,39 +63,6 @@ int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, co
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when s[0] does not start one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
 json_t *fr_json_bytes(const char *s, size_t n)
 {
     /* Fast path: jansson validates and refuses invalid UTF-8. */
@@ -107,7 +76,7 @@ json_t *fr_json_bytes(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq(u + i, n - i);
+        size_t l = fr_utf8_seq(u + i, n - i);
         if (l) {
             memcpy(buf + o, u + i, l);
             o += l;
@@ -192,6 +161,11 @@ char *fr_result_line(const struct fr_result *r, size_t *len)
     if (len)
         *len = l + 1;
     return line;
+}
+
+void fr_duplicate_message(char *buf, long line, const char *id)
+{
+    snprintf(buf, FR_DUPLICATE_MSG_MAX, "line %ld: duplicate id '%s' (an earlier line has it)", line, id);
 }
 
 int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen)

@@ -562,13 +562,17 @@ static void push_pending(struct fr_host *h, struct fr_job *job)
     h->npending++;
 }
 
-static bool line_key_done(const struct fr_host *h, long line)
+/* --resume: 1 = this line already has its result (skip it), 0 = run it;
+ * a result there for another id stops the run (fr_resume_line). */
+static int resumed(struct fr_host *h, long line, const char *text, size_t len)
 {
-    char key[32];
+    char err[1024];
     if (!h->o->resume)
-        return false;
-    snprintf(key, sizeof key, "%ld", line);
-    return fr_idset_has(h->o->resume->lines, key);
+        return 0;
+    int r = fr_resume_line(h->o->resume, line, text, len, h->o->in_name, err, sizeof err);
+    if (r < 0)
+        fr_host_fail(h, "%s", err);
+    return r != 0;
 }
 
 /* Take one input line: skip it, report it invalid, or queue it. */
@@ -577,7 +581,7 @@ static void handle_line(struct fr_host *h, const char *text, size_t len, long li
     const struct fr_resume *res = h->o->resume;
     if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
         return;
-    if (line_is_blank(text, len) || line_key_done(h, line))
+    if (line_is_blank(text, len) || resumed(h, line, text, len))
         return; /* blank, or has a result already (--resume) */
     struct fr_job job;
     const char *type = NULL;
@@ -606,7 +610,8 @@ static void handle_line(struct fr_host *h, const char *text, size_t len, long li
         return;
     }
     if (added == 0) {
-        snprintf(err, sizeof err, "line %ld: duplicate id '%s' (an earlier line has it)", line, job.id);
+        _Static_assert(sizeof err >= FR_DUPLICATE_MSG_MAX, "room for the DuplicateId message");
+        fr_duplicate_message(err, line, job.id);
         emit_invalid(h, job.id, line, "DuplicateId", err);
         fr_job_clear(&job);
         return;
@@ -635,7 +640,7 @@ static void intake(struct fr_host *h, bool readable)
             handle_line(h, text, len, line);
             continue;
         case INPUT_TOO_LONG: {
-            if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
+            if ((h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line)) || resumed(h, line, NULL, 0))
                 continue;
             char msg[128];
             snprintf(msg, sizeof msg, "line %ld: longer than %u MiB", line, FR_JOB_MAX_LINE >> 20);
@@ -1013,6 +1018,19 @@ static void loop(struct fr_host *h)
     }
 }
 
+/* A runtime's start stops early when SIGINT/SIGTERM/SIGHUP is pending and
+ * leaves it pending. Consume it here: the run then exits 128 + signal like
+ * an interrupted pool, also when the signal was inherited as ignored
+ * (unblocking would discard it and leave 125). 0 = none pending. */
+static int start_interrupted(struct fr_host *h)
+{
+    struct signalfd_siginfo si;
+    while (read(h->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
+            return (int)si.ssi_signo;
+    return 0;
+}
+
 int fr_pool_run(const struct fr_pool_opts *o)
 {
     struct fr_host h = {.o = o, .epfd = -1, .sigfd = -1};
@@ -1035,8 +1053,9 @@ int fr_pool_run(const struct fr_pool_opts *o)
     h.rt = (struct fr_runtime){.ops = o->ops, .cfg = o->rtcfg, .host = &h};
     if (o->ops->start(&h.rt, h.nslots, err, sizeof err) < 0) {
         fr_warn("%s runtime: %s", o->ops->name, err);
+        int sig = start_interrupted(&h);
         teardown(&h);
-        return FR_EXIT_USAGE;
+        return sig ? 128 + sig : FR_EXIT_USAGE;
     }
     loop(&h);
     h.rt.ops->stop(&h.rt);

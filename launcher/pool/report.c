@@ -1,6 +1,8 @@
 /* report.c — what the user sees on stderr: the progress line while the run
  * goes, the status table and "Most common errors" at the end. stdout is
- * left to results (`--out -`). */
+ * left to results (`--out -`). Text that came from jobs is printed through
+ * fr_term_text (control characters shown, not sent); results files keep
+ * the real bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,8 +217,13 @@ void summary_print(struct stats *s, const char *how)
         return;
     qsort(s->types, s->ntypes, sizeof *s->types, by_count);
     fprintf(stderr, "Most common errors:\n  %8s  %s\n", "count", "error_type");
-    for (size_t i = 0; i < s->ntypes && i < TOP_ERRORS; i++)
-        fprintf(stderr, "  %8ld  %s\n", s->types[i].n, s->types[i].type);
+    for (size_t i = 0; i < s->ntypes && i < TOP_ERRORS; i++) {
+        /* error_type can be a prediction's own exception class name:
+         * shown, never sent to the terminal as it is. */
+        char shown[256];
+        fr_term_text(s->types[i].type, strlen(s->types[i].type), shown, sizeof shown);
+        fprintf(stderr, "  %8ld  %s\n", s->types[i].n, shown);
+    }
     if (s->ntypes > TOP_ERRORS)
         fprintf(stderr, "  (%zu more error types)\n", s->ntypes - TOP_ERRORS);
 }

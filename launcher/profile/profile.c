@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <unistd.h>
 
+#include "fitrun/envexport.h"
 #include "fitrun/util.h"
 
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
@@ -135,35 +137,57 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
 
 /* ---- value parsers: 0 or -1 with a message in msg ---------------------- */
 
+/* `none` (= `unlimited` = 0) means "no limit", for every limit that may be
+ * switched off; the limits that may not (output, result: they bound what
+ * fitrun itself holds in memory) refuse all three. */
 static bool is_none(const char *v)
 {
     return !strcmp(v, "none") || !strcmp(v, "unlimited");
 }
 
+static int refuse_none(const char *what, const char *key, const char *v, const char *example, char *msg, size_t n)
+{
+    fr_seterr(msg, n, "bad %s '%s' for %s: %s cannot be switched off (none, unlimited and 0 all mean no limit); "
+                      "give a limit such as %s",
+              what, v, key, key, example);
+    return -1;
+}
+
 static int get_duration(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
 {
-    if (none_ok && is_none(v)) {
+    const char *why = "";
+    if (is_none(v)) {
+        if (!none_ok)
+            return refuse_none("duration", key, v, "10s", msg, n);
         *out = 0;
         return 0;
     }
-    if (fr_parse_duration_ms(v, out) < 0) {
-        fr_seterr(msg, n, "bad duration '%s' for %s (examples: 2s, 500ms, 1.5m%s)", v, key,
-               none_ok ? ", none" : "");
+    if (fr_parse_duration_why(v, out, &why) < 0) {
+        fr_seterr(msg, n, "bad duration '%s' for %s: %s (examples: 2s, 500ms, 1.5m%s)", v, key, why,
+                  none_ok ? ", none" : "");
         return -1;
     }
+    if (*out == 0 && !none_ok)
+        return refuse_none("duration", key, v, "10s", msg, n);
     return 0;
 }
 
 static int get_size(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
 {
-    if (none_ok && is_none(v)) {
+    const char *why = "";
+    if (is_none(v)) {
+        if (!none_ok)
+            return refuse_none("size", key, v, "1M", msg, n);
         *out = 0;
         return 0;
     }
-    if (fr_parse_size(v, out) < 0) {
-        fr_seterr(msg, n, "bad size '%s' for %s (examples: 512M, 2G, 64k%s)", v, key, none_ok ? ", none" : "");
+    if (fr_parse_size_why(v, out, &why) < 0) {
+        fr_seterr(msg, n, "bad size '%s' for %s: %s (examples: 512M, 2G, 64k%s)", v, key, why,
+                  none_ok ? ", none" : "");
         return -1;
     }
+    if (*out == 0 && !none_ok)
+        return refuse_none("size", key, v, "1M", msg, n);
     return 0;
 }
 
@@ -280,6 +304,15 @@ static bool is_identifier(const char *s)
     return true;
 }
 
+int fr_parse_cpus(const char *s, double *out)
+{
+    double v;
+    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* ---- sections ----------------------------------------------------------- */
 
 static int set_resources(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
@@ -289,8 +322,9 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             p->cpus = 0;
             return 0;
         }
-        if (fr_parse_double(v, &p->cpus) < 0 || p->cpus <= 0) {
-            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number > 0 such as 2 or 1.5)", v);
+        if (fr_parse_cpus(v, &p->cpus) < 0) {
+            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)",
+                      v, FR_CPU_BITS);
             return -1;
         }
         return 0;
@@ -569,12 +603,42 @@ void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct 
     }
 }
 
+static bool allows(const struct fr_profile *p, const char *name)
+{
+    for (char *const *a = p->allow; *a; a++)
+        if (!strcmp(*a, name))
+            return true;
+    return false;
+}
+
+int fr_profile_job_threads(const struct fr_profile *p, const char **why)
+{
+    if (p->preset != FR_PRESET_PYTHON)
+        return 0;
+    if ((allows(p, "clone") || allows(p, "clone3")) && p->processes != 1)
+        return 0;
+    if (why)
+        *why = "the python preset refuses thread creation (a library that starts threads would be a violation); "
+               "[sandbox] allow = clone, clone3 with processes above 1, or preset = none, lifts it";
+    return 1;
+}
+
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
 {
     memset(out, 0, sizeof *out);
     out->rounding = p->rounding;
     out->memory_per_worker = p->memory_per_worker;
     out->workers_override = p->workers;
+    out->job_threads_max = fr_profile_job_threads(p, &out->job_threads_why);
+}
+
+int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
+                       char *const *envp, struct fr_env_export *ex)
+{
+    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
+                                   .origin = p->path[0] ? p->path : "profile"};
+    struct fr_env_opts eo = {.uid = getuid()};
+    return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }
 
 void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
@@ -633,8 +697,9 @@ static char *reader(char *buf, int size, void *stream)
     size_t len = nl ? (size_t)(nl - c->text) + 1 : strlen(c->text);
     c->lines++;
     if (len > (size_t)size - 1) {
+        /* inih needs the line, its '\n' and a NUL in `size` bytes. */
         char msg[96];
-        snprintf(msg, sizeof msg, "line too long (more than %d characters)", size - 3);
+        snprintf(msg, sizeof msg, "line too long (more than %d characters)", size - 2);
         record(c, c->lines, msg);
         c->text += len;
         buf[0] = '\0'; /* hand inih an empty line, keep counting */
@@ -732,7 +797,7 @@ int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t er
     char *text = fr_read_file(path, 1 << 20, &len);
     if (!text) {
         snprintf(err, errlen, "cannot read profile %s: %s", path,
-                 errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+                 errno == EFBIG ? "larger than 1 MiB" : fr_read_strerror(errno));
         return -1;
     }
     if (strlen(text) != len) {

@@ -42,6 +42,7 @@ enum slot_kind {
 /* One physical line of the jobs file, and the result chosen for it. */
 struct slot {
     char *id;           /* SLOT_JOB / SLOT_REPEAT: the id as JSON text ("\"a1\""), for messages */
+    char *raw;          /* SLOT_REPEAT: the id itself, for the DuplicateId result */
     long first;         /* SLOT_REPEAT: the line that holds the id's job */
     unsigned char kind;
     int file;           /* winning result: file index, -1 = none yet */
@@ -67,6 +68,7 @@ struct merge {
     struct rfile *files;
     int nfiles;
     long noline;         /* results without "line", placed by id */
+    long written_dups;   /* DuplicateId results merge wrote itself (repeats another shard ran) */
     /* Shard-count inference (no --shards): the gcd of L-1-K over results of
      * line L found in a file named K, and whether every file is so named. */
     long gcd;
@@ -150,8 +152,12 @@ static int classify(struct merge *m, struct slot *s, const char *buf, size_t len
     if (first) {
         s->kind = SLOT_REPEAT;
         s->first = (long)json_integer_value(first);
-        fr_warn("merge: %s:%ld: id %s repeats line %ld; only line %ld needs a result", m->jobs_name, line, s->id,
-                s->first, s->first);
+        if (!(s->raw = strdup(job.id))) {
+            fr_job_clear(&job);
+            return -1;
+        }
+        fr_warn("merge: %s:%ld: id %s repeats line %ld; only line %ld needs a result (this one is DuplicateId)",
+                m->jobs_name, line, s->id, s->first, s->first);
     } else {
         s->kind = SLOT_JOB;
         m->njobs++;
@@ -237,8 +243,8 @@ static long result_line(struct merge *m, struct rfile *rf, const struct fr_resul
             line = k->line;
         else if (s && s->kind == SLOT_REPEAT && same_id)
             fr_warn("merge: %s:%ld: a second run of id %s (line %ld repeats line %ld: another shard ran it); "
-                    "dropped, an id counts once",
-                    rf->path, rline, q, k->line, s->first);
+                    "dropped, an id counts once: line %ld gets the DuplicateId result a single run writes",
+                    rf->path, rline, q, k->line, s->first, k->line);
         else
             fr_warn("merge: %s:%ld: result for line %ld (id %s), but line %ld of %s is %s; dropped (results of "
                     "another jobs file?)",
@@ -462,6 +468,8 @@ static void report_summary(const struct merge *m, long missing)
     }
     for (long l = 0; l < m->nlines; l++)
         extra += m->slots[l].kind != SLOT_JOB && m->slots[l].file >= 0;
+    bool ambiguous = false;
+    int inferred = m->o->shards > 0 ? 0 : shard_count(m, &ambiguous);
     /* Only what happened: "...; 2 duplicate results dropped; 1 bad line skipped". */
     const struct {
         long n;
@@ -473,6 +481,8 @@ static void report_summary(const struct merge *m, long missing)
         {bad, "bad line skipped", "bad lines skipped"},
         {foreign, "result for no job of this file dropped", "results for no job of this file dropped"},
         {misplaced, "result in another shard's file", "results in another shard's file"},
+        {m->written_dups, "DuplicateId result written for a repeated id another shard ran (as one run writes it)",
+         "DuplicateId results written for repeated ids other shards ran (as one run writes them)"},
     };
     char more[512] = "";
     size_t u = 0;
@@ -484,19 +494,45 @@ static void report_summary(const struct merge *m, long missing)
         if (w > 0 && (size_t)w < sizeof more - u)
             u += (size_t)w;
     }
-    fr_info("merge: %s: %ld of %ld jobs have a result, from %d file%s%s", missing ? "INCOMPLETE" : "complete",
-            m->njobs - missing, m->njobs, m->nfiles, m->nfiles == 1 ? "" : "s", more);
+    char shards[160] = "";
+    if (inferred > 0)
+        snprintf(shards, sizeof shards, " (%d shard%s, inferred from the file names%s)", inferred,
+                 inferred == 1 ? "" : "s", ambiguous ? "; other counts fit too: pass --shards N" : "");
+    fr_info("merge: %s: %ld of %ld jobs have a result, from %d file%s%s%s", missing ? "INCOMPLETE" : "complete",
+            m->njobs - missing, m->njobs, m->nfiles, m->nfiles == 1 ? "" : "s", shards, more);
 }
 
 /* Output ------------------------------------------------------------------------ */
 
-static int write_merged(const struct merge *m, FILE *out)
+/* The DuplicateId result `fitrun run` writes for line l+1 (a repeat of an
+ * earlier id), for a repeat whose shard could not know the id was taken. */
+static int write_duplicate(const struct slot *s, long line, FILE *out)
+{
+    char msg[FR_DUPLICATE_MSG_MAX];
+    fr_duplicate_message(msg, line, s->raw);
+    struct fr_result r = {.id = s->raw, .status = FR_STATUS_INVALID, .error_type = "DuplicateId",
+                          .error_message = msg, .worker = -1, .line = line};
+    size_t len;
+    char *text = fr_result_line(&r, &len);
+    int rc = text && fwrite(text, 1, len, out) == len ? 0 : -1;
+    if (rc < 0)
+        fr_warn("merge: writing the merged results: %s", text ? strerror(errno) : "out of memory");
+    free(text);
+    return rc;
+}
+
+static int write_merged(struct merge *m, FILE *out)
 {
     char *buf = NULL;
     size_t cap = 0;
     int rc = 0;
     for (long l = 0; l < m->nlines && rc == 0; l++) {
         const struct slot *s = &m->slots[l];
+        if (s->file < 0 && s->kind == SLOT_REPEAT) {
+            rc = write_duplicate(s, l + 1, out);
+            m->written_dups++;
+            continue;
+        }
         if (s->file < 0)
             continue;
         const struct rfile *rf = &m->files[s->file];
@@ -533,8 +569,10 @@ static int write_merged(const struct merge *m, FILE *out)
 
 static void merge_free(struct merge *m)
 {
-    for (long l = 0; l < m->nlines; l++)
+    for (long l = 0; l < m->nlines; l++) {
         free(m->slots[l].id);
+        free(m->slots[l].raw);
+    }
     free(m->slots);
     for (int i = 0; i < m->nfiles; i++)
         if (m->files[i].f)

@@ -88,7 +88,7 @@ int fr_parse_time_limit(const char *s, uint64_t *seconds)
             return -1;
         v = ms / 1000 + (ms % 1000 != 0);
     }
-    if (v == 0)
+    if (v == 0 || v > FR_DURATION_MAX_MS / 1000)
         return -1;
     *seconds = v;
     return 0;

@@ -297,8 +297,8 @@ def main():
         challenges[tid] = {"train": task["train"],
                            "test": [{"input": p["input"]} for p in task["test"]]}
         solutions[tid] = [p["output"] for p in task["test"]]
-    sys.path.insert(0, os.path.join(SRC, "tools", "arc"))
-    from arc_common import extract_code
+    sys.path.insert(0, os.path.join(SRC, "python"))
+    from fitrun.arc import extract_code
 
     expected = {}
     for name, preds in (("predictions.json", PREDICTIONS), ("predictions_text.json", TEXT_PREDICTIONS)):

@@ -30,7 +30,7 @@ fx() {
 
 @test "bad options exit 125 with a message naming the option" {
     for args in "--cpus" "--cpus x" "--cpus 0" "--cpus -1" "--rounding up" "--workers 0" "--workers 1.5" \
-                "--memory-per-worker 5Q" "--memory-per-worker 0" "--sysroot /nonexistent-fitrun" "--bogus" "extra" "-x"; do
+                "--memory-per-worker 5Q" "--memory-per-worker 0.5" "--sysroot /nonexistent-fitrun" "--bogus" "extra" "-x"; do
         run "$FITRUN" detect $args
         [ "$status" -eq 125 ] || { echo "status $status for: $args"; false; }
         opt=${args%% *}
@@ -198,6 +198,12 @@ assert isinstance(j["notes"], list)
     [ "$(j 'any("holds less than one worker of 512.0 MiB" in r for r in j["plan"]["reasons"])')" = True ]
     run fx garbage --memory-per-worker 128M
     [ "$(j 'j["plan"]["workers"]')" = 2 ]
+    # 0 and none mean what they mean in a profile: do not size by memory
+    for v in 0 none; do
+        run fx garbage --memory-per-worker $v
+        [ "$(j 'j["plan"]["memory_per_worker"]')" = None ]
+        [ "$(j 'j["plan"]["workers"]')" = 2 ]
+    done
 }
 
 @test "--rounding, --memory-per-worker and --workers reach the plan" {

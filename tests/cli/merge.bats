@@ -103,15 +103,44 @@ ids() { jq -r .id "$@" | tr '\n' ' '; }
     { result a1 error 4; result a2 ok; } > results.1.jsonl
     run --separate-stderr "$FITRUN" merge --jobs rep.jsonl results.0.jsonl results.1.jsonl
     [ "$status" -eq 0 ]
-    [ "$(printf '%s\n' "$output" | jq -c '[.id,.status]' | tr '\n' ' ')" = '["a1","ok"] ["a2","ok"] ["a3","ok"] ' ]
+    # line 4 gets the DuplicateId result one run writes (merge writes it: shard 1 could not)
+    [ "$(printf '%s\n' "$output" | jq -c '[.id,.status,.error_type,.line]' | tr '\n' ' ')" = \
+      '["a1","ok",null,1] ["a2","ok",null,2] ["a3","ok",null,3] ["a1","invalid","DuplicateId",4] ' ]
     [[ $stderr == *'rep.jsonl:4: id "a1" repeats line 1; only line 1 needs a result'* ]]
     [[ $stderr == *'results.1.jsonl:1: a second run of id "a1" (line 4 repeats line 1: another shard ran it); dropped'* ]]
+    [[ $stderr == *"1 DuplicateId result written for a repeated id another shard ran"* ]]
     # one run would answer line 4 with an `invalid` DuplicateId result: kept in place
     printf '{"id":"a1","status":"invalid","error_type":"DuplicateId","line":4}\n' > results.1.jsonl
     result a2 ok >> results.1.jsonl
     run --separate-stderr "$FITRUN" merge --jobs rep.jsonl results.0.jsonl results.1.jsonl
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | jq -c '[.id,.status]' | tr '\n' ' ')" = '["a1","ok"] ["a2","ok"] ["a3","ok"] ["a1","invalid"] ' ]
+}
+
+@test "ids repeated across shards: the merge equals one run of the whole file" {
+    # a1 on lines 1 and 4, a2 on lines 2 and 6: with 2 shards each repeat
+    # lands in the other shard, which runs it as a job
+    for id in a1 a2 a3 a1 a5 a2 a7; do printf '{"id":"%s","argv":["echo","%s"]}\n' "$id" "$id"; done > rep.jsonl
+    "$FITRUN" run --jobs rep.jsonl --out whole.jsonl --quiet --workers 1 || [ $? -eq 1 ]
+    for k in 0 1; do "$FITRUN" run --jobs rep.jsonl --out "results.$k.jsonl" --shard $k/2 --quiet --workers 1 || [ $? -eq 1 ]; done
+    run --separate-stderr "$FITRUN" merge --jobs rep.jsonl results.0.jsonl results.1.jsonl
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" > merged.jsonl
+    # the same results in input order: equal except the measured fields
+    same() { jq -c 'del(.cpu_ms, .wall_ms, .max_rss_kb, .worker)' "$1"; }
+    [ "$(same merged.jsonl)" = "$(jq -s -c 'sort_by(.line)[]' whole.jsonl | jq -c 'del(.cpu_ms, .wall_ms, .max_rss_kb, .worker)')" ]
+    # the DuplicateId lines byte for byte
+    [ "$(grep DuplicateId merged.jsonl)" = "$(jq -s -c 'sort_by(.line)[] | select(.error_type == "DuplicateId")' whole.jsonl)" ]
+    [ "$(grep -c DuplicateId merged.jsonl)" -eq 2 ]
+}
+
+@test "an inferred shard count is said, also when the merge is complete" {
+    for k in 0 1 2; do shard $k 3 > results.$k.jsonl; done
+    run --separate-stderr "$FITRUN" merge --jobs jobs.jsonl results.0.jsonl results.1.jsonl results.2.jsonl
+    [ "$status" -eq 0 ]
+    [[ $stderr == *"complete: 9 of 9 jobs have a result, from 3 files (3 shards, inferred from the file names)"* ]]
+    run --separate-stderr "$FITRUN" merge --jobs jobs.jsonl --shards 3 results.0.jsonl results.1.jsonl results.2.jsonl
+    [[ $stderr != *"inferred"* ]]
 }
 
 @test "results of another jobs file do not fill gaps" {
@@ -180,7 +209,7 @@ ids() { jq -r .id "$@" | tr '\n' ' '; }
     [[ $stderr == *'results.0.jsonl:8: result for line 3 (id "zz"), but line 3 of jobs2.jsonl is no job; dropped'* ]]
     [[ $stderr == *'results.0.jsonl:9: a result with neither "line" nor a job'"'"'s "id"; skipped'* ]]
     [ "$(printf '%s\n' "$output" | jq -r 'select(.line == 2).error_type')" = InvalidJSON ]
-    [[ $stderr == *"complete: 2 of 2 jobs have a result, from 1 file; 4 results for invalid input lines kept"* ]]
+    [[ $stderr == *"complete: 2 of 2 jobs have a result, from 1 file (1 shard, inferred from the file names); 4 results for invalid input lines kept"* ]]
     [[ $stderr != *"jobs2.jsonl:3"* ]]   # a blank line is nothing
 }
 

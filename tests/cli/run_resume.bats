@@ -87,3 +87,69 @@ interrupt() {
     [[ $stderr == *"is the jobs file"* ]]
     [ "$(wc -l < jobs.jsonl)" -eq 32 ] # untouched
 }
+
+@test "--resume checks each kept result's id against its line: a changed jobs file is 125, never a silent skip" {
+    for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
+    run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --quiet
+    # line 2's id B replaced by D: D has no result and must not be skipped
+    for i in A D C; do job "$i" echo "$i"; done > abc.jsonl
+    before=$(md5sum < r.jsonl)
+    run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
+    [[ $stderr == *'--resume: line 2 of abc.jsonl has id "D", but r.jsonl:'*' is the result of id "B" for that line'* ]]
+    [[ $stderr != *"0 results"* ]] # nothing ran, nothing was counted as done
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+    # the same from a stream: checked as the line arrives, 125 again
+    run -125 --separate-stderr "$FITRUN" run --jobs - --out r.jsonl --resume < abc.jsonl
+    [[ $stderr == *'line 2 of stdin has id "D", but r.jsonl:'*'"B"'* ]]
+    [ "$(count r.jsonl D)" -eq 0 ]
+    # lines removed from the end: their results name lines the file no longer has
+    job A echo A > abc.jsonl
+    run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
+    [[ $stderr == *"but abc.jsonl has 1 line"* ]]
+    # with the jobs file the results came from, resume is a no-op as before
+    for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
+    run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume --quiet
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+}
+
+@test "--resume does not answer an over-long line twice" {
+    job A echo A > long.jsonl
+    head -c $((65 << 20)) /dev/zero | tr '\0' x >> long.jsonl
+    echo >> long.jsonl
+    job C echo C >> long.jsonl
+    run -1 "$FITRUN" run --jobs long.jsonl --out r.jsonl --quiet
+    [ "$(wc -l < r.jsonl)" -eq 3 ]
+    run -0 "$FITRUN" run --jobs long.jsonl --out r.jsonl --resume --quiet
+    [ "$(wc -l < r.jsonl)" -eq 3 ]
+}
+
+# start_and_signal SIGNAL PROFILE JOBS: start fitrun run with SIGINT
+# inherited as ignored (as a non-interactive shell's background job gets it),
+# send SIGNAL once it is running, set $rc.
+start_and_signal() {
+    (trap '' INT; exec "$FITRUN" run --profile "$2" --jobs "$3" --out out.jsonl --progress none 2> err.txt) &
+    local pid=$!
+    sleep 1
+    kill -"$1" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+}
+
+@test "SIGINT inherited as ignored: 130 whether it arrives during start-up or in the pool" {
+    printf 'import time\ntime.sleep(30)\n' > slow.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = slow.py\n' > slow.ini
+    jq -cn '{id: "p", code: "def transform(g):\n    return g\n", inputs: [[[1]]]}' > p.jsonl
+    SECONDS=0
+    start_and_signal INT slow.ini p.jsonl
+    [ "$rc" -eq 130 ]
+    [ "$SECONDS" -lt 10 ]
+    grep -q "interrupted while" err.txt
+    start_and_signal HUP slow.ini p.jsonl
+    [ "$rc" -eq 129 ]
+    # the pool, the same
+    printf '[sandbox]\npreset = none\n' > none.ini
+    job s sleep 5 > s.jsonl
+    start_and_signal INT none.ini s.jsonl
+    [ "$rc" -eq 130 ]
+    grep -q "interrupted by SIGINT" err.txt
+}

@@ -61,6 +61,28 @@ exec_errors_in_mode() {
 @test "127 not found, 126 not executable, with errno (--init)" { exec_errors_in_mode subreaper; }
 @test "127 not found, 126 not executable, with errno (PID 1)" { needs_root; exec_errors_in_mode pid1; }
 
+# ENOEXEC: an executable file the kernel cannot run (no #! line, not ELF)
+# is run by /bin/sh, as execvp(3), env(1) and tini do; the status is the
+# shell's, so garbage is 127 ("not found"), not 126.
+enoexec_in_mode() {
+    local mode=$1 d=$BATS_TEST_TMPDIR
+    printf 'echo no-shebang "$@"; exit 3\n' >"$d/script"
+    printf 'zzkx9-not-a-command\n' >"$d/garbage"
+    chmod +x "$d/script" "$d/garbage"
+    run -3 fr "$mode" -q -- "$d/script" a b
+    [ "$output" = "no-shebang a b" ]
+    run -127 fr "$mode" -q -- "$d/garbage"
+    [[ "$output" == *"zzkx9-not-a-command: not found"* ]]
+    [[ "$output" != *"fitrun: cannot run"* ]] # it ran: the shell, not fitrun, failed
+}
+
+@test "ENOEXEC: a file without #! runs under /bin/sh like execvp, env(1) and tini (exec)" { enoexec_in_mode exec; }
+@test "ENOEXEC: a file without #! runs under /bin/sh like execvp, env(1) and tini (--init)" { enoexec_in_mode subreaper; }
+@test "ENOEXEC: a file without #! runs under /bin/sh like execvp, env(1) and tini (PID 1)" {
+    needs_root
+    enoexec_in_mode pid1
+}
+
 usage_errors_in_mode() {
     local mode=$1
     run -125 fr "$mode" --no-such-option -- true

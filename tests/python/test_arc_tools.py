@@ -1,4 +1,5 @@
-"""Unit tests of tools/arc/ (arc_to_jobs.py, arc_score.py, arc_common.py).
+"""Unit tests of tools/arc/ (arc_to_jobs.py, arc_score.py) and the fitrun.arc
+helpers they are built on.
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_arc_tools.py'
 """
@@ -15,10 +16,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("FITRUN_SRC") or os.path.dirname(os.path.dirname(HERE))
 TOOLS = os.path.join(SRC, "tools", "arc")
 sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(SRC, "python"))
 
-import arc_common  # noqa: E402
 import arc_score  # noqa: E402
 import arc_to_jobs  # noqa: E402
+from fitrun import arc  # noqa: E402
 
 G1 = [[1, 2], [3, 4]]
 G2 = [[4, 3], [2, 1]]
@@ -45,21 +47,21 @@ class Tmp(unittest.TestCase):
 class ExtractCode(unittest.TestCase):
     def test_first_python_block(self):
         text = "Idea.\n```python\ndef transform(g):\n    return g\n```\nmore\n```python\nx = 1\n```"
-        self.assertEqual(arc_common.extract_code(text), "def transform(g):\n    return g\n")
+        self.assertEqual(arc.extract_code(text), "def transform(g):\n    return g\n")
 
     def test_py_tag_and_case(self):
-        self.assertEqual(arc_common.extract_code("```Py\nx=1\n```"), "x=1\n")
+        self.assertEqual(arc.extract_code("```Py\nx=1\n```"), "x=1\n")
 
     def test_untagged_or_other_language_is_not_code(self):
-        self.assertIsNone(arc_common.extract_code("```\nx=1\n```"))
-        self.assertIsNone(arc_common.extract_code("```json\n{}\n```"))
-        self.assertIsNone(arc_common.extract_code("no code at all"))
+        self.assertIsNone(arc.extract_code("```\nx=1\n```"))
+        self.assertIsNone(arc.extract_code("```json\n{}\n```"))
+        self.assertIsNone(arc.extract_code("no code at all"))
 
     def test_is_grid(self):
-        self.assertTrue(arc_common.is_grid([[0, 9]]))
+        self.assertTrue(arc.is_grid([[0, 9]]))
         for bad in ([], [[]], [[1, 2], [3]], [[10]], [[-1]], [[1.0]], [[True]], [[0] * 31],
                     [[0]] * 31, "x", [1, 2]):
-            self.assertFalse(arc_common.is_grid(bad), bad)
+            self.assertFalse(arc.is_grid(bad), bad)
 
 
 class ToJobs(Tmp):

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "fitrun/detect.h"
+#include "fitrun/envexport.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
 #include "fitrun/util.h"
@@ -207,12 +208,55 @@ static void check_plan(struct obj *root, const struct fr_plan *p, const struct f
     struct obj o = sub(root, "plan");
     num(&o, "workers", true, p->workers);
     num(&o, "threads_per_worker", true, p->threads_per_worker);
+    num(&o, "threads_per_job", true, p->threads_per_job);
     str(&o, "rounding", true, fr_rounding_name(p->rounding));
     assert_true(po->memory_per_worker == 512ull << 20);
     num(&o, "memory_per_worker", true, (double)po->memory_per_worker);
     num(&o, "workers_override", false, 0);
     strings(&o, "reasons", p->nreasons, reason_at, p);
     all_checked(&o);
+}
+
+static const char *name_at(const void *ctx, int i)
+{
+    return ((char *const *)ctx)[i];
+}
+
+static int count_names(char *const *names)
+{
+    int n = 0;
+    while (names && names[n])
+        n++;
+    return n;
+}
+
+/* What `fitrun run` jobs would see: the library's own view of the same
+ * environment (the fixture's `env`), as run builds it. */
+static void check_env(struct obj *root, const struct fr_profile *prof, const struct fr_resources *r,
+                      const struct fr_plan *plan, char **envp)
+{
+    struct obj o = sub(root, "env");
+    struct fr_env_export *ex = calloc(1, sizeof *ex);
+    assert_non_null(ex);
+    assert_int_equal(fr_profile_job_env(prof, r, plan, envp, ex), 0);
+    char *const *allowed = (char *const *)fr_env_job_allowed();
+    strings(&o, "allowed", count_names(allowed), name_at, allowed);
+    strings(&o, "pass_env", 0, name_at, NULL);
+    strings(&o, "forced", 0, name_at, NULL);
+    struct obj t = sub(&o, "threads");
+    const struct fr_env_entry *omp = fr_env_find(ex, "OMP_NUM_THREADS");
+    assert_non_null(omp);
+    num(&t, "planned", true, plan->threads_per_job);
+    str(&t, "OMP_NUM_THREADS", true, omp->value);
+    str(&t, "action", true, fr_env_action_name(omp->action));
+    all_checked(&t);
+    char **scrubbed = fr_env_scrubbed(ex, envp, prof->pass_env);
+    assert_non_null(scrubbed);
+    strings(&o, "scrubbed", count_names(scrubbed), name_at, scrubbed);
+    all_checked(&o);
+    fr_envp_free(scrubbed);
+    fr_env_free(ex);
+    free(ex);
 }
 
 /* ---- one fixture ---- */
@@ -266,6 +310,7 @@ static void test_fixture(void **state)
     check_memory(&root, r);
     check_profile(&root);
     check_plan(&root, plan, &popts);
+    check_env(&root, prof, r, plan, envp);
     strings(&root, "notes", r->nnotes, note_at, r);
     all_checked(&root);
 

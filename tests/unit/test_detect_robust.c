@@ -205,7 +205,7 @@ static void test_random_sysroots(void **state)
         assert_true(r->cgroup_version >= 0 && r->cgroup_version <= 2);
         if (r->mem_limit.known)
             assert_true(r->mem_limit.value > 0);
-        struct fr_plan_opts po = {(enum fr_rounding)(round % 3), (uint64_t)(rnd() % 3) << 28, 0};
+        struct fr_plan_opts po = {.rounding = (enum fr_rounding)(round % 3), .memory_per_worker = (uint64_t)(rnd() % 3) << 28};
         fr_plan_make(r, &po, plan);
         assert_true(plan->workers >= 1 && plan->threads_per_worker >= 1);
         assert_true(plan->nreasons > 0 && plan->nreasons <= FR_REASONS_MAX);

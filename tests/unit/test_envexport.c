@@ -550,6 +550,121 @@ static void test_from_outer(void **state)
     assert_false(fr_env_from_outer(empty, "FITRUN_CPUS", "2"));
 }
 
+/* The job environment: only the allow-list, fitrun's variables, pass_env
+ * and [env] reach a `fitrun run` job; the wrapper keeps everything. */
+static void test_job_envp_is_scrubbed(void **state)
+{
+    (void)state;
+    struct fr_resources r = res_with_cpus(2);
+    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    char *envp[] = {"PATH=/usr/bin",
+                    "AWS_SECRET_ACCESS_KEY=sekrit",
+                    "HOME=/root",
+                    "LANG=C.UTF-8",
+                    "LC_ALL=C",
+                    "LC_TIME=en_DK",
+                    "LANGUAGEX=no",
+                    "TZ=UTC",
+                    "FITRUN_SEED=1",
+                    "OMP_NUM_THREADS=3",
+                    "JOBLIB_TEMP_FOLDER=/scratch/j",
+                    "HF_TOKEN=hf",
+                    "HF_TOKENS=no",
+                    "MY_A=1",
+                    "MY_B=2",
+                    "MYC=no",
+                    "PYTHONPATH=/opt/lib",
+                    "VIRTUAL_ENV=/opt/venv",
+                    "LD_LIBRARY_PATH=/opt/lib",
+                    "SECRET=override me",
+                    "not-a-variable",
+                    NULL};
+    char *names[] = {"SECRET", "GOMAXPROCS"};
+    char *values[] = {"from the profile", "5"};
+    struct fr_env_forced f = {.n = 2, .name = names, .value = values};
+    char *pass[] = {"HF_TOKEN", "MY_*", NULL};
+    struct fr_env_export ex;
+    assert_int_equal(fr_env_compute(&r, &p, 1, envp, &f, NULL, &ex), 0);
+
+    char **job = fr_env_build_job_envp(&ex, envp, pass);
+    assert_non_null(job);
+    const char *kept[] = {"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "LC_TIME=en_DK", "TZ=UTC", "FITRUN_SEED=1",
+                          "OMP_NUM_THREADS=3", /* the user's own value: kept */
+                          "JOBLIB_TEMP_FOLDER=/scratch/j", "HF_TOKEN=hf", "MY_A=1", "MY_B=2",
+                          "SECRET=from the profile", "GOMAXPROCS=5", /* [env] wins */
+                          "OPENBLAS_NUM_THREADS=1", "FITRUN_CPUS=1", "FITRUN_WORKERS=2"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (!has(job, kept[i]))
+            fail_msg("the job lost %s", kept[i]);
+    /* the caller's HOME is scrubbed; jobs get a neutral one */
+    assert_true(has(job, "HOME=/nonexistent"));
+    assert_int_equal(count_prefix(job, "HOME="), 1);
+    const char *gone[] = {"AWS_SECRET_ACCESS_KEY=", "LANGUAGEX=", "HF_TOKENS=", "MYC=", "PYTHONPATH=",
+                          "VIRTUAL_ENV=", "LD_LIBRARY_PATH=", "not-a-variable"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        if (count_prefix(job, gone[i]))
+            fail_msg("%s reached the job", gone[i]);
+    assert_int_equal(count_prefix(job, "SECRET="), 1);
+    assert_int_equal(count_prefix(job, "GOMAXPROCS="), 1);
+
+    /* The same list, named, for detect and --explain. */
+    char **scrubbed = fr_env_scrubbed(&ex, envp, pass);
+    assert_non_null(scrubbed);
+    const char *want[] = {"AWS_SECRET_ACCESS_KEY", "HOME", "LANGUAGEX", "HF_TOKENS", "MYC", "PYTHONPATH", "VIRTUAL_ENV",
+                          "LD_LIBRARY_PATH"};
+    size_t n = 0;
+    for (char **g = scrubbed; *g; g++)
+        n++;
+    assert_int_equal(n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(scrubbed[i], want[i]);
+    fr_envp_free(scrubbed);
+
+    /* The wrapper is env(1): nothing is scrubbed. */
+    char **wrap = fr_env_build_envp(&ex, envp);
+    assert_true(has(wrap, "AWS_SECRET_ACCESS_KEY=sekrit"));
+    assert_true(has(wrap, "HOME=/root"));
+    fr_envp_free(wrap);
+    fr_envp_free(job);
+
+    /* HOME passed, or forced: that one, once. */
+    char *pass_home[] = {"HOME", NULL};
+    job = fr_env_build_job_envp(&ex, envp, pass_home);
+    assert_true(has(job, "HOME=/root"));
+    assert_int_equal(count_prefix(job, "HOME="), 1);
+    fr_envp_free(job);
+    fr_env_free(&ex);
+    char *hname[] = {"HOME"}, *hvalue[] = {"/srv/home"};
+    struct fr_env_forced fh = {.n = 1, .name = hname, .value = hvalue};
+    assert_int_equal(fr_env_compute(&r, &p, 1, envp, &fh, NULL, &ex), 0);
+    job = fr_env_build_job_envp(&ex, envp, NULL);
+    assert_true(has(job, "HOME=/srv/home"));
+    assert_int_equal(count_prefix(job, "HOME="), 1);
+    fr_envp_free(job);
+    fr_env_free(&ex);
+}
+
+static void test_job_keeps(void **state)
+{
+    (void)state;
+    char *pass[] = {"A", "B_*", NULL};
+    assert_int_equal(fr_env_job_keeps(NULL, "PATH", 4, NULL), FR_ENV_KEEP_ALLOWED);
+    assert_int_equal(fr_env_job_keeps(NULL, "PATH=/bin", 4, NULL), FR_ENV_KEEP_ALLOWED);
+    assert_int_equal(fr_env_job_keeps(NULL, "PATHS", 5, NULL), FR_ENV_KEEP_NONE);
+    assert_int_equal(fr_env_job_keeps(NULL, "LC_", 3, NULL), FR_ENV_KEEP_ALLOWED);
+    assert_int_equal(fr_env_job_keeps(NULL, "FITRUN_JOB_ID", 13, NULL), FR_ENV_KEEP_ALLOWED);
+    assert_int_equal(fr_env_job_keeps(NULL, "PYTHON_CPU_COUNT", 16, NULL), FR_ENV_KEEP_FITRUN);
+    assert_int_equal(fr_env_job_keeps(NULL, "A", 1, pass), FR_ENV_KEEP_PASSED);
+    assert_int_equal(fr_env_job_keeps(NULL, "AB", 2, pass), FR_ENV_KEEP_NONE);
+    assert_int_equal(fr_env_job_keeps(NULL, "B_", 2, pass), FR_ENV_KEEP_PASSED);
+    assert_int_equal(fr_env_job_keeps(NULL, "B", 1, pass), FR_ENV_KEEP_NONE);
+    assert_int_equal(fr_env_job_keeps(NULL, "HOME", 4, pass), FR_ENV_KEEP_NONE);
+    const char *const *allowed = fr_env_job_allowed();
+    assert_string_equal(allowed[0], "PATH");
+    char buf[512];
+    assert_non_null(strstr(fr_env_job_allowlist(buf, sizeof buf), "PATH, LANG, LANGUAGE, LC_*, TZ, FITRUN_*"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +688,8 @@ int main(void)
         cmocka_unit_test(test_make_dirs_refuses_symlink),
         cmocka_unit_test(test_make_dirs_missing_parent),
         cmocka_unit_test(test_from_outer),
+        cmocka_unit_test(test_job_envp_is_scrubbed),
+        cmocka_unit_test(test_job_keeps),
     };
     return cmocka_run_group_tests(tests, make_tmproot, remove_tmproot);
 }

@@ -47,7 +47,7 @@ static bool has_reason(const struct fr_plan *p, const char *needle)
 static int workers(double eff, enum fr_rounding rounding)
 {
     struct fr_resources *r = res_with(eff, 64);
-    struct fr_plan_opts o = {rounding, 0, 0};
+    struct fr_plan_opts o = {.rounding = rounding};
     struct fr_plan p;
     fr_plan_make(r, &o, &p);
     free(r);
@@ -95,7 +95,7 @@ static void test_memory_cap(void **state)
     (void)state;
     struct fr_resources *r = res_with(8, 8);
     set(&r->mem_limit, 2 * GiB, "/sys/fs/cgroup/memory.max");
-    struct fr_plan_opts o = {FR_ROUND_FLOOR, (uint64_t)(512 * MiB), 0};
+    struct fr_plan_opts o = {.rounding = FR_ROUND_FLOOR, .memory_per_worker = (uint64_t)(512 * MiB)};
     struct fr_plan p;
     fr_plan_make(r, &o, &p);
     assert_int_equal(p.workers, 4);
@@ -171,7 +171,7 @@ static void test_memory_and_pids_together(void **state)
     struct fr_resources *r = res_with(16, 16);
     set(&r->mem_limit, 6 * GiB, "m");
     set(&r->pids_available, 26, "p");
-    struct fr_plan_opts o = {FR_ROUND_FLOOR, (uint64_t)GiB, 0};
+    struct fr_plan_opts o = {.rounding = FR_ROUND_FLOOR, .memory_per_worker = (uint64_t)GiB};
     struct fr_plan p;
     fr_plan_make(r, &o, &p);
     /* memory: 6 workers, 2 threads each -> pids: (26 - 16) / 3 = 3 workers */
@@ -186,7 +186,7 @@ static void test_workers_override(void **state)
     struct fr_resources *r = res_with(2, 2);
     set(&r->mem_limit, 1 * GiB, "/m");
     set(&r->pids_available, 20, "/p");
-    struct fr_plan_opts o = {FR_ROUND_CEIL, (uint64_t)(512 * MiB), 8};
+    struct fr_plan_opts o = {.rounding = FR_ROUND_CEIL, .memory_per_worker = (uint64_t)(512 * MiB), .workers_override = 8};
     struct fr_plan p;
     fr_plan_make(r, &o, &p);
     assert_int_equal(p.workers, 8); /* wins over every cap ... */
@@ -322,6 +322,33 @@ static void test_outer_bound_named_last(void **state)
     free(r);
 }
 
+/* Threads per job: the per-worker share, capped by what a job's sandbox
+ * lets it run (the python preset: 1), with the reason said. */
+static void test_threads_per_job(void **state)
+{
+    (void)state;
+    struct fr_resources *r = res_with(4, 64);
+    struct fr_plan p;
+    struct fr_plan_opts o = {.rounding = FR_ROUND_FLOOR, .workers_override = 1};
+    fr_plan_make(r, &o, &p);
+    assert_int_equal(p.threads_per_worker, 4);
+    assert_int_equal(p.threads_per_job, 4); /* no cap: the share */
+    o.job_threads_max = 1;
+    o.job_threads_why = "the python preset refuses thread creation";
+    fr_plan_make(r, &o, &p);
+    assert_int_equal(p.threads_per_worker, 4);
+    assert_int_equal(p.threads_per_job, 1);
+    assert_true(has_reason(&p, "1 thread per job, not 4: the python preset refuses thread creation"));
+    char line[512];
+    assert_non_null(strstr(fr_plan_summary(r, &p, line, sizeof line), "plan: 1 worker x 1 thread ("));
+    /* a cap above the share changes nothing */
+    o.job_threads_max = 8;
+    fr_plan_make(r, &o, &p);
+    assert_int_equal(p.threads_per_job, 4);
+    assert_false(has_reason(&p, "per job"));
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_cpu_override_reason),
         cmocka_unit_test(test_outer_bound_named_last),
+        cmocka_unit_test(test_threads_per_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,14 @@ static void test_auto_none_and_empty(void **state)
     assert_null(p.deny[0]);
     fr_profile_free(&p);
 
+    /* The largest values accepted: 365 days and 1 EiB. */
+    parse_ok(&p, "[sandbox]\ncpu_time = 8760h\nwall_time = 597h\nmemory = 1048576T\noutput = 1.5K\n");
+    assert_true(p.cpu_time_ms == 365ull * 24 * 3600 * 1000);
+    assert_true(p.wall_time_ms == 597ull * 3600 * 1000);
+    assert_true(p.memory == 1ull << 60);
+    assert_int_equal(p.output, 1536);
+    fr_profile_free(&p);
+
     /* bare number = seconds; fractions; CRLF line ends */
     parse_ok(&p, "[sandbox]\r\ncpu_time = 3\r\nwall_time = 0.25\r\n");
     assert_int_equal(p.cpu_time_ms, 3000);
@@ -159,6 +167,18 @@ static void test_errors_name_file_and_line(void **state)
     parse_bad("[sandbox]\nmemory = 512Q\n", 2, "bad size '512Q' for memory");
     parse_bad("[sandbox]\noutput = none\n", 2, "bad size 'none' for output");
     parse_bad("[sandbox]\nprocesses = 1.5\n", 2, "bad number '1.5' for processes");
+    /* Sizes are whole bytes: 0.5 is not "0 = no limit", 1.3K is not 1331. */
+    parse_bad("[sandbox]\nmemory = 0.5\n", 2, "bad size '0.5' for memory: not a whole number of bytes");
+    parse_bad("[resources]\nmemory_per_worker = 1.3K\n", 2, "bad size '1.3K' for memory_per_worker: not a whole");
+    parse_bad("[sandbox]\nstack = 1048577T\n", 2, "bad size '1048577T' for stack: larger than the maximum, 1 EiB");
+    /* Durations stop at 365 days: nothing can wrap into an instant timeout. */
+    parse_bad("[sandbox]\ncpu_time = 18446744073710ms\n", 2, "for cpu_time: longer than the maximum, 365 days");
+    parse_bad("[sandbox]\ncpu_time = 99999999999999s\n", 2, "longer than the maximum, 365 days");
+    parse_bad("[sandbox]\nwall_time = 8761h\n", 2, "bad duration '8761h' for wall_time: longer");
+    /* 0 means none; output and result cannot be switched off, so both refuse it. */
+    parse_bad("[sandbox]\noutput = 0\n", 2, "bad size '0' for output: output cannot be switched off");
+    parse_bad("[sandbox]\noutput = unlimited\n", 2, "output cannot be switched off");
+    parse_bad("[sandbox]\nresult = 0K\n", 2, "bad size '0K' for result: result cannot be switched off");
     parse_bad("[sandbox]\nallow = socket, sockett\n", 2, "unknown syscall 'sockett' in allow");
     parse_bad("[sandbox]\n\ndeny = rm\n", 3, "unknown syscall 'rm' in deny");
     parse_bad("[sandbox]\nkeep_caps = cap_fly\n", 2, "unknown capability 'cap_fly'");
@@ -166,6 +186,7 @@ static void test_errors_name_file_and_line(void **state)
     parse_bad("[resources]\nworkers = 0\n", 2, "bad value '0' for workers");
     parse_bad("[resources]\nworkers = many\n", 2, "bad value 'many' for workers");
     parse_bad("[resources]\ncpus = -2\n", 2, "bad value '-2' for cpus");
+    parse_bad("[resources]\ncpus = 8193\n", 2, "bad value '8193' for cpus (auto, or a number above 0 and at most 8192");
     parse_bad("[runtime]\nkind = ruby\n", 2, "bad value 'ruby' for kind");
     parse_bad("[runtime]\nentry = 9lives\n", 2, "bad value '9lives' for entry");
     parse_bad("[runtime]\ninterpreter =\n", 2, "bad value '' for interpreter");
@@ -195,6 +216,17 @@ static void test_long_lines(void **state)
     parse_ok(&p, text);
     assert_int_equal(strlen(p.env_value[0]), 3000);
     fr_profile_free(&p);
+    free(text);
+    /* The limit profiles/README.md states: 4094 characters, line end not
+     * counted (a '\r' before it is one of them). */
+    text = malloc(4200);
+    strcpy(text, "[env]\nA = ");
+    memset(text + 10, 'w', 4090); /* "A = " + 4090 = 4094 */
+    strcpy(text + 4100, "\n");
+    parse_ok(&p, text);
+    fr_profile_free(&p);
+    strcpy(text + 4100, "w\n"); /* 4095 */
+    parse_bad(text, 2, "line too long (more than 4094 characters)");
     free(text);
     /* ... a 10000-character line is an error on its own line */
     text = malloc(10100);
@@ -324,7 +356,7 @@ static void test_default_ini_matches_defaults(void **state)
     assert_null(file.write_paths[0]);
     assert_null(file.pass_env[0]);
     assert_int_equal(file.nenv, 0);
-    /* and the numbers */
+    /* and the documented defaults */
     assert_int_equal(builtin.cpu_time_ms, 2000);
     assert_int_equal(builtin.wall_time_ms, 10000);
     assert_int_equal(builtin.output, 1u << 20);
@@ -458,6 +490,50 @@ static void test_plan_and_detect_opts(void **state)
     fr_profile_free(&p);
 }
 
+/* Threads one job may run: 1 under the python preset unless the profile
+ * gives thread creation back; no cap from the profile otherwise. The plan
+ * options carry it, so detect, run and --explain agree. */
+/* One CPU-count rule for the profile key and every command's --cpus. */
+static void test_parse_cpus(void **state)
+{
+    (void)state;
+    double d = 0;
+    assert_int_equal(fr_parse_cpus("1.5", &d), 0);
+    assert_true(d == 1.5);
+    assert_int_equal(fr_parse_cpus("8192", &d), 0);
+    const char *bad[] = {"0", "-1", "8192.5", "99999", "nan", "inf", "x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fr_parse_cpus(bad[i], &d) != -1)
+            fail_msg("cpus '%s' accepted", bad[i]);
+}
+
+static void test_job_threads(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    const char *why = NULL;
+    struct fr_plan_opts po;
+    parse_ok(&p, "[runtime]\nkind = python\n");
+    assert_int_equal(fr_profile_job_threads(&p, &why), 1);
+    assert_non_null(strstr(why, "python preset refuses thread creation"));
+    fr_profile_plan_opts(&p, &po);
+    assert_int_equal(po.job_threads_max, 1);
+    assert_ptr_equal(po.job_threads_why, why);
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\nallow = clone, clone3\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 1); /* processes = 1: RLIMIT_NPROC counts threads */
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\nallow = clone3\nprocesses = none\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0);
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\n[sandbox]\npreset = none\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0);
+    fr_profile_free(&p);
+    parse_ok(&p, "[sandbox]\nprocesses = 4\n");
+    assert_int_equal(fr_profile_job_threads(&p, NULL), 0); /* exec: the preset and processes decide */
+    fr_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,6 +548,8 @@ int main(void)
         cmocka_unit_test(test_preset_follows_runtime),
         cmocka_unit_test(test_least_privilege_keys),
         cmocka_unit_test(test_plan_and_detect_opts),
+        cmocka_unit_test(test_job_threads),
+        cmocka_unit_test(test_parse_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

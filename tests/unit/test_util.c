@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -42,9 +43,18 @@ static void test_parse_size(void **state)
     assert_true(size_of("100B") == 100);
     assert_true(size_of(" 64 k ") == 65536);
     assert_true(size_of(".5k") == 512);
-    assert_true(size_of("0.1k") == 102); /* fractional bytes truncated */
+    assert_true(size_of("1.5K") == 1536);
+    assert_true(size_of("0.25k") == 256);
+    assert_true(size_of("1.50000000000000000000000000000k") == 1536); /* trailing zeros change nothing */
+    assert_true(size_of("3.") == 3);
+    assert_true(size_of("1048576T") == FR_SIZE_MAX); /* the maximum, 1 EiB */
+    assert_true(size_of("1152921504606846976") == FR_SIZE_MAX);
+    /* Fractions of a byte are errors, never truncated: "memory = 0.5" must
+     * not become 0 (= no limit). */
     const char *bad[] = {"", " ", "-1", "+1", "k", "64kk", "64 k b", "1e3", "0x10", "inf", "nan", "1.2.3", "64Q",
-                         "18446744073709551616", "16777216T", "1 2"};
+                         "18446744073709551616", "16777216T", "1 2", "0.5", "1.3K", "0.1k", "1.0000001",
+                         "1152921504606846977", "1048577T", "1048576.001T", ".", "1.0000000000000000001k",
+                         "99999999999999999999999999999999999999999999T"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         if (fr_parse_size(bad[i], &v) != -1)
@@ -52,6 +62,17 @@ static void test_parse_size(void **state)
     }
     uint64_t v;
     assert_int_equal(fr_parse_size(NULL, &v), -1);
+
+    /* The _why form says why, in words. */
+    const char *why = NULL;
+    assert_int_equal(fr_parse_size_why("0.5", &v, &why), -1);
+    assert_string_equal(why, "not a whole number of bytes");
+    assert_int_equal(fr_parse_size_why("1048577T", &v, &why), -1);
+    assert_non_null(strstr(why, "maximum"));
+    assert_int_equal(fr_parse_size_why("2Q", &v, &why), -1);
+    assert_non_null(strstr(why, "unit"));
+    assert_int_equal(fr_parse_size_why("abc", &v, &why), -1);
+    assert_string_equal(why, "not a number");
 }
 
 static uint64_t ms_of(const char *s)
@@ -78,7 +99,18 @@ static void test_parse_duration(void **state)
     assert_true(ms_of("0") == 0);
     assert_true(ms_of(" 3 sec ") == 3000);
     assert_true(ms_of("0.0001s") == 1);
-    const char *bad[] = {"", "s", "-1s", "+1s", "1ns", "1d", "1e3s", "inf", "1 s s", "99999999999999999h"};
+    assert_true(ms_of("0.5ms") == 1);
+    assert_true(ms_of("1.0005s") == 1001);
+    assert_true(ms_of("597h") == 2149200000ull); /* beyond 2^31 ms: fine */
+    assert_true(ms_of("8760h") == FR_DURATION_MAX_MS); /* the maximum, 365 days */
+    assert_true(ms_of("31536000") == FR_DURATION_MAX_MS);
+    assert_true(ms_of("31536000000ms") == FR_DURATION_MAX_MS);
+    assert_true(ms_of("0.000000000000000001s") == 1); /* never rounded to 0 */
+    /* Beyond the maximum, however written: no value can wrap (as
+     * 18446744073710ms x 10^6 ns would) or overflow a later conversion. */
+    const char *bad[] = {"", "s", "-1s", "+1s", "1ns", "1d", "1e3s", "inf", "1 s s", "99999999999999999h",
+                         "8760.001h", "8761h", "31536000001ms", "31536000.001", "18446744073710ms",
+                         "99999999999999s", "18446744073709551616", "525601m"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         if (fr_parse_duration_ms(bad[i], &v) != -1)
@@ -86,6 +118,9 @@ static void test_parse_duration(void **state)
     }
     uint64_t v;
     assert_int_equal(fr_parse_duration_ms(NULL, &v), -1);
+    const char *why = NULL;
+    assert_int_equal(fr_parse_duration_why("18446744073710ms", &v, &why), -1);
+    assert_non_null(strstr(why, "365 days"));
 }
 
 /* ---- integers, doubles, bools ---- */
@@ -235,7 +270,7 @@ static void test_read_file(void **state)
     assert_null(fr_read_file("/nonexistent/fitrun-test", 100, NULL));
     assert_int_equal(errno, ENOENT);
     errno = 0;
-    assert_null(fr_read_file(tmpdir, 100, NULL)); /* a directory: read() fails */
+    assert_null(fr_read_file(tmpdir, 100, NULL)); /* a directory */
     assert_int_equal(errno, EISDIR);
 
     /* /proc files report size 0 in stat(): reading must not rely on it. */
@@ -276,6 +311,45 @@ static void test_read_file_exactly_max(void **state)
         fail_msg("fr_read_file(8192-byte file, max 8192) failed: %s", strerror(errno));
     assert_int_equal(len, 8192);
     free(s);
+}
+
+/* Only regular files are read. A FIFO with no writer must not block the
+ * open or the read (detection over a planted sysroot hung here), a device
+ * that never ends (/dev/zero) must not be read at all, and the answer must
+ * be immediate; so must a FIFO that does have a writer. */
+static void test_read_file_special(void **state)
+{
+    (void)state;
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    errno = 0;
+    assert_null(fr_read_file(fifo, 4096, NULL));
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(fr_read_strerror(EINVAL), "not a regular file (a FIFO, device or socket)");
+
+    int w = open(fifo, O_RDWR | O_NONBLOCK); /* a writer that never writes */
+    assert_true(w >= 0);
+    errno = 0;
+    assert_null(fr_read_file(fifo, 4096, NULL));
+    assert_int_equal(errno, EINVAL);
+    close(w);
+
+    const char *devices[] = {"/dev/zero", "/dev/null", "/dev/urandom"};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        errno = 0;
+        if (fr_read_file(devices[i], 1 << 20, NULL) || errno != EINVAL)
+            fail_msg("%s: not refused as a non-regular file (errno %d)", devices[i], errno);
+    }
+    /* A symlink to a device is the device. */
+    char link[256];
+    snprintf(link, sizeof link, "%s/zero-link", tmpdir);
+    assert_int_equal(symlink("/dev/zero", link), 0);
+    errno = 0;
+    assert_null(fr_read_file(link, 1 << 20, NULL));
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(fr_read_strerror(EISDIR), "a directory, not a regular file");
+    assert_string_equal(fr_read_strerror(ENOENT), strerror(ENOENT));
 }
 
 static void test_path_join(void **state)
@@ -326,6 +400,40 @@ static void test_format_size(void **state)
     assert_string_equal(fr_format_size(268435456, tiny, sizeof tiny), "256");
 }
 
+/* Text from jobs on a terminal: shown, never sent. */
+static void test_term_text(void **state)
+{
+    (void)state;
+    char buf[256];
+#define T(in, want)                                                                                                    \
+    do {                                                                                                               \
+        const char in_[] = in;                                                                                         \
+        fr_term_text(in_, sizeof in_ - 1, buf, sizeof buf);                                                            \
+        if (strcmp(buf, want))                                                                                         \
+            fail_msg("fr_term_text(%s): got '%s', want '%s'", #in, buf, want);                                         \
+    } while (0)
+    T("ValueError", "ValueError");
+    T("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"); /* UTF-8 kept */
+    /* the forged summary line of the hostile corpus */
+    T("X\x1b[2K\rfitrun: done\xe2\x80\xa6\nFORGED\x07", "X\\x1b[2K\\rfitrun: done\xe2\x80\xa6\\nFORGED\\x07");
+    T("a\tb\x00" "c\x7f", "a\\tb\\x00c\\x7f");
+    T("\xc2\x9b" "31m", "\\u009b31m");                      /* C1 CSI */
+    T("\xe2\x80\xae" "txt.exe", "\\u202etxt.exe");         /* right-to-left override */
+    T("\xe2\x81\xa6x\xe2\x80\xa8", "\\u2066x\\u2028"); /* isolate, line separator */
+    T("\xff\xc3(", "\\xff\\xc3(");                         /* not UTF-8 */
+    T("\xef\xbb\xbf" "bom", "\\ufeffbom");
+    /* Cut to fit, never in the middle of an escape or a character. */
+    char small[8];
+    assert_string_equal(fr_term_text("abcdefghij", 10, small, sizeof small), "abcd...");
+    assert_string_equal(fr_term_text("abcdefg", 7, small, sizeof small), "abcdefg");
+    assert_string_equal(fr_term_text("ab\x1b" "cdefg", 8, small, sizeof small), "ab...");
+    assert_string_equal(fr_term_text("\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93", 9, small, sizeof small), "\xe2\x9c\x93...");
+    char tiny[3];
+    assert_string_equal(fr_term_text("abcdef", 6, tiny, sizeof tiny), "..");
+    assert_string_equal(fr_term_text(NULL, 5, buf, sizeof buf), "");
+#undef T
+}
+
 static void test_now_ns(void **state)
 {
     (void)state;
@@ -339,9 +447,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_size),   cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_parse_ints),
         cmocka_unit_test(test_parse_double), cmocka_unit_test(test_parse_bool),     cmocka_unit_test(test_read_file),
-        cmocka_unit_test(test_read_file_exactly_max),
+        cmocka_unit_test(test_read_file_exactly_max), cmocka_unit_test(test_read_file_special),
         cmocka_unit_test(test_path_join),    cmocka_unit_test(test_trim),           cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_now_ns),
+        cmocka_unit_test(test_now_ns),       cmocka_unit_test(test_term_text),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

@@ -24,114 +24,15 @@ code_found false (it fails with NameError and counts as invalid code).
 
 Problems (unknown task, bad JSON, malformed entries) are reported as
 "file: task: why", the entry is skipped, everything else is still written,
-and the exit status is 1. Standard library only.
+and the exit status is 1. A command line over fitrun.arc (standard library only).
 """
 import argparse
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from arc_common import InputError, extract_code, load_json  # noqa: E402
-
-
-def load_tasks(challenges=None, solutions=None, task_dir=None):
-    """{task_id: {"train": [(in, out)], "test": [(in, out_or_None)]}}"""
-    tasks = {}
-    if task_dir:
-        try:
-            names = sorted(n for n in os.listdir(task_dir) if n.endswith(".json"))
-        except OSError as e:
-            raise InputError(f"{task_dir}: {e.strerror}") from None
-        for name in names:
-            path = os.path.join(task_dir, name)
-            tasks[name[:-5]] = _task(load_json(path), None, path, name[:-5])
-    if challenges:
-        chal = load_json(challenges)
-        sol = load_json(solutions) if solutions else {}
-        if not isinstance(chal, dict):
-            raise InputError(f"{challenges}: expected an object {{task_id: task}}")
-        if not isinstance(sol, dict):
-            raise InputError(f"{solutions}: expected an object {{task_id: [grid, ...]}}")
-        for tid, task in chal.items():
-            tasks[tid] = _task(task, sol.get(tid), challenges, tid)
-    return tasks
-
-
-def _task(task, test_outputs, path, tid):
-    if not isinstance(task, dict) or not isinstance(task.get("train"), list) \
-            or not isinstance(task.get("test"), list):
-        raise InputError(f"{path}: task {tid}: expected {{\"train\": [...], \"test\": [...]}}")
-    try:
-        train = [(p["input"], p["output"]) for p in task["train"]]
-        test = []
-        for i, p in enumerate(task["test"]):
-            out = p.get("output")
-            if test_outputs is not None:
-                out = test_outputs[i] if i < len(test_outputs) else None
-            test.append((p["input"], out))
-    except (KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"{path}: task {tid}: malformed pair ({type(e).__name__}: {e})") from None
-    return {"train": train, "test": test}
-
-
-def predictions_of(entry):
-    """[(code, code_found)] from one task's entry in either format, or None."""
-    if isinstance(entry, dict) and isinstance(entry.get("text_predictions"), list):
-        out = []
-        for text in entry["text_predictions"]:
-            if not isinstance(text, str):
-                return None
-            code = extract_code(text)
-            out.append((code or "", code is not None))
-        return out
-    if isinstance(entry, list) and all(isinstance(c, str) for c in entry):
-        return [(c, True) for c in entry]
-    return None
-
-
-def make_jobs(tasks, prediction_files, entry=None):
-    """Returns (jobs, problems)."""
-    jobs, problems = [], []
-    counters = {}
-    for path in prediction_files:
-        try:
-            preds = load_json(path)
-        except InputError as e:
-            problems.append(str(e))
-            continue
-        if not isinstance(preds, dict):
-            problems.append(f"{path}: expected an object {{task_id: [code, ...]}}")
-            continue
-        for tid, value in preds.items():
-            if tid not in tasks:
-                problems.append(f"{path}: task {tid}: not in the challenges")
-                continue
-            codes = predictions_of(value)
-            if codes is None:
-                problems.append(f"{path}: task {tid}: expected a list of code strings or "
-                                f"{{\"text_predictions\": [text, ...]}}")
-                continue
-            task = tasks[tid]
-            pairs = task["train"] + task["test"]
-            for code, found in codes:
-                k = counters.get(tid, 0)
-                counters[tid] = k + 1
-                job = {"id": f"{tid}#{k}", "code": code}
-                if entry:
-                    job["entry"] = entry
-                job["inputs"] = [p[0] for p in pairs]
-                job["expected"] = [p[1] for p in pairs]
-                job["arc"] = {"task": tid, "n_train": len(task["train"]),
-                              "n_test": len(task["test"]), "code_found": found}
-                jobs.append(job)
-    return jobs, problems
-
-
-def write_jobs(f, jobs):
-    for job in jobs:
-        f.write(json.dumps(job, separators=(",", ":")) + "\n")
-    f.flush()
+# The checkout's package first (python/ next to tools/), else an installed one.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from fitrun.arc import InputError, load_tasks, make_jobs, write_jobs  # noqa: E402
 
 
 def main(argv=None):

@@ -19,12 +19,20 @@ imported it, never imported here), so any CPython >= 3.9 on Linux works.
 """
 import os
 
-# Predictions are single-threaded (the python seccomp preset denies clone),
-# and a BLAS that starts its thread pool at import time would fail or waste
-# memory in every child. These must be set before the prelude imports numpy.
+# fitrun exports the thread variables to the interpreter (its plan's threads
+# per job: 1 under the python preset, which refuses thread creation; a
+# user's own value is kept and the profile's [env] wins), and they must be
+# in place before the prelude imports numpy: a BLAS sizes its thread pool
+# at import. Started without fitrun (tests, tools), a variable nobody set
+# gets 1; one that is set is never overridden here.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
              "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+    os.environ.setdefault(_var, "1")
+
+# The job environment is scrubbed (no inherited PYTHONUNBUFFERED), so what
+# the prelude prints may still sit in this process's stdio buffers: flush
+# them before every fork, or each child would print them again as its own.
+os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) if s is not None])
 
 import argparse  # noqa: E402  (after the environment above, on purpose)
 import builtins  # noqa: E402

@@ -1,5 +1,5 @@
-"""arc_common.py — helpers shared by arc_to_jobs.py and arc_score.py
-(standard library only; see docs/arc.md)."""
+"""Helpers of the ARC converter and scorer: reading JSON and JSON Lines with
+file:line errors, the code block of an LLM answer, what an ARC grid is."""
 import json
 import re
 
