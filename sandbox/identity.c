@@ -11,9 +11,12 @@
  *  - DAC: root-owned 0600/0640 files (/etc/shadow, keys) are unreadable.
  *
  * Planned in the parent: enabled only when the builder's euid is 0, the
- * spec asks for it, and uid/gid base .. base+slots-1 exist in this user
+ * spec asks for it, uid/gid base .. base+slots-1 exist in this user
  * namespace (/proc/self/uid_map, gid_map: a rootless container maps a
- * limited range). Otherwise the identity is kept and `why` says why.
+ * limited range), and "/" is searchable by other users (a root of mode 0700,
+ * as in some initramfs and chroot trees, would leave a slot's uid unable to
+ * reach any file, its own command included). Otherwise the identity is kept
+ * and `why` says why.
  *
  * Child side, in the order the kernel needs: setgroups (needs CAP_SETGID),
  * setresgid (CAP_SETGID), setresuid last (it drops CAP_SETUID/SETGID from
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fitrun/util.h"
@@ -75,6 +79,13 @@ int fr_identity_plan(const struct fr_policy_spec *spec, bool keep_caps, struct f
                                  : "uids/gids %u-%u are not mapped in this user namespace (/proc/self/uid_map): "
                                    "jobs keep uid 0; set uid_base to a mapped range",
                   out->base, out->base + (unsigned)out->slots - 1);
+        return 0;
+    }
+    struct stat root;
+    if (stat("/", &root) == 0 && !(root.st_mode & S_IXOTH)) {
+        fr_seterr(out->why, sizeof out->why,
+                  "/ has mode %04o: other users cannot reach any file, so jobs keep uid 0 (chmod o+x /)",
+                  (unsigned)(root.st_mode & 07777));
         return 0;
     }
     out->enabled = true;

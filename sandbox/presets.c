@@ -222,6 +222,19 @@ static const struct fr_rule g_start[] = {
     { "set_tid_address", 0, 0 }, { "set_robust_list", 0, 0 }, { "rseq", 0, 0 },
 };
 
+/* exec only — setting ids to the ones the process already has. busybox
+ * drops privileges at every applet start when not run by root, with
+ * setgid(getgid()) and setuid(getuid()). Without CAP_SETUID/CAP_SETGID
+ * (dropped, unless a profile keeps them) the kernel lets a process pick
+ * only among its own real, effective and saved ids — which a job's are all
+ * the same — and refuses setgroups: these calls cannot change who the job
+ * is. */
+static const struct fr_rule g_ids[] = {
+    { "setuid", 0, 0 }, { "setgid", 0, 0 }, { "setreuid", 0, 0 }, { "setregid", 0, 0 },
+    { "setresuid", 0, 0 }, { "setresgid", 0, 0 }, { "setfsuid", 0, 0 }, { "setfsgid", 0, 0 },
+    { "setgroups", 0, 0 },
+};
+
 /* python only — XSTATE permissions: oneDNN (torch), TensorFlow and other
  * AMX users ask the kernel for the AMX tile state with
  * arch_prctl(ARCH_REQ_XCOMP_PERM) and query it with ARCH_GET_XCOMP_SUPP/
@@ -264,6 +277,7 @@ static const struct fr_group g_groups[] = {
     GROUP("info", PY | EX, WHEN_ALWAYS, g_info),
     GROUP("exit", PY | EX, WHEN_ALWAYS, g_exit),
     GROUP("start", EX, WHEN_ALWAYS, g_start),
+    GROUP("ids", EX, WHEN_ALWAYS, g_ids),
     GROUP("xstate", PY, WHEN_ALWAYS, g_xstate),
     GROUP("processes", EX, WHEN_PROCS, g_procs),
 };

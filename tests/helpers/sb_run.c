@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/ptrace.h>
@@ -452,6 +453,18 @@ static int a_caps(char **argv)
     return done("caps");
 }
 
+/* Become someone else: root again, or (as root) another slot's uid. */
+static int a_setuid0(char **argv)
+{
+    (void)argv;
+    if (setgid(getgid()) < 0 || setuid(getuid()) < 0) /* busybox's privilege drop: must work */
+        return failed();
+    uid_t other = getuid() == 0 ? 61701 : 0;
+    if (setuid(other) == 0 || setresuid(other, other, other) == 0 || setresgid(other, other, other) == 0)
+        return done("setuid");
+    return setgroups(0, NULL) == 0 ? done("setgroups") : failed();
+}
+
 static int a_hello(char **argv)
 {
     (void)argv;
@@ -484,7 +497,7 @@ static const struct attack g_attacks[] = {
     { "read_rel", 1, a_read_rel }, { "proc_parent", 1, a_proc_parent }, { "mem_pid", 1, a_mem_pid },
     { "kill_pid", 1, a_kill_pid }, { "ptrace_pid", 1, a_ptrace_pid }, { "linger", 0, a_linger },
     { "forge_sigsys", 1, a_forge_sigsys }, { "raise_nproc", 0, a_raise_nproc }, { "xcomp", 0, a_xcomp },
-    { "set_fs", 0, a_set_fs }, { "ids", 0, a_ids }, { "caps", 0, a_caps },
+    { "set_fs", 0, a_set_fs }, { "ids", 0, a_ids }, { "caps", 0, a_caps }, { "setuid0", 0, a_setuid0 },
 };
 
 static const struct attack *find_attack(const char *name)

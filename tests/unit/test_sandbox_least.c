@@ -272,6 +272,19 @@ static void test_slot_identity(void **state)
     assert_null(strstr(r.out, "done:"));
 }
 
+/* The exec preset lets set*id calls through (busybox drops privileges with
+ * them): without CAP_SETUID/SETGID they change nothing. */
+static void test_setuid_changes_nothing(void **state)
+{
+    (void)state;
+    need_root();
+    struct sb r;
+    SB(&r, "--exec", "--slot", "0", "preset=exec;user=slot;uid_base=" UID_BASE, "setuid0");
+    expect_denied(&r, "EPERM");
+    SB(&r, "--exec", "preset=exec;user=root", "setuid0"); /* uid 0 without capabilities: the same */
+    expect_denied(&r, "EPERM");
+}
+
 /* keep_caps survives the switch to a slot's uid, in all five sets. */
 static void test_keep_caps_after_switch(void **state)
 {
@@ -530,6 +543,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_build_paths_and_may_read, setup_tree, teardown),
         cmocka_unit_test_setup_teardown(test_slot_identity, setup_tree, teardown),
         cmocka_unit_test_setup_teardown(test_keep_caps_after_switch, setup_tree, teardown),
+        cmocka_unit_test_setup_teardown(test_setuid_changes_nothing, setup_tree, teardown),
         cmocka_unit_test(test_pdeathsig_survives_switch),
         cmocka_unit_test_setup_teardown(test_other_slot_untouchable, setup_tree, teardown),
         cmocka_unit_test(test_notify_api),
