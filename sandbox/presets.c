@@ -17,10 +17,10 @@
  * allowed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 

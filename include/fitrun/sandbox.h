@@ -214,7 +214,7 @@ bool fr_policy_may_read(const struct fr_policy *p, const char *path);
  * says why not (ENOSYS, EOPNOTSUPP, EPERM). Probed once per process. */
 int fr_landlock_abi(int *err);
 
-/* ---- additions (sandbox owner) ---- */
+/* ---- workers, descriptions, names ---- */
 
 /* Optional, for a long-lived process that only forks jobs (a warm Python
  * worker): drop the capability bounding set (except kept capabilities) in
