@@ -1,0 +1,53 @@
+#!/usr/bin/env bats
+# bench_tools.bats — the bench tools of bench/README.md ("arc-dsl corpus,
+# peers and scale") keep working without arc-dsl: the unit tests of
+# tests/bench/test_bench_tools.py (generator on a stand-in DSL, the four
+# in-process peers, the comparer, the projection), then fitrun itself
+# against the peers' known outcomes, and a one-round scale run.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+    SRC=${FITRUN_SRC:-$BATS_TEST_DIRNAME/../..}
+    export FITRUN_SRC=$SRC
+    FITRUN=${FITRUN:-$SRC/build/fitrun}
+    MINI=$SRC/tests/bench/arc-mini
+    D=$(mktemp -d /tmp/fitrun-test-bench.XXXXXX)
+}
+
+teardown() {
+    rm -rf "$D"
+}
+
+@test "bench tools: unittest suite" {
+    cd "$SRC/tests/bench"
+    run /usr/bin/python3 -m unittest -v test_bench_tools
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ Ran\ [0-9]+\ tests ]]
+}
+
+@test "arc_compare: fitrun's verdicts equal the in-process peers' known outcomes on the fixture" {
+    "$FITRUN" run --profile "$MINI/profile.ini" --jobs "$MINI/jobs.jsonl" --out "$D/fitrun.jsonl" --quiet
+    run /usr/bin/python3 "$SRC/bench/arc_compare.py" --jobs "$MINI/jobs.jsonl" \
+        --names fitrun,known "$D/fitrun.jsonl" "$MINI/outcomes.jsonl"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ known\ +14\ +14\ +0\ +0\ +0\ +0 ]]
+}
+
+@test "scale: one round at 1 worker writes the table, the projection and the machine" {
+    run --separate-stderr "$SRC/bench/scale.sh" --corpus "$MINI" --fitrun "$FITRUN" --workers 1 \
+        --rounds 1 --runners fitrun,fitrun-reuse,pool --perf off --no-warmup --out "$D/scale"
+    echo "$output"
+    echo "$stderr"
+    [ "$status" -eq 0 ]
+    grep -E '^\| 1 \| fitrun \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| [0-9]+ \| [0-9.]+ \| 0 \|$' "$D/scale/scale.md"
+    grep -E '^\| 1 \| pool \| [0-9]+ .*\| 1\.00× \| [0-9]+ \(dispatcher\) \|' "$D/scale/scale.md"
+    # reuse: a row where fitrun knows the key, else a note saying why not
+    grep -qE '^\| 1 \| fitrun-reuse \|' "$D/scale/scale.md" ||
+        grep -q "fitrun-reuse skipped: .*unknown key 'isolation'" "$D/scale/scale.md"
+    grep -q "one launcher at [0-9]* µs of its own CPU per prediction tops out at" "$D/scale/scale.md"
+    grep -q "^Machine: .* CPUs .* Linux .*; Python 3\." "$D/scale/scale.md"
+    [ "$(wc -l < "$D/scale/scale.jsonl")" -ge 2 ]
+}
