@@ -339,6 +339,8 @@ static void test_pdeathsig_survives_switch(void **state)
     assert_int_equal(msg[0], SIGKILL);
 }
 
+static pid_t g_victim; /* the victim of the running case, 0 = none */
+
 /* A victim: a job of slot 1 that waits to be killed (a child of ours, not
  * an sb_run: sb_exec checks that no sb_run outlives a case). */
 static pid_t start_victim(struct fr_policy **p)
@@ -350,7 +352,9 @@ static pid_t start_victim(struct fr_policy **p)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        if (fr_policy_apply_slot(*p, -1, 1) < 0)
+        /* Dies with this test process, even if a failed assertion skips the
+         * kill below (apply re-arms the signal after the uid switch). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || fr_policy_apply_slot(*p, -1, 1) < 0)
             _exit(125);
         close(ready[1]);
         for (;;)
@@ -369,6 +373,7 @@ static void test_other_slot_untouchable(void **state)
     need_root();
     struct fr_policy *vp;
     pid_t victim = start_victim(&vp);
+    g_victim = victim;
     char pid[16];
     snprintf(pid, sizeof pid, "%d", (int)victim);
     const char *kv = "preset=none;user=slot;slots=2;uid_base=" UID_BASE; /* the kernel alone: no filter */
@@ -386,9 +391,21 @@ static void test_other_slot_untouchable(void **state)
     int st;
     assert_int_equal(waitpid(victim, &st, WNOHANG), 0);
     kill(victim, SIGKILL);
+    g_victim = 0;
     assert_int_equal(waitpid(victim, &st, 0), victim);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     fr_policy_free(vp);
+}
+
+/* A failed assertion jumps past the kill: the victim dies here then. */
+static int teardown_victim(void **state)
+{
+    if (g_victim > 0) {
+        kill(g_victim, SIGKILL);
+        waitpid(g_victim, NULL, 0);
+        g_victim = 0;
+    }
+    return teardown(state);
 }
 
 /* ---- the notify protocol (what the Python worker does) ----------------------------------------- */
@@ -491,6 +508,7 @@ static void test_supervisor_death(void **state)
     pid_t worker = fork();
     assert_true(worker >= 0);
     if (worker == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* never outlives a failed case */
         close(esc[0]);
         close(info[0]);
         g_escape_fd = esc[1];
@@ -545,7 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keep_caps_after_switch, setup_tree, teardown),
         cmocka_unit_test_setup_teardown(test_setuid_changes_nothing, setup_tree, teardown),
         cmocka_unit_test(test_pdeathsig_survives_switch),
-        cmocka_unit_test_setup_teardown(test_other_slot_untouchable, setup_tree, teardown),
+        cmocka_unit_test_setup_teardown(test_other_slot_untouchable, setup_tree, teardown_victim),
         cmocka_unit_test(test_notify_api),
         cmocka_unit_test(test_supervisor_death),
     };
