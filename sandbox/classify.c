@@ -4,8 +4,8 @@
  * Precedence, first match wins:
  *  1. output_exceeded     -> output_limit   the parent killed it for output
  *  2. wall_expired        -> timeout/wall   the parent killed it for time
- *  3. died of SIGSYS      -> violation      with the reported syscall name,
- *                                           or "unknown" without a report
+ *  3. a violation record  -> violation      with the syscall's name, whatever
+ *                                           the wait status says
  *  4. oom_killed          -> memory         a memory cgroup OOM-killed it
  *  5. died of SIGXCPU     -> timeout/cpu    RLIMIT_CPU soft limit
  *     died of SIGKILL with user+sys time >= the soft limit (whole seconds)
@@ -17,9 +17,12 @@
  *
  * Rules we deliberately do not have: a SIGKILL or SIGSEGV alone is never
  * called `memory` (a stack overflow is SIGSEGV; a SIGKILL may be anyone's),
- * only the oom_killed flag or the job's own report says memory. A report
- * record without a SIGSYS death is ignored: our handler and relay always
- * die of SIGSYS, so such a record was written by the job itself. SIGXFSZ
+ * only the oom_killed flag or the job's own report says memory. A SIGSYS
+ * death without a record is a `signal`: violation records come only from a
+ * supervisor holding the filter's listener (the relay, or the caller of
+ * fr_policy_apply_notify), which the job cannot write to, while SIGSYS is a
+ * signal any job can raise (or a filter without a supervisor sends:
+ * fr_policy_apply without a report descriptor). SIGXFSZ
  * (RLIMIT_FSIZE) stays a `signal`: the name says exactly what happened, and
  * output_limit is reserved for the parent's own output cap. */
 #include <signal.h>
@@ -80,6 +83,10 @@ const char *fr_syscall_name(int nr, char *buf, size_t n)
         snprintf(buf, n, "unknown");
         return buf;
     }
+    if (nr == FR_VIOLATION_FOREIGN) {
+        snprintf(buf, n, "foreign_abi");
+        return buf;
+    }
     char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
     if (name)
         snprintf(buf, n, "%s", name);
@@ -119,7 +126,7 @@ static enum fr_status decide(const struct fr_classify_in *in, struct fr_outcome 
         out->timeout = FR_TIMEOUT_WALL;
         return FR_STATUS_TIMEOUT;
     }
-    if (sig == SIGSYS) {
+    if (in->violation_nr >= 0) {
         fr_syscall_name(in->violation_nr, out->syscall, sizeof out->syscall);
         return FR_STATUS_VIOLATION;
     }

@@ -1,11 +1,14 @@
 /* policy.c — building and freeing a policy, the "key=value;..." form used
- * through ctypes, preset names and a one-line description.
+ * through ctypes, preset names, a one-line description and what a policy
+ * will enforce (fr_policy_info).
  *
  * All the work happens here, in the parent: names are resolved (syscalls
- * with libseccomp, capabilities with libcap), limits are planned and the
- * filter compiled, so that fr_policy_apply in the child only makes
- * syscalls. */
+ * with libseccomp, capabilities with libcap), limits and the identity are
+ * planned, the Landlock ruleset is built and the filter compiled (it
+ * depends on what Landlock and the identity cover), so that
+ * fr_policy_apply in the child only makes syscalls. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +73,16 @@ static int copy_list(const char *const *in, char ***out)
     return 0;
 }
 
+/* What the filter may leave to the kernel's other rules. */
+static void plan_presets(const struct fr_policy_spec *spec, struct fr_policy *p)
+{
+    p->pc.preset = spec->preset;
+    p->pc.open = p->ll.fd < 0 ? FR_OPEN_READ_ONLY : p->ll.abi >= 3 ? FR_OPEN_ANY : FR_OPEN_NO_TRUNC;
+    p->pc.procs = spec->nproc != 1;
+    p->pc.kill_any = spec->preset == FR_PRESET_EXEC && p->pc.procs &&
+                     ((p->ll.fd >= 0 && p->ll.scoped) || p->id.enabled);
+}
+
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen)
 {
     if (err && errlen)
@@ -96,8 +109,16 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
     p->spec_allow = spec->spec_allow;
     p->limits = *spec;
     p->limits.allow = p->limits.deny = p->limits.keep_caps = NULL;
+    p->limits.read_paths = p->limits.write_paths = NULL;
+    p->ll.fd = -1;
     if (fr_rlimits_plan(spec, &p->rl, err, errlen) < 0 || fr_caps_plan(spec->keep_caps, &p->caps, err, errlen) < 0 ||
-        fr_filter_build(spec, &p->filter, err, errlen) < 0) {
+        fr_identity_plan(spec, p->caps.keep != 0, &p->id, err, errlen) < 0 ||
+        fr_landlock_build(spec, &p->ll, err, errlen) < 0) {
+        fr_policy_free(p);
+        return -1;
+    }
+    plan_presets(spec, p);
+    if (fr_filter_build(spec, &p->pc, &p->filter, err, errlen) < 0) {
         fr_policy_free(p);
         return -1;
     }
@@ -117,6 +138,7 @@ void fr_policy_free(struct fr_policy *p)
         return;
     fr_filter_free(&p->filter);
     fr_caps_plan_free(&p->caps);
+    fr_landlock_free(&p->ll);
     free_list(p->allow);
     free_list(p->deny);
     free_list(p->keep);
@@ -132,7 +154,32 @@ struct kv_state {
     const char *allow[FR_KV_LIST_MAX + 1];
     const char *deny[FR_KV_LIST_MAX + 1];
     const char *keep[FR_KV_LIST_MAX + 1];
+    const char *read[FR_KV_LIST_MAX + 1];
+    const char *write[FR_KV_LIST_MAX + 1];
 };
+
+static const char *const g_fs_names[] = { [FR_FS_OFF] = "off", [FR_FS_LIBS] = "libs", [FR_FS_SYSTEM] = "system" };
+
+static int parse_fs(const char *v, enum fr_fs_base *out)
+{
+    for (size_t i = 0; i < sizeof g_fs_names / sizeof g_fs_names[0]; i++)
+        if (!strcmp(v, g_fs_names[i])) {
+            *out = (enum fr_fs_base)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_user(const char *v, bool *slot_identity)
+{
+    if (!strcmp(v, "slot"))
+        *slot_identity = true;
+    else if (!strcmp(v, "root"))
+        *slot_identity = false;
+    else
+        return -1;
+    return 0;
+}
 
 /* Split a list value ("socket, connect bind") in place into list[]. */
 static int parse_list(char *val, const char **list, const char *key, int item, char *err, size_t errlen)
@@ -179,6 +226,25 @@ static int parse_item(struct kv_state *st, const char *key, char *val, int item,
         return parse_list(val, st->deny, key, item, err, errlen);
     else if (strcmp(key, "keep_caps") == 0)
         return parse_list(val, st->keep, key, item, err, errlen);
+    else if (strcmp(key, "read") == 0)
+        return parse_list(val, st->read, key, item, err, errlen);
+    else if (strcmp(key, "write") == 0)
+        return parse_list(val, st->write, key, item, err, errlen);
+    else if (strcmp(key, "fs") == 0)
+        rc = parse_fs(val, &s->fs);
+    else if (strcmp(key, "require_landlock") == 0)
+        rc = fr_parse_bool(val, &s->require_landlock);
+    else if (strcmp(key, "user") == 0)
+        rc = parse_user(val, &s->slot_identity);
+    else if (strcmp(key, "uid_base") == 0) {
+        uint64_t u = 0;
+        rc = fr_parse_u64(val, &u) < 0 || u < 1 || u > 0xfffffffeull ? -1 : 0;
+        s->uid_base = (uint32_t)u;
+    } else if (strcmp(key, "slots") == 0) {
+        uint64_t u = 0;
+        rc = fr_parse_u64(val, &u) < 0 || u < 1 || u > 65536 ? -1 : 0;
+        s->slots = (int)u;
+    }
     /* The parent enforces these ([sandbox] keys too): accepted and checked
      * so a caller can pass the whole section through. */
     else if (strcmp(key, "wall_time") == 0)
@@ -188,7 +254,8 @@ static int parse_item(struct kv_state *st, const char *key, char *val, int item,
     else {
         fr_seterr(err, errlen,
                   "sandbox kv item %d: unknown key '%s' (known: preset, cpu_time, memory, fsize, nofile, "
-                  "processes, stack, core, allow, deny, keep_caps, spec_allow, wall_time, output)",
+                  "processes, stack, core, allow, deny, keep_caps, spec_allow, fs, read, write, "
+                  "require_landlock, user, uid_base, slots, wall_time, output)",
                   item, key);
         return -1;
     }
@@ -199,7 +266,25 @@ static int parse_item(struct kv_state *st, const char *key, char *val, int item,
     return 0;
 }
 
-int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen)
+/* Append the NULL-terminated extra[] to the kv list (capacity FR_KV_LIST_MAX). */
+static int append_paths(const char **list, const char *const *extra, const char *key, char *err, size_t errlen)
+{
+    size_t n = 0;
+    while (list[n])
+        n++;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        if (n >= FR_KV_LIST_MAX) {
+            fr_seterr(err, errlen, "sandbox: more than %d %s paths", FR_KV_LIST_MAX, key);
+            return -1;
+        }
+        list[n++] = extra[i];
+    }
+    list[n] = NULL;
+    return 0;
+}
+
+int fr_policy_build_paths(const char *kv, const char *const *read_paths, const char *const *write_paths,
+                          struct fr_policy **out, char *err, size_t errlen)
 {
     if (out)
         *out = NULL;
@@ -211,7 +296,9 @@ int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t
         free(st);
         return -1;
     }
-    st->spec.preset = FR_PRESET_PYTHON; /* what the ctypes caller (the warm Python runtime) wants */
+    /* What the ctypes caller (the warm Python runtime) wants unless it says
+     * otherwise; Landlock and per-slot uids are asked for with fs= and user=. */
+    st->spec.preset = FR_PRESET_PYTHON;
     int rc = 0, item = 0;
     char *save = NULL;
     for (char *tok = strtok_r(copy, ";", &save); tok && !rc; tok = strtok_r(NULL, ";", &save)) {
@@ -228,15 +315,26 @@ int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t
         *eq = '\0';
         rc = parse_item(st, fr_trim(it), fr_trim(eq + 1), item, err, errlen);
     }
+    if (!rc)
+        rc = append_paths(st->read, read_paths, "read", err, errlen);
+    if (!rc)
+        rc = append_paths(st->write, write_paths, "write", err, errlen);
     if (!rc) {
         st->spec.allow = st->allow[0] ? st->allow : NULL;
         st->spec.deny = st->deny[0] ? st->deny : NULL;
         st->spec.keep_caps = st->keep[0] ? st->keep : NULL;
+        st->spec.read_paths = st->read[0] ? st->read : NULL;
+        st->spec.write_paths = st->write[0] ? st->write : NULL;
         rc = fr_policy_build(&st->spec, out, err, errlen);
     }
     free(st);
     free(copy);
     return rc;
+}
+
+int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen)
+{
+    return fr_policy_build_paths(kv, NULL, NULL, out, err, errlen);
 }
 
 /* ---- description --------------------------------------------------------------- */
@@ -279,7 +377,7 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
     struct sbuf b = { buf, len, 0 };
     if (len)
         buf[0] = '\0';
-    static const char *const modes[] = { "off", "trap", "notify" };
+    static const char *const modes[] = { "off", "notify" };
     sb_printf(&b, "preset=%s seccomp=%s", fr_preset_name(p->preset), modes[p->filter.mode]);
     if (p->filter.mode != FR_FILTER_OFF)
         sb_printf(&b, "(%u insns)", p->filter.len);
@@ -303,7 +401,66 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
         sb_printf(&b, " caps=none");
     sb_list(&b, "allow", p->allow);
     sb_list(&b, "deny", p->deny);
+    if (p->limits.fs != FR_FS_OFF) {
+        if (p->ll.fd >= 0)
+            sb_printf(&b, " landlock=%s(abi %d, %u read, %u write)", g_fs_names[p->limits.fs], p->ll.abi,
+                      p->ll.nread, p->ll.nwrite);
+        else
+            sb_printf(&b, " landlock=unavailable");
+    }
+    if (p->id.enabled)
+        sb_printf(&b, " uids=%u-%u", p->id.base, p->id.base + (unsigned)p->id.slots - 1);
     return b.used > (size_t)0x7fffffff ? -1 : (int)b.used;
+}
+
+/* ---- what will be enforced -------------------------------------------------------- */
+
+void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->preset = p->preset;
+    out->seccomp = p->filter.mode == FR_FILTER_OFF ? "off" : "notify";
+    out->filter_insns = p->filter.len;
+    out->spec_allow = p->spec_allow;
+    out->fs = p->limits.fs;
+    out->landlock_abi = p->ll.abi;
+    out->landlock = p->ll.fd >= 0;
+    snprintf(out->landlock_why, sizeof out->landlock_why, "%s",
+             p->limits.fs == FR_FS_OFF ? "not asked for (fs=off)" : p->ll.why);
+    if (out->landlock)
+        out->landlock_why[0] = '\0';
+    static const char *const opens[] = { [FR_OPEN_READ_ONLY] = "denied", [FR_OPEN_NO_TRUNC] = "landlock, no O_TRUNC",
+                                         [FR_OPEN_ANY] = "landlock" };
+    out->write_opens = p->filter.mode == FR_FILTER_OFF ? (out->landlock ? "landlock" : "allowed") : opens[p->pc.open];
+    out->scoped = out->landlock && p->ll.scoped;
+    out->nread = p->ll.nread;
+    out->nwrite = p->ll.nwrite;
+    out->identity = p->id.enabled;
+    out->uid_first = p->id.base;
+    out->uid_last = p->id.base + (uint32_t)p->id.slots - 1;
+    snprintf(out->identity_why, sizeof out->identity_why, "%s", p->id.enabled ? "" : p->id.why);
+    out->uid = p->id.builder_uid;
+    out->keep_caps = p->caps.keep;
+    /* Dropping the bounding set needs CAP_SETPCAP in the effective set. */
+    cap_t cur = cap_get_proc();
+    cap_flag_value_t v = CAP_CLEAR;
+    out->bounding = cur && cap_get_flag(cur, CAP_SETPCAP, CAP_EFFECTIVE, &v) == 0 && v == CAP_SET;
+    if (cur)
+        cap_free(cur);
+}
+
+bool fr_policy_may_read(const struct fr_policy *p, const char *path)
+{
+    char real[PATH_MAX];
+    if (!p || p->ll.fd < 0 || !realpath(path, real))
+        return false;
+    for (size_t i = 0; p->ll.granted && p->ll.granted[i]; i++) {
+        const char *g = p->ll.granted[i];
+        size_t n = strlen(g);
+        if (!strncmp(real, g, n) && (real[n] == '\0' || real[n] == '/' || (n == 1 && g[0] == '/')))
+            return true;
+    }
+    return false;
 }
 
 int fr_policy_prepare_worker(struct fr_policy *p)
@@ -311,6 +468,11 @@ int fr_policy_prepare_worker(struct fr_policy *p)
     if (!p)
         return -EINVAL;
     return fr_caps_prepare_worker(&p->caps);
+}
+
+int fr_policy_fd(const struct fr_policy *p)
+{
+    return p ? p->ll.fd : -1;
 }
 
 const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns)

@@ -105,7 +105,8 @@ int fr_profile_set(struct fr_profile *p, const char *section, const char *key, c
                    char *err, size_t errlen);
 
 /* The sandbox request for one job under this profile. The spec's lists
- * point into *p (valid while p is). */
+ * point into *p (valid while p is). spec->slots is left 0: the caller
+ * sets it to the number of workers it will run. */
 void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec);
 
 /* The one place where [resources] becomes detection and plan options, so

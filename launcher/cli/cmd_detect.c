@@ -6,8 +6,8 @@
  * Prints a table (each value with the file or variable it came from, then
  * the plan's reasons and the notes on what was ignored), or with --json one
  * object whose keys docs/detect.md describes. The report is built from
- * sections (cgroup, cpu, memory, pids, shm, profile, plan, notes, and
- * python for a python profile).
+ * sections (cgroup, cpu, memory, pids, shm, profile, plan, sandbox, notes,
+ * and python for a python profile).
  *
  * The plan is the one `fitrun run` and the wrapper make: the built-in
  * profile (profiles/default.ini) or --profile FILE, then the options above
@@ -30,6 +30,7 @@
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
 #include "fitrun/runtime.h"
+#include "fitrun/sandbox.h"
 #include "fitrun/util.h"
 
 extern char **environ;
@@ -253,6 +254,79 @@ static json_t *json_profile(const struct fr_profile *prof)
     return json_pack("{s:o, s:s}", "path", jstr_or_null(prof->path), "runtime", fr_runtime_kind_name(prof->kind));
 }
 
+static json_t *json_names(char *const *names)
+{
+    json_t *a = json_array();
+    for (char *const *n = names; n && *n; n++)
+        json_array_append_new(a, json_string(*n));
+    return a;
+}
+
+/* ---- sandbox: what a job of this profile gets on this machine ---- */
+
+struct sandbox_report {
+    bool built;                 /* false: the profile's [sandbox] does not build (error) */
+    char error[1024];
+    struct fr_policy_info in;
+};
+
+/* Build the policy `fitrun run` would build (slots = the plan's workers). */
+static void sandbox_probe(const struct fr_profile *prof, const struct fr_plan *plan, struct sandbox_report *sb)
+{
+    struct fr_policy_spec spec;
+    struct fr_policy *pol = NULL;
+    fr_profile_policy_spec(prof, &spec);
+    spec.slots = plan->workers > 0 ? plan->workers : 1;
+    sb->built = fr_policy_build(&spec, &pol, sb->error, sizeof sb->error) == 0;
+    if (!sb->built)
+        return;
+    fr_policy_info(pol, &sb->in);
+    fr_policy_free(pol);
+}
+
+static const char *fs_base_name(enum fr_fs_base fs)
+{
+    return fs == FR_FS_SYSTEM ? "system" : fs == FR_FS_LIBS ? "libs" : "off";
+}
+
+static json_t *json_sandbox(const struct sandbox_report *sb, const struct fr_profile *prof)
+{
+    if (!sb->built)
+        return json_pack("{s:s}", "error", sb->error);
+    const struct fr_policy_info *in = &sb->in;
+    json_t *seccomp = json_pack("{s:s, s:i, s:b}", "mode", in->seccomp, "instructions", (int)in->filter_insns,
+                                "spec_allow", in->spec_allow);
+    json_t *ll = json_object();
+    json_object_set_new(ll, "abi", json_integer(in->landlock_abi));
+    json_object_set_new(ll, "enforced", json_boolean(in->landlock));
+    json_object_set_new(ll, "why_not", in->landlock ? json_null() : json_string(in->landlock_why));
+    json_object_set_new(ll, "required", json_boolean(prof->require_landlock));
+    json_object_set_new(ll, "base", json_string(fs_base_name(in->fs)));
+    json_object_set_new(ll, "read", json_names(prof->read_paths));
+    json_object_set_new(ll, "write", json_names(prof->write_paths));
+    json_object_set_new(ll, "rules", json_integer(in->nread + in->nwrite));
+    json_object_set_new(ll, "write_opens", json_string(in->write_opens));
+    json_object_set_new(ll, "scoped", json_boolean(in->scoped));
+    json_t *id = json_object();
+    json_object_set_new(id, "enforced", json_boolean(in->identity));
+    json_object_set_new(id, "uid_first", in->identity ? json_integer(in->uid_first) : json_null());
+    json_object_set_new(id, "uid_last", in->identity ? json_integer(in->uid_last) : json_null());
+    if (!in->identity)
+        json_object_set_new(id, "uid", json_integer((json_int_t)in->uid));
+    json_object_set_new(id, "why_not", in->identity ? json_null() : json_string(in->identity_why));
+    json_t *caps = json_object();
+    json_object_set_new(caps, "kept", json_names(prof->keep_caps));
+    json_object_set_new(caps, "bounding_set", json_string(in->bounding ? "dropped" : "unchanged"));
+    json_t *o = json_object();
+    json_object_set_new(o, "preset", json_string(fr_preset_name(in->preset)));
+    json_object_set_new(o, "seccomp", seccomp);
+    json_object_set_new(o, "landlock", ll);
+    json_object_set_new(o, "no_new_privs", json_true());
+    json_object_set_new(o, "identity", id);
+    json_object_set_new(o, "capabilities", caps);
+    return o;
+}
+
 /* Everything one report needs. */
 struct report {
     const struct fr_resources *res;
@@ -263,17 +337,11 @@ struct report {
     json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
     const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
     char **scrubbed;            /* names of this environment a job would not see */
+    const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
 };
 
 /* ---- the job environment (what `fitrun run` jobs see) ---- */
 
-static json_t *json_names(char *const *names)
-{
-    json_t *a = json_array();
-    for (char *const *n = names; n && *n; n++)
-        json_array_append_new(a, json_string(*n));
-    return a;
-}
 
 static json_t *json_env(const struct report *rep)
 {
@@ -305,6 +373,7 @@ static int print_json(const struct report *rep)
     json_object_set_new(root, "profile", json_profile(rep->prof));
     json_object_set_new(root, "plan", json_plan(rep->plan, rep->popts));
     json_object_set_new(root, "env", json_env(rep));
+    json_object_set_new(root, "sandbox", rep->sandbox ? json_sandbox(rep->sandbox, rep->prof) : json_null());
     json_object_set_new(root, "notes", notes);
     if (rep->python)
         json_object_set(root, "python", rep->python);
@@ -459,6 +528,55 @@ static void print_python(json_t *py)
         row("warning", warning, NULL);
 }
 
+/* Append a comma-separated list to line. */
+static void append_names(char *line, size_t n, const char *lead, char *const *names)
+{
+    for (size_t i = 0; names[i]; i++) {
+        size_t used = strlen(line);
+        if (used + 1 >= n)
+            return;
+        snprintf(line + used, n - used, "%s%s", i ? ", " : lead, names[i]);
+    }
+}
+
+static void print_sandbox(const struct sandbox_report *sb, const struct fr_profile *prof)
+{
+    char line[1024];
+    printf("sandbox\n");
+    if (!sb->built) {
+        row("error", sb->error, NULL);
+        return;
+    }
+    const struct fr_policy_info *in = &sb->in;
+    row("preset", fr_preset_name(in->preset), NULL);
+    if (strcmp(in->seccomp, "off"))
+        snprintf(line, sizeof line, "notify, %u instructions: a supervisor names denied calls", in->filter_insns);
+    else
+        snprintf(line, sizeof line, "off (preset none without a deny list)");
+    row("seccomp", line, NULL);
+    if (in->landlock) {
+        snprintf(line, sizeof line, "ABI %d: reads: the %s set", in->landlock_abi, fs_base_name(in->fs));
+        append_names(line, sizeof line, " + ", prof->read_paths);
+        snprintf(line + strlen(line), sizeof line - strlen(line), "; writes: %s", prof->write_paths[0] ? "" : "none");
+        append_names(line, sizeof line, "", prof->write_paths);
+        if (in->scoped)
+            snprintf(line + strlen(line), sizeof line - strlen(line), "; signals stay in the job");
+    } else {
+        snprintf(line, sizeof line, "not enforced: %s", in->landlock_why);
+    }
+    row("landlock", line, NULL);
+    row("privs", "no_new_privs: an exec gains nothing (setuid bits, file capabilities)", NULL);
+    if (in->identity)
+        snprintf(line, sizeof line, "uid/gid %u-%u, one per slot, no supplementary groups", in->uid_first,
+                 in->uid_last);
+    else
+        snprintf(line, sizeof line, "unchanged (uid %u): %s", in->uid, in->identity_why);
+    row("identity", line, NULL);
+    snprintf(line, sizeof line, "%s", prof->keep_caps[0] ? "kept: " : "all dropped");
+    append_names(line, sizeof line, "", prof->keep_caps);
+    row("caps", line, in->bounding ? NULL : "bounding set unchanged (no CAP_SETPCAP); no_new_privs holds");
+}
+
 /* "A, B, C" (or `none`), cut to fit. */
 static const char *joined(char *const *names, char *buf, size_t n)
 {
@@ -516,6 +634,8 @@ static void print_table(const struct report *rep)
     for (int i = 0; i < p->nreasons; i++)
         bullet(p->reasons[i]);
     print_env(rep);
+    if (rep->sandbox)
+        print_sandbox(rep->sandbox, rep->prof);
     if (r->nnotes) {
         printf("notes (what was ignored, and why)\n");
         for (int i = 0; i < r->nnotes; i++)
@@ -587,8 +707,9 @@ int fr_cmd_detect(int argc, char **argv)
         return FR_EXIT_USAGE;
     }
     struct fr_plan_opts popts;
+    struct sandbox_report sb = {.built = false};
     struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
-    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL};
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
     bool failed = false;
     if (load_profile(&a, prof) < 0) {
         rc = FR_EXIT_USAGE;
@@ -598,6 +719,14 @@ int fr_cmd_detect(int argc, char **argv)
     if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
         rep.jobenv = jobenv;
         rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);
+    }
+    if (!a.sysroot) {
+        sandbox_probe(prof, plan, &sb);
+        rep.sandbox = &sb;
+        if (!sb.built) {
+            fr_warn("detect: %s: [sandbox]: %s", prof->path[0] ? prof->path : "built-in profile", sb.error);
+            failed = true;
+        }
     }
     if (prof->kind == FR_RUNTIME_PYTHON)
         rep.python = probe_python(prof, &failed);

@@ -280,6 +280,26 @@ static char **job_environment(const struct fr_resources *res, const struct fr_pl
     return envp;
 }
 
+/* Say once what least privilege will not cover on this machine. */
+static void sandbox_notes(const struct fr_policy *pol, const char *jobs, const char *out)
+{
+    struct fr_policy_info in;
+    fr_policy_info(pol, &in);
+    if (in.fs != FR_FS_OFF && !in.landlock)
+        fr_warn("sandbox: file reads are not confined (no Landlock: %s); jobs read what their uid may read. "
+                "[sandbox] require_landlock = true makes this fatal",
+                in.landlock_why);
+    if (!in.identity && in.uid == 0)
+        fr_warn("sandbox: jobs run as uid 0: %s", in.identity_why);
+    else if (!in.identity)
+        fr_info("sandbox: %s", in.identity_why);
+    const char *files[2] = {jobs, out};
+    for (int i = 0; i < 2; i++)
+        if (files[i] && strcmp(files[i], "-") && fr_policy_may_read(pol, files[i]))
+            fr_warn("sandbox: %s is inside what [sandbox] read/write lets every job read: a job can read it",
+                    files[i]);
+}
+
 struct run_state {
     struct fr_profile profile;
     struct fr_policy *policy;
@@ -334,6 +354,7 @@ static int run(const struct run_args *a, struct run_state *s)
 
     struct fr_policy_spec spec;
     fr_profile_policy_spec(&s->profile, &spec);
+    spec.slots = plan.workers > 0 ? plan.workers : 1;
     if (fr_policy_build(&spec, &s->policy, err, sizeof err) < 0) {
         fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
         return FR_EXIT_USAGE;
@@ -343,6 +364,7 @@ static int run(const struct run_args *a, struct run_state *s)
 
     if ((s->in_fd = open_input(a->jobs)) < 0 || (s->out_fd = open_output(out, a->resume, s->in_fd)) < 0)
         return FR_EXIT_USAGE;
+    sandbox_notes(s->policy, a->jobs, out);
     if (a->resume) {
         if (fr_resume_scan(s->out_fd, out, &s->resume, err, sizeof err) < 0) {
             fr_warn("%s", err);

@@ -124,6 +124,15 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
     spec->deny = (const char *const *)p->deny;
     spec->keep_caps = (const char *const *)p->keep_caps;
     spec->spec_allow = p->spec_allow;
+    /* Landlock: exec jobs may read the system's programs; a python
+     * runtime's children only the libraries (the zygote adds its own
+     * interpreter's tree, which only it knows). */
+    spec->fs = p->kind == FR_RUNTIME_EXEC ? FR_FS_SYSTEM : FR_FS_LIBS;
+    spec->read_paths = (const char *const *)p->read_paths;
+    spec->write_paths = (const char *const *)p->write_paths;
+    spec->require_landlock = p->require_landlock;
+    spec->slot_identity = p->user == FR_USER_SLOT;
+    spec->uid_base = p->uid_base;
 }
 
 /* ---- value parsers: 0 or -1 with a message in msg ---------------------- */

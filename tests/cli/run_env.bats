@@ -48,8 +48,10 @@ py_env() {
 
 @test "a secret in fitrun's environment does not reach an exec job" {
     job e cat /proc/self/environ > jobs.jsonl
+    # /proc is outside what exec jobs may read (Landlock): this job needs it.
     run -0 env AWS_SECRET_ACCESS_KEY=$SECRET HOME=/root LC_ALL=C TZ=UTC HF_TOKEN=hf MY_A=1 \
-        "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --set sandbox.pass_env='HF_TOKEN, MY_*'
+        "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --set sandbox.pass_env='HF_TOKEN, MY_*' \
+        --set sandbox.read=/proc
     field out.jsonl e stdout | tr '\0' '\n' > env.txt
     lacks -q "$SECRET" env.txt
     grep -qx 'HOME=/nonexistent' env.txt # not the caller's: a neutral one

@@ -53,7 +53,9 @@ refused() {
 @test "0, none and unlimited mean the same: no limit" {
     job lim cat /proc/self/limits > lim.jsonl
     for v in 0 none unlimited; do
-        run -0 "$FITRUN" run --jobs lim.jsonl --out out.jsonl --quiet --memory "$v" --cpu-time "$v"
+        # /proc is outside what exec jobs may read (Landlock): this job needs it.
+        run -0 "$FITRUN" run --jobs lim.jsonl --out out.jsonl --quiet --memory "$v" --cpu-time "$v" \
+            --set sandbox.read=/proc
         [ "$(field out.jsonl lim status)" = ok ]
         field out.jsonl lim stdout | grep -E '^Max address space +unlimited'
         field out.jsonl lim stdout | grep -E '^Max cpu time +unlimited'

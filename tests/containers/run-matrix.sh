@@ -198,7 +198,11 @@ HOST=$TMP/host
 mkdir -p "$HOST"
 T0=$EPOCHREALTIME
 host_fail=()
-PATH=$TMP/bin:$PATH "$FITRUN" run --profile "$EXEC_INI" --jobs "$EXEC_JOBS" --out "$HOST/exec.jsonl" 2>"$HOST/exec.err"
+# The jobs run under per-slot uids and Landlock: they must be able to reach
+# the memory job's program (mktemp made $TMP 0700), and read its folder.
+chmod 755 "$TMP"
+PATH=$TMP/bin:$PATH "$FITRUN" run --profile "$EXEC_INI" --jobs "$EXEC_JOBS" --out "$HOST/exec.jsonl" \
+    --set sandbox.read="/proc,$TMP/bin" 2>"$HOST/exec.err"
 rc=$?
 [ $rc = 0 ] || host_fail+=("fitrun run (exec jobs) exited $rc: $(tail -2 "$HOST/exec.err" | tr '\n' ' ')")
 if [ $rc = 0 ]; then

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,7 +152,7 @@ static void c_signals(int fd)
     sigemptyset(&block);
     sigaddset(&block, SIGUSR2);
     sigaddset(&block, SIGSYS);
-    int rc = sigprocmask(SIG_BLOCK, &block, &old); /* trapped and emulated */
+    int rc = sigprocmask(SIG_BLOCK, &block, &old);
     say(fd, "block=%d old_usr2=%d\n", rc, sigismember(&old, SIGUSR2));
     sigprocmask(SIG_BLOCK, NULL, &now);           /* a query: allowed */
     say(fd, "usr2_blocked=%d sys_blocked=%d\n", sigismember(&now, SIGUSR2), sigismember(&now, SIGSYS));
@@ -297,10 +298,11 @@ static void test_signals_still_work(void **state)
     run("preset=python", false, c_signals, &r);
     expect_exit0(&r);
     assert_non_null(strstr(r.out, "usr1=2\n"));
-    /* Blocking works as asked, except that SIGSYS stays deliverable. */
+    /* Masks are the job's business, SIGSYS included: violations reach the
+     * supervisor as notifications, whatever is blocked. */
     assert_non_null(strstr(r.out, "block=0 old_usr2=0\n"));
-    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=0\n"));
-    assert_non_null(strstr(r.out, "setmask=0 int_blocked=1 sys_blocked=0\n"));
+    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=1\n"));
+    assert_non_null(strstr(r.out, "setmask=0 int_blocked=1 sys_blocked=1\n"));
     char badsize[64];
     snprintf(badsize, sizeof badsize, "badsize=-1 errno=%d\n", EINVAL);
     assert_non_null(strstr(r.out, badsize));
@@ -410,9 +412,9 @@ static void test_deny_list_on_none(void **state)
     assert_int_equal(WTERMSIG(r.status), SIGSYS);
     char name[40];
     assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
-    run("preset=none;deny=socket", false, c_signals, &r); /* handler and masks guarded there too */
+    run("preset=none;deny=socket", false, c_signals, &r);
     expect_exit0(&r);
-    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=0\n"));
+    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=1\n"));
 }
 
 /* exec preset with a report descriptor: the caller's child becomes the
@@ -439,6 +441,68 @@ static void test_exec_relay_mirrors(void **state)
     assert_int_equal(status_field(r.out, "Seccomp"), 2);
     assert_int_equal(status_field(r.out, "CapEff"), 0);
     assert_int_equal(status_field(r.out, "CapBnd"), 0);
+}
+
+/* A violation with SIGSYS blocked and a SIGSYS handler of the job's own is
+ * still named: the notification does not depend on either. */
+static void c_sigsys_hidden(int fd)
+{
+    (void)fd;
+    struct sigaction sa = { .sa_handler = SIG_IGN };
+    sigaction(SIGSYS, &sa, NULL);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    (void)socket(AF_INET, SOCK_STREAM, 0);
+}
+
+static void test_violation_named_whatever_the_mask(void **state)
+{
+    (void)state;
+    struct result r;
+    char name[40];
+    run("preset=python", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+    run("preset=exec", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+    run("preset=none;deny=socket", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+}
+
+/* The relay hands the job the caller's interval timers (fork does not
+ * inherit them): a CPU timer armed before apply still fires in the job. */
+static void c_spin(int fd)
+{
+    (void)fd;
+    for (volatile unsigned long i = 0;; i++) {
+    }
+}
+
+static void test_relay_keeps_timers(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fr_policy *p;
+    assert_int_equal(fr_policy_build_kv("preset=python", &p, err, sizeof err), 0);
+    int rep[2];
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct itimerval t = { .it_value = { .tv_usec = 200000 } };
+        setitimer(ITIMER_PROF, &t, NULL);
+        if (fr_policy_apply(p, rep[1]) < 0)
+            _exit(125);
+        c_spin(-1);
+        _exit(0);
+    }
+    close(rep[1]);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(rep[0]);
+    fr_policy_free(p);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGPROF);
 }
 
 /* exec preset without a report descriptor: no relay, violations kill. */
@@ -470,6 +534,8 @@ int main(void)
         cmocka_unit_test(test_deny_list_on_none),
         cmocka_unit_test(test_exec_relay_mirrors),
         cmocka_unit_test(test_exec_without_report),
+        cmocka_unit_test(test_violation_named_whatever_the_mask),
+        cmocka_unit_test(test_relay_keeps_timers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

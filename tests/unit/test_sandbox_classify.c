@@ -84,16 +84,19 @@ static void test_violation(void **state)
     assert_int_equal(o.status, FR_STATUS_VIOLATION);
     assert_string_equal(o.syscall, "socket");
     assert_string_equal(o.signal_name, "SIGSYS");
-    /* SIGSYS without a report: still a violation, name unknown. */
-    o = classify((struct fr_classify_in){ .wstatus = killed(SIGSYS), .violation_nr = -1 });
+    /* A supervisor's record is the violation, whatever the wait status
+     * (the Python worker kills its child with SIGKILL). */
+    o = classify((struct fr_classify_in){ .wstatus = killed(SIGKILL), .violation_nr = 41 });
     assert_int_equal(o.status, FR_STATUS_VIOLATION);
-    assert_string_equal(o.syscall, "unknown");
-    /* A report without a SIGSYS death was forged by the job: ignored. */
-    o = classify((struct fr_classify_in){ .wstatus = exited(0), .violation_nr = 41 });
-    assert_int_equal(o.status, FR_STATUS_OK);
-    assert_string_equal(o.syscall, "");
-    o = classify((struct fr_classify_in){ .wstatus = killed(SIGSEGV), .violation_nr = 41 });
+    assert_string_equal(o.syscall, "socket");
+    o = classify((struct fr_classify_in){ .wstatus = killed(SIGKILL), .violation_nr = FR_VIOLATION_FOREIGN });
+    assert_int_equal(o.status, FR_STATUS_VIOLATION);
+    assert_string_equal(o.syscall, "foreign_abi");
+    /* SIGSYS without a record is a signal: any job can raise it. */
+    o = classify((struct fr_classify_in){ .wstatus = killed(SIGSYS), .violation_nr = -1 });
     assert_int_equal(o.status, FR_STATUS_SIGNAL);
+    assert_string_equal(o.syscall, "");
+    assert_string_equal(o.signal_name, "SIGSYS");
 }
 
 static void test_cpu_timeout(void **state)

@@ -73,7 +73,7 @@ static void test_struct_build_and_describe(void **state)
     describe(p, d, sizeof d);
     /* 1500 ms rounds up to a 2 s soft limit, hard one second later. */
     assert_non_null(strstr(d, "preset=python"));
-    assert_non_null(strstr(d, "seccomp=trap("));
+    assert_non_null(strstr(d, "seccomp=notify("));
     assert_non_null(strstr(d, "cpu=2s(hard 3s)"));
     assert_non_null(strstr(d, "as=1.0 GiB"));
     assert_non_null(strstr(d, "nofile=64"));
@@ -182,7 +182,7 @@ static void test_bpf_program(void **state)
     struct fr_policy *deny = build_kv_ok("preset=none;deny=socket");
     assert_non_null(fr_policy_bpf(deny, &n));
     describe(deny, d, sizeof d);
-    assert_non_null(strstr(d, "seccomp=trap("));
+    assert_non_null(strstr(d, "seccomp=notify("));
     fr_policy_free(deny);
 }
 
