@@ -111,14 +111,18 @@ def fds_open(pid):
                 pass
     return False
 def transform(jobs_path):
+    # Up to fitrun: the sandbox's relay, the worker, the zygote, fitrun.
     seen, pid = [], os.getppid()
-    while pid > 1 and len(seen) < 3:  # worker, zygote, fitrun
+    while pid > 1 and len(seen) < 6:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmd = f.read()
         with open(f"/proc/{pid}/stat") as f:
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        seen.append({"names_jobs": jobs_path.encode() in cmd, "fd": fds_open(pid),
+        fitrun = os.path.basename(cmd.split(b"\0")[0]) == b"fitrun"
+        seen.append({"fitrun": fitrun, "names_jobs": jobs_path.encode() in cmd, "fd": fds_open(pid),
                      "mem": readable(f"/proc/{pid}/mem"), "environ": readable(f"/proc/{pid}/environ")})
+        if fitrun:
+            break
         pid = ppid
     own = {}
     for n in os.listdir("/proc/self/fd"):
@@ -134,18 +138,18 @@ EOF
     [ "$status" -eq 0 ]
     r walk .outputs
     [ "$(r walk .status)" = '"ok"' ]
-    # The worker's and the zygote's command lines do not name the jobs file;
-    # fitrun's does (its own argv), which only Landlock (sandbox) can hide
-    # the file behind: not asserted here.
-    [ "$(r walk '[.outputs[0].ancestors[].names_jobs]')" = '[false,false,true]' ]
+    # The relay's, the worker's and the zygote's command lines do not name
+    # the jobs file; fitrun's does (its own argv), which only Landlock can
+    # hide the file behind, once the runtime asks for it: not asserted here.
+    [ "$(r walk '[.outputs[0].ancestors[] | [.fitrun, .names_jobs]]')" = '[[false,false],[false,false],[false,false],[true,true]]' ]
     # None of the three is dumpable: no descriptor, memory or environment
     # of theirs is open to a prediction (it has no CAP_SYS_PTRACE).
     [ "$(r walk '[.outputs[0].ancestors[] | .fd, .mem, .environ] | any')" = false ]
-    # Its own descriptors: /dev/null and pipes (stdout, stderr, report,
-    # violation record); the job pipe was closed before the code ran.
-    [ "$(r walk '.outputs[0].own_fds | to_entries | map(select(.key | tonumber < 5)) | map(.value | test("^(/dev/null|pipe:\\[[0-9]+\\])$")) | all')" = true ]
-    [ "$(r walk '.outputs[0].own_fds | keys | map(tonumber) | map(select(. < 5)) | length')" -eq 5 ]
-    [ "$(r walk '.outputs[0].own_fds | keys | map(tonumber) | max')" -eq 4 ]
+    # Its own descriptors: /dev/null and pipes (stdout, stderr, report); the
+    # job pipe was closed before the code ran, the violation record is the
+    # relay's alone.
+    [ "$(r walk '.outputs[0].own_fds | keys')" = '["0","1","2","3"]' ]
+    [ "$(r walk '.outputs[0].own_fds | map(test("^(/dev/null|pipe:\\[[0-9]+\\])$")) | all')" = true ]
 
     # The same as an unprivileged user: fitrun, the zygote, the worker and
     # the prediction then share uid and (empty) capabilities, and only
@@ -181,20 +185,20 @@ EOF
     [ "$(r spin300 '[.status, .timeout, (.cpu_ms >= 300 and .cpu_ms < 600)]')" = '["timeout","cpu",true]' ] || { r spin300 .; false; }
 }
 
-@test "python hostile: a forged violation record decides nothing; only a real SIGSYS death is a violation" {
-    # A well-formed record on fd 4 (what the sandbox's SIGSYS handler
-    # writes), "ptrace" on x86-64; then a normal return.
-    rec='import os, struct\nM, A, N = 0x46525631, 0xC000003E, 101\nREC = struct.pack("<IIiI", M, A, N, (~M ^ A ^ N) & 0xffffffff)\n'
-    job forged "$(printf "$rec")"$'\ndef transform(g):\n    os.write(4, REC)\n    return g\n' '[1]' '{expected: [1]}' > "$D/jobs.jsonl"
-    # The same record, then death by its own SIGSYS: the prediction chose
-    # to end as a violation; the name still comes from fd 4 until the
-    # sandbox takes violations from a seccomp-notify supervisor instead.
-    job suicide "$(printf "$rec")"$'\nimport signal\ndef transform(g):\n    os.write(4, REC)\n    os.kill(os.getpid(), signal.SIGSYS)\n' >> "$D/jobs.jsonl"
+@test "python hostile: a forged violation record decides nothing; only the sandbox's supervisor names a violation" {
+    # A well-formed record ("ptrace" on x86-64, what the sandbox's relay
+    # writes) on every descriptor the prediction has (fd 4, the relay's,
+    # is not among them), then a normal return.
+    rec='import os, struct\nM, A, N = 0x46525631, 0xC000003E, 101\nREC = struct.pack("<IIiI", M, A, N, (~M ^ A ^ N) & 0xffffffff)\ndef forge():\n    for fd in range(3, 64):\n        try:\n            os.write(fd, REC)\n        except OSError:\n            pass\n'
+    job forged "$(printf "$rec")"$'\ndef transform(g):\n    forge()\n    return g\n' '[1]' '{expected: [1]}' > "$D/jobs.jsonl"
+    # The same, then death by its own SIGSYS: a signal, not a violation.
+    job suicide "$(printf "$rec")"$'\nimport signal\ndef transform(g):\n    forge()\n    os.kill(os.getpid(), signal.SIGSYS)\n' >> "$D/jobs.jsonl"
     job real $'import socket\ndef transform(g):\n    socket.socket()\n' >> "$D/jobs.jsonl"
     run_jobs
     [ "$status" -eq 0 ]
-    [ "$(r forged '[.status, .syscall, .passed]')" = '["ok",null,[true]]' ]
-    [ "$(r suicide '[.status, .signal]')" = '["violation","SIGSYS"]' ]
+    # (the record it wrote on fd 3, its report, only spoils its report)
+    [ "$(r forged '[.status, .error_type, .syscall, .passed]')" = '["crash","NoResult",null,null]' ]
+    [ "$(r suicide '[.status, .signal, .syscall]')" = '["signal","SIGSYS",null]' ]
     [ "$(r real '[.status, .syscall]')" = '["violation","socket"]' ]
 }
 
@@ -359,13 +363,13 @@ EOF
     } > "$D/jobs.jsonl"
     "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2>/dev/null &
     fr=$!
-    # fitrun -> zygote -> 2 workers -> 2 predictions
+    # fitrun -> zygote -> 2 workers -> 2 sandbox relays -> 2 predictions
     for i in $(seq 500); do
-        [ "$(tree "$fr" | wc -l)" -ge 5 ] && break
+        [ "$(tree "$fr" | wc -l)" -ge 7 ] && break
         sleep 0.02
     done
     pids=$(tree "$fr")
-    [ "$(wc -l <<< "$pids")" -eq 5 ]
+    [ "$(wc -l <<< "$pids")" -eq 7 ]
     kill -KILL "$fr"
     wait "$fr" || true
     for i in $(seq 100); do

@@ -188,7 +188,7 @@ class Prediction:
              "child_wall_ms": wall_us / 1000.0, "fork_ms": fork_us / 1000.0,
              "cpu_limit_ms": self.rt.cpu_ms, "wall_expired": self.wall_expired,
              "output_exceeded": self.exceeded,
-             "violation_nr": violation if sig == SIGSYS else -1,
+             "violation_nr": violation,
              "stdout": self.bufs[self.out_r].decode("utf-8", "replace"),
              "stderr": self.bufs[self.err_r].decode("utf-8", "replace"),
              "reported": False, "outputs": None}
@@ -314,7 +314,7 @@ def classify(f):
         return "output_limit"
     if f.get("wall_expired"):
         return "timeout"
-    if f.get("signal") == SIGSYS:
+    if f.get("violation_nr", -1) >= 0:  # the sandbox's relay saw a denied call
         return "violation"
     sig = f.get("signal")
     if sig in (SIGPROF, SIGXCPU):  # the driver's only CPU limit is the child's own timer

@@ -259,9 +259,9 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
     raw->kind = FR_RAW_FINISHED;
     raw->wstatus = ws;
     set_rusage(raw, f);
-    /* A violation record counts only with the death it announces: a
-     * record without SIGSYS was written by the code, not the sandbox. */
-    raw->violation_nr = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGSYS ? f->violation_nr : -1;
+    /* The sandbox's relay wrote it (the prediction never holds that
+     * descriptor); fr_classify decides what it means. */
+    raw->violation_nr = f->violation_nr;
     raw->out = s->out.buf;
     raw->out_len = s->out.len;
     raw->err = s->err.buf;

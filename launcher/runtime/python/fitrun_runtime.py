@@ -355,7 +355,10 @@ class Runner:
 
     def child(self, fds, violation_w, null, worker_pid, worker):
         """Never returns: runs in the forked child of a worker. fds: the job
-        read end and the report, stdout and stderr write ends from fitrun."""
+        read end and the report, stdout and stderr write ends from fitrun.
+        Once the sandbox is applied this process is the sandbox's relay
+        (inside fr_policy_apply, for good) and what follows the apply runs
+        in the relay's child, the prediction, with fds 0-3."""
         try:
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
             self.die_with_parent(worker_pid)
@@ -497,8 +500,9 @@ class Worker:
     def reap(self, seq, pid, vr, t0, t_fork):
         pidfd = os.pidfd_open(pid)
         try:
-            # fitrun kills the child through this pidfd (CPU budget, wall
-            # time, output caps): race-free, whatever becomes of the pid.
+            # fitrun kills the child (the sandbox's relay, and the prediction
+            # with it) through this pidfd (CPU budget, wall time, output
+            # caps): race-free, whatever becomes of the pid.
             socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid)], [pidfd])
             poller = select.poll()
             poller.register(pidfd, select.POLLIN)

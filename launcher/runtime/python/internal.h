@@ -7,7 +7,8 @@
  *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k
  *     │                                                     │ fork per job
  *     └──job, report, stdout, stderr pipes (per job)─────── child: reads its job,
- *                                                           sandbox, code, report
+ *                                                           sandbox (it becomes the relay)
+ *                                                           └─ prediction: code, report
  *
  * Per prediction, fitrun creates four pipes and sends the child's ends to
  * the worker with a RUN message; the worker forks the child with them and
