@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "fitrun/sandbox.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 enum how { BARE, NOTIFY, RELAY, KILL };
 

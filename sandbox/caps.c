@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen)

@@ -29,7 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 /* The library's own protocol needs these (the listener is handed over with

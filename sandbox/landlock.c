@@ -41,7 +41,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 /* Rights newer than the build host's <linux/landlock.h> (Debian 12: 6.1). */

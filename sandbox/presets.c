@@ -24,7 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 enum fr_argcheck {

@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 static int plan_add(struct fr_rlimit_plan *p, int resource, rlim_t soft, rlim_t hard)

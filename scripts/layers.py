@@ -25,7 +25,7 @@ from collections import defaultdict
 # Files of one layer may depend on each other (without circles) and on
 # anything below; never on anything above.
 LAYERS = [
-    ("common", ["launcher/common/", "launcher/util/"]),
+    ("common", ["common/"]),
     ("detect", ["launcher/detect/"]),
     ("plan", ["launcher/plan/"]),
     ("env", ["launcher/env/", "launcher/init/envexport.c"]),

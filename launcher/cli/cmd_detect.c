@@ -31,7 +31,7 @@
 #include "fitrun/profile.h"
 #include "fitrun/runtime.h"
 #include "fitrun/sandbox.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 

@@ -7,7 +7,7 @@
 
 #include "fitrun/cli.h"
 #include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 static void merge_usage(FILE *f)
 {

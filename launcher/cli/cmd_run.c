@@ -19,7 +19,7 @@
 #include "fitrun/profile.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 

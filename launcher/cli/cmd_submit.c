@@ -20,7 +20,7 @@
 #include "fitrun/cli.h"
 #include "fitrun/profile.h"
 #include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 

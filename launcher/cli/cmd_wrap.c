@@ -17,7 +17,7 @@
 #include "fitrun/init.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 #define CFS_DEFAULT_PERIOD 100000.0 /* µs: kernel default, assumed for a one-field cpu.max */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "fitrun/envexport.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 extern char **environ;

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 long fr_parse_slurm_cpus_per_node(const char *s, long index)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 /* The thread-count variables, and who reads each one. Every one of these
  * runtimes sizes itself from the online CPU count (or, at best, affinity)
@@ -109,7 +109,7 @@ static struct fr_env_entry *put(struct fr_env_export *ex, const char *name, cons
     return e;
 }
 
-/* Reasons go through fr_seterr (util.h): truncating a long cgroup path in
+/* Reasons go through fr_seterr (common.h): truncating a long cgroup path in
  * a message is fine, and going through vsnprintf keeps -Wformat-truncation
  * quiet about it on purpose. */
 

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_exit_status(int wstatus)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define BAD SIZE_MAX
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fitrun/plan.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 /* pids kept free for fitrun itself, its threads, a shell and helpers. */
 #define PIDS_HEADROOM 16

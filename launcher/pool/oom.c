@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "fitrun/pool.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define OOM_FILE_MAX 4096 /* memory.events is ~100 bytes, oom_control ~50 */
 

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "fitrun/pool.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fitrun/verdict.h"
 #include "internal.h"
 

@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 #define BAR_INTERVAL_NS (100ull * 1000 * 1000) /* redraw at most 10 times a second */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fitrun/jobs.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 void fr_resume_free(struct fr_resume *r)

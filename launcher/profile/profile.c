@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "fitrun/envexport.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
  * sized by the (Debian runtime-configurable) ini_max_line; 4 KiB leaves

@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "fitrun/runtime.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 

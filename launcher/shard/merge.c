@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "fitrun/jobs.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 enum slot_kind {
     SLOT_BLANK = 0, /* nothing: no result expected or accepted */

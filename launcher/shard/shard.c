@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 /* Value of NAME in a NULL-terminated "NAME=value" array, or NULL. */

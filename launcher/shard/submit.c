@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 /* Time limits -------------------------------------------------------------- */

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 
 #include "fitrun/jsonscan.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define TAIL_MAX 300
 #define SMALL 256

@@ -14,7 +14,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 int main(int argc, char **argv)
 {

@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "fitrun/sandbox.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define SB_EXIT_NOMEM 86
 

@@ -23,7 +23,7 @@
 #include "fitrun/envexport.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define FIXTURES FITRUN_SRC "/tests/fixtures"
 #define MAX_FIXTURES 64

@@ -1,5 +1,5 @@
-/* util.c — see include/fitrun/util.h. */
-#include "fitrun/util.h"
+/* common.c — see include/fitrun/common.h. */
+#include "fitrun/common.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* test_util.c — launcher/util/util.c: the size, duration, bool, integer
+/* test_common.c — common/common.c: the size, duration, bool, integer
  * and double parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size
  * and fr_now_ns. */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 /* ---- sizes and durations ---- */
 
@@ -280,8 +280,8 @@ static void test_read_file(void **state)
     free(s);
 }
 
-/* util.h: "EFBIG when the file is larger than max". A file of EXACTLY max
- * bytes is not larger, so it must be read. BUG in util.c (reported, not
+/* common.h: "EFBIG when the file is larger than max". A file of EXACTLY max
+ * bytes is not larger, so it must be read. BUG in common.c (reported, not
  * fixed here: not my file): fr_read_file() stops when its buffer holds
  * max bytes and returns EFBIG without checking for end of file, so files
  * of exactly `max` bytes fail, for every max (4096-byte cgroup reads of

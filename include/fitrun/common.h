@@ -1,9 +1,9 @@
-/* fitrun/util.h — small helpers every module uses: error reporting in the
+/* fitrun/common.h — small helpers every module uses: error reporting in the
  * bubblewrap style (say what failed, on what, and why), bounded file reads,
  * and parsers for the units people write in profiles and on the command
  * line. Parsers are pure functions over strings. */
-#ifndef FITRUN_UTIL_H
-#define FITRUN_UTIL_H
+#ifndef FITRUN_COMMON_H
+#define FITRUN_COMMON_H
 
 #include <stdarg.h>
 #include <stdbool.h>
