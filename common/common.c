@@ -570,6 +570,16 @@ char *fr_term_text(const char *s, size_t len, char *buf, size_t n)
     return buf;
 }
 
+bool fr_is_identifier(const char *s)
+{
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
 const char *fr_format_size(uint64_t bytes, char *buf, size_t n)
 {
     static const char *suffix[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -1,18 +1,20 @@
 /* sandbox/internal.h — what the sandbox's files share; not installed.
  *
- * Each file does one job:
- *   policy.c     build/free a policy, "key=value;..." parsing, describe, info
- *   rlimits.c    rlimit plan (parent) and application (child)
- *   caps.c       capability plan with libcap (parent) and drop (child)
- *   identity.c   per-slot uid/gid: plan (parent) and switch (child)
- *   landlock.c   Landlock: ABI probe, ruleset (parent), restrict (child)
- *   presets.c    the syscall allow-lists, with the reasoning per group
- *   filter.c     libseccomp -> BPF in memory (parent), install (child)
- *   notify.c     handing the filter's listener to a supervisor, reading it
- *   violation.c  the relay's report record, death by a given signal
+ * Each file does one job, and depends only on files listed below it:
+ *   pack.c       a spec as one byte string, a policy built from one
+ *   policy.c     build/free a policy, describe, info
+ *   apply.c      the child's entry points: steps, then the filter
  *   relay.c      the supervising relay process (fr_policy_apply with a report fd)
- *   apply.c      the ordered, async-signal-safe child side
- *   classify.c   outcome classification and names
+ *   steps.c      the ordered steps before the filter (rlimits ... Landlock)
+ *   violation.c  the relay's report record, death by a given signal
+ *   notify.c     handing the filter's listener to a supervisor, reading it
+ *   filter.c     libseccomp -> BPF in memory (parent), install (child)
+ *   presets.c    the syscall allow-lists, with the reasoning per group; preset names
+ *   landlock.c   Landlock: ABI probe, ruleset (parent), restrict (child); base set names
+ *   identity.c   per-slot uid/gid: plan (parent) and switch (child)
+ *   caps.c       capability plan with libcap (parent) and drop (child)
+ *   rlimits.c    rlimit plan (parent) and application (child)
+ *   names.c      system call and signal names
  *
  * Everything called from the apply entry points (names ending in _apply,
  * fr_filter_install, fr_notify_send, the relay) is async-signal-safe:
@@ -191,7 +193,7 @@ struct fr_policy {
     char **allow, **deny, **keep;  /* owned copies, NULL-terminated (may be NULL) */
 };
 
-/* ---- apply.c / relay.c ------------------------------------------------------ */
+/* ---- steps.c / relay.c ------------------------------------------------------ */
 /* Everything before the filter, in order: rlimits, no_new_privs, bounding
  * set, identity (slot), E/P/I + ambient, not dumpable, Landlock. A
  * PR_SET_PDEATHSIG the caller armed survives the identity switch (the

@@ -53,6 +53,25 @@
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
 
+static const char *const g_fs_names[] = { [FR_FS_OFF] = "off", [FR_FS_LIBS] = "libs", [FR_FS_SYSTEM] = "system" };
+
+int fr_fs_base_parse(const char *s, enum fr_fs_base *out)
+{
+    for (size_t i = 0; s && i < sizeof g_fs_names / sizeof g_fs_names[0]; i++)
+        if (!strcmp(s, g_fs_names[i])) {
+            *out = (enum fr_fs_base)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *fr_fs_base_name(enum fr_fs_base fs)
+{
+    if ((unsigned)fs < sizeof g_fs_names / sizeof g_fs_names[0])
+        return g_fs_names[fs];
+    return "unknown";
+}
+
 /* struct landlock_ruleset_attr as of ABI 6 (the kernel takes a size). */
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;

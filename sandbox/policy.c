@@ -1,6 +1,5 @@
-/* policy.c — building and freeing a policy, the "key=value;..." form used
- * through ctypes, preset names, a one-line description and what a policy
- * will enforce (fr_policy_info).
+/* policy.c — building and freeing a policy, a one-line description of it
+ * and what it will enforce (fr_policy_info).
  *
  * All the work happens here, in the parent: names are resolved (syscalls
  * with libseccomp, capabilities with libcap), limits and the identity are
@@ -16,30 +15,6 @@
 
 #include "fitrun/common.h"
 #include "internal.h"
-
-static const char *const g_preset_names[] = {
-    [FR_PRESET_NONE] = "none",
-    [FR_PRESET_EXEC] = "exec",
-    [FR_PRESET_PYTHON] = "python",
-};
-
-int fr_preset_parse(const char *s, enum fr_preset *out)
-{
-    for (size_t i = 0; s && i < sizeof g_preset_names / sizeof g_preset_names[0]; i++) {
-        if (strcmp(s, g_preset_names[i]) == 0) {
-            *out = (enum fr_preset)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-const char *fr_preset_name(enum fr_preset p)
-{
-    if ((unsigned)p < sizeof g_preset_names / sizeof g_preset_names[0])
-        return g_preset_names[p];
-    return "unknown";
-}
 
 /* ---- build / free -------------------------------------------------------------- */
 
@@ -96,7 +71,7 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
         fr_seterr(err, errlen, "sandbox: no policy spec given");
         return -1;
     }
-    if ((unsigned)spec->preset >= sizeof g_preset_names / sizeof g_preset_names[0]) {
+    if (spec->preset != FR_PRESET_NONE && spec->preset != FR_PRESET_EXEC && spec->preset != FR_PRESET_PYTHON) {
         fr_seterr(err, errlen, "sandbox: unknown preset %d (expected none, exec or python)", (int)spec->preset);
         return -1;
     }
@@ -143,198 +118,6 @@ void fr_policy_free(struct fr_policy *p)
     free_list(p->deny);
     free_list(p->keep);
     free(p);
-}
-
-/* ---- "key=value;key=value" ---------------------------------------------------------- */
-
-#define FR_KV_LIST_MAX 64
-
-struct kv_state {
-    struct fr_policy_spec spec;
-    const char *allow[FR_KV_LIST_MAX + 1];
-    const char *deny[FR_KV_LIST_MAX + 1];
-    const char *keep[FR_KV_LIST_MAX + 1];
-    const char *read[FR_KV_LIST_MAX + 1];
-    const char *write[FR_KV_LIST_MAX + 1];
-};
-
-static const char *const g_fs_names[] = { [FR_FS_OFF] = "off", [FR_FS_LIBS] = "libs", [FR_FS_SYSTEM] = "system" };
-
-static int parse_fs(const char *v, enum fr_fs_base *out)
-{
-    for (size_t i = 0; i < sizeof g_fs_names / sizeof g_fs_names[0]; i++)
-        if (!strcmp(v, g_fs_names[i])) {
-            *out = (enum fr_fs_base)i;
-            return 0;
-        }
-    return -1;
-}
-
-static int parse_user(const char *v, bool *slot_identity)
-{
-    if (!strcmp(v, "slot"))
-        *slot_identity = true;
-    else if (!strcmp(v, "root"))
-        *slot_identity = false;
-    else
-        return -1;
-    return 0;
-}
-
-/* Split a list value ("socket, connect bind") in place into list[]. */
-static int parse_list(char *val, const char **list, const char *key, int item, char *err, size_t errlen)
-{
-    size_t n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(val, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
-        if (n >= FR_KV_LIST_MAX) {
-            fr_seterr(err, errlen, "sandbox kv item %d: more than %d names in %s", item, FR_KV_LIST_MAX, key);
-            return -1;
-        }
-        list[n++] = tok;
-    }
-    list[n] = NULL;
-    return 0;
-}
-
-static int parse_item(struct kv_state *st, const char *key, char *val, int item, char *err, size_t errlen)
-{
-    struct fr_policy_spec *s = &st->spec;
-    uint64_t ignored;
-    int rc;
-    if (strcmp(key, "preset") == 0)
-        rc = fr_preset_parse(val, &s->preset);
-    else if (strcmp(key, "cpu_time") == 0)
-        rc = fr_parse_duration_ms(val, &s->cpu_ms);
-    else if (strcmp(key, "memory") == 0)
-        rc = fr_parse_size(val, &s->as_bytes);
-    else if (strcmp(key, "fsize") == 0)
-        rc = fr_parse_size(val, &s->fsize_bytes);
-    else if (strcmp(key, "nofile") == 0)
-        rc = fr_parse_u64(val, &s->nofile);
-    else if (strcmp(key, "processes") == 0)
-        rc = fr_parse_u64(val, &s->nproc);
-    else if (strcmp(key, "stack") == 0)
-        rc = fr_parse_size(val, &s->stack_bytes);
-    else if (strcmp(key, "core") == 0)
-        rc = fr_parse_size(val, &s->core_bytes);
-    else if (strcmp(key, "spec_allow") == 0)
-        rc = fr_parse_bool(val, &s->spec_allow);
-    else if (strcmp(key, "allow") == 0)
-        return parse_list(val, st->allow, key, item, err, errlen);
-    else if (strcmp(key, "deny") == 0)
-        return parse_list(val, st->deny, key, item, err, errlen);
-    else if (strcmp(key, "keep_caps") == 0)
-        return parse_list(val, st->keep, key, item, err, errlen);
-    else if (strcmp(key, "read") == 0)
-        return parse_list(val, st->read, key, item, err, errlen);
-    else if (strcmp(key, "write") == 0)
-        return parse_list(val, st->write, key, item, err, errlen);
-    else if (strcmp(key, "fs") == 0)
-        rc = parse_fs(val, &s->fs);
-    else if (strcmp(key, "require_landlock") == 0)
-        rc = fr_parse_bool(val, &s->require_landlock);
-    else if (strcmp(key, "user") == 0)
-        rc = parse_user(val, &s->slot_identity);
-    else if (strcmp(key, "uid_base") == 0) {
-        uint64_t u = 0;
-        rc = fr_parse_u64(val, &u) < 0 || u < 1 || u > 0xfffffffeull ? -1 : 0;
-        s->uid_base = (uint32_t)u;
-    } else if (strcmp(key, "slots") == 0) {
-        uint64_t u = 0;
-        rc = fr_parse_u64(val, &u) < 0 || u < 1 || u > 65536 ? -1 : 0;
-        s->slots = (int)u;
-    }
-    /* The parent enforces these ([sandbox] keys too): accepted and checked
-     * so a caller can pass the whole section through. */
-    else if (strcmp(key, "wall_time") == 0)
-        rc = fr_parse_duration_ms(val, &ignored);
-    else if (strcmp(key, "output") == 0)
-        rc = fr_parse_size(val, &ignored);
-    else {
-        fr_seterr(err, errlen,
-                  "sandbox kv item %d: unknown key '%s' (known: preset, cpu_time, memory, fsize, nofile, "
-                  "processes, stack, core, allow, deny, keep_caps, spec_allow, fs, read, write, "
-                  "require_landlock, user, uid_base, slots, wall_time, output)",
-                  item, key);
-        return -1;
-    }
-    if (rc < 0) {
-        fr_seterr(err, errlen, "sandbox kv item %d: bad value '%s' for %s", item, val, key);
-        return -1;
-    }
-    return 0;
-}
-
-/* Append the NULL-terminated extra[] to the kv list (capacity FR_KV_LIST_MAX). */
-static int append_paths(const char **list, const char *const *extra, const char *key, char *err, size_t errlen)
-{
-    size_t n = 0;
-    while (list[n])
-        n++;
-    for (size_t i = 0; extra && extra[i]; i++) {
-        if (n >= FR_KV_LIST_MAX) {
-            fr_seterr(err, errlen, "sandbox: more than %d %s paths", FR_KV_LIST_MAX, key);
-            return -1;
-        }
-        list[n++] = extra[i];
-    }
-    list[n] = NULL;
-    return 0;
-}
-
-int fr_policy_build_paths(const char *kv, const char *const *read_paths, const char *const *write_paths,
-                          struct fr_policy **out, char *err, size_t errlen)
-{
-    if (out)
-        *out = NULL;
-    char *copy = strdup(kv ? kv : "");
-    struct kv_state *st = calloc(1, sizeof *st);
-    if (!copy || !st) {
-        fr_seterr(err, errlen, "sandbox kv: out of memory");
-        free(copy);
-        free(st);
-        return -1;
-    }
-    /* What the ctypes caller (the warm Python runtime) wants unless it says
-     * otherwise; Landlock and per-slot uids are asked for with fs= and user=. */
-    st->spec.preset = FR_PRESET_PYTHON;
-    int rc = 0, item = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ";", &save); tok && !rc; tok = strtok_r(NULL, ";", &save)) {
-        char *it = fr_trim(tok);
-        if (!*it)
-            continue;
-        item++;
-        char *eq = strchr(it, '=');
-        if (!eq) {
-            fr_seterr(err, errlen, "sandbox kv item %d '%s': expected key=value", item, it);
-            rc = -1;
-            break;
-        }
-        *eq = '\0';
-        rc = parse_item(st, fr_trim(it), fr_trim(eq + 1), item, err, errlen);
-    }
-    if (!rc)
-        rc = append_paths(st->read, read_paths, "read", err, errlen);
-    if (!rc)
-        rc = append_paths(st->write, write_paths, "write", err, errlen);
-    if (!rc) {
-        st->spec.allow = st->allow[0] ? st->allow : NULL;
-        st->spec.deny = st->deny[0] ? st->deny : NULL;
-        st->spec.keep_caps = st->keep[0] ? st->keep : NULL;
-        st->spec.read_paths = st->read[0] ? st->read : NULL;
-        st->spec.write_paths = st->write[0] ? st->write : NULL;
-        rc = fr_policy_build(&st->spec, out, err, errlen);
-    }
-    free(st);
-    free(copy);
-    return rc;
-}
-
-int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen)
-{
-    return fr_policy_build_paths(kv, NULL, NULL, out, err, errlen);
 }
 
 /* ---- description --------------------------------------------------------------- */
@@ -403,7 +186,7 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
     sb_list(&b, "deny", p->deny);
     if (p->limits.fs != FR_FS_OFF) {
         if (p->ll.fd >= 0)
-            sb_printf(&b, " landlock=%s(abi %d, %u read, %u write)", g_fs_names[p->limits.fs], p->ll.abi,
+            sb_printf(&b, " landlock=%s(abi %d, %u read, %u write)", fr_fs_base_name(p->limits.fs), p->ll.abi,
                       p->ll.nread, p->ll.nwrite);
         else
             sb_printf(&b, " landlock=unavailable");

@@ -27,6 +27,29 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
+static const char *const g_preset_names[] = {
+    [FR_PRESET_NONE] = "none",
+    [FR_PRESET_EXEC] = "exec",
+    [FR_PRESET_PYTHON] = "python",
+};
+
+int fr_preset_parse(const char *s, enum fr_preset *out)
+{
+    for (size_t i = 0; s && i < sizeof g_preset_names / sizeof g_preset_names[0]; i++)
+        if (strcmp(s, g_preset_names[i]) == 0) {
+            *out = (enum fr_preset)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *fr_preset_name(enum fr_preset p)
+{
+    if ((unsigned)p < sizeof g_preset_names / sizeof g_preset_names[0])
+        return g_preset_names[p];
+    return "unknown";
+}
+
 enum fr_argcheck {
     ARG_ANY = 0,
     ARG_OPEN,            /* open/openat: the flags argument (index in .arg), per enum fr_open_mode */

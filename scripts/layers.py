@@ -31,6 +31,9 @@ LAYERS = [
     ("env", ["launcher/env/", "launcher/init/envexport.c"]),
     ("sandbox", ["sandbox/"]),
     ("profile", ["launcher/profile/"]),
+    # the status words (fitrun/status.h): the results file's vocabulary,
+    # below the jobs that write them and the verdict that decides them
+    ("status", ["launcher/verdict/status.c"]),
     ("jobs", ["launcher/jobs/"]),
     ("verdict", ["launcher/verdict/"]),
     ("runtimes", ["launcher/runtime/"]),

@@ -87,6 +87,11 @@ size_t fr_utf8_seq(const unsigned char *s, size_t n);
  * keep the real bytes; this is only for what a person reads. Returns buf. */
 char *fr_term_text(const char *s, size_t len, char *buf, size_t n);
 
+/* An identifier as fitrun accepts one anywhere (a profile's [env] names
+ * and pass_env patterns, the Python entry function): ASCII only,
+ * [A-Za-z_][A-Za-z0-9_]*, not empty. */
+bool fr_is_identifier(const char *s);
+
 /* Human-readable byte size ("512.0 MiB") into buf; returns buf. */
 const char *fr_format_size(uint64_t bytes, char *buf, size_t n);
 

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fitrun/sandbox.h"
+#include "fitrun/status.h"
 
 /* Longest input line accepted (a job with a long program and big inputs is
  * still far below this); longer lines are `invalid`. */

@@ -23,7 +23,6 @@ enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };
 
 /* Whose identity a job runs under ([sandbox] user). */
 enum fr_user_mode { FR_USER_SLOT = 0, FR_USER_ROOT };
-#define FR_PROFILE_UID_BASE_DEFAULT 60000u
 
 struct fr_profile {
     char path[PATH_MAX];            /* "" when no file was given */
@@ -104,9 +103,11 @@ int fr_profile_parse(struct fr_profile *p, const char *text, const char *name, c
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value,
                    char *err, size_t errlen);
 
-/* The sandbox request for one job under this profile. The spec's lists
- * point into *p (valid while p is). spec->slots is left 0: the caller
- * sets it to the number of workers it will run. */
+/* The sandbox request for one job under this profile, mapped from the
+ * [sandbox] key table (fitrun/sandbox_keys.h, where it is implemented),
+ * with the Landlock base set of the runtime kind. The spec's lists point
+ * into *p (valid while p is). spec->slots is left 0: the caller sets it
+ * to the number of workers it will run. */
 void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec);
 
 /* The one place where [resources] becomes detection and plan options, so

@@ -88,12 +88,10 @@ struct fr_policy_spec {
 struct fr_policy; /* opaque; immutable once built */
 
 /* Build (and compile) a policy. Returns 0, or -1 with a message in err
- * naming the culprit (e.g. "unknown syscall 'sockett' in allow"). */
+ * naming the culprit (e.g. "unknown syscall 'sockett' in allow"). Turning
+ * a profile's [sandbox] section into a spec is the launcher's business
+ * (fitrun/sandbox_keys.h): this library parses no text. */
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen);
-/* The same from "key=value;key=value" text (keys as in the profile's
- * [sandbox] section: preset, cpu_time, memory, fsize, nofile, processes,
- * stack, allow, deny, keep_caps, spec_allow) — for ctypes callers. */
-int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen);
 void fr_policy_free(struct fr_policy *p);
 
 /* In the child, after fork and before exec/running the job. report_fd is a
@@ -174,13 +172,20 @@ int fr_notify_receive(int notify_sock);
  * listener while the job lives. */
 int fr_notify_read(int listener, int *nr, int *pid);
 
-/* Like fr_policy_build_kv, with the Landlock path lists given as
- * NULL-terminated arrays (either may be NULL) added to the kv text's own
- * read=/write= lists: for paths with commas, spaces or ';' in them, and for
- * ctypes callers (the Python zygote passes its interpreter's prefix, stdlib
- * and site-packages here with fs=libs). */
-int fr_policy_build_paths(const char *kv, const char *const *read_paths, const char *const *write_paths,
-                          struct fr_policy **out, char *err, size_t errlen);
+/* A spec as one self-contained byte string, lists included, so that another
+ * process can build the same policy: fitrun packs the spec of a python run
+ * and the warm interpreter builds it through ctypes, adding its own tree
+ * to the read paths (only it knows where that is). The format is private
+ * to this library (native byte order: both ends run on the same machine)
+ * and versioned. Returns the length the packed spec needs; it was written
+ * to buf only if that is <= len. -1 with errno = EINVAL for a spec that
+ * cannot be packed (more than 65535 names in a list). */
+long fr_policy_spec_pack(const struct fr_policy_spec *spec, void *buf, size_t len);
+/* fr_policy_build from a packed spec, with more_read (NULL-terminated, may
+ * be NULL) added to its read paths. A malformed or foreign byte string is
+ * an error ("sandbox: packed spec: ..."). */
+int fr_policy_build_packed(const void *packed, size_t len, const char *const *more_read, struct fr_policy **out,
+                           char *err, size_t errlen);
 
 /* What a policy will enforce, and why not where it will not (fitrun
  * detect, the run's one-time notes). Strings are "" when not applicable. */
@@ -239,45 +244,11 @@ const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns);
 const char *fr_syscall_name(int nr, char *buf, size_t n);
 const char *fr_signal_name(int sig, char *buf, size_t n);
 
-/* Outcome classification. */
-enum fr_status {
-    FR_STATUS_OK = 0,
-    FR_STATUS_ERROR,
-    FR_STATUS_TIMEOUT,
-    FR_STATUS_MEMORY,
-    FR_STATUS_VIOLATION,
-    FR_STATUS_SIGNAL,
-    FR_STATUS_OUTPUT_LIMIT,
-    FR_STATUS_INVALID,
-    FR_STATUS_CRASH,
-};
-enum fr_timeout_kind { FR_TIMEOUT_NONE = 0, FR_TIMEOUT_CPU, FR_TIMEOUT_WALL };
-
-struct fr_classify_in {
-    int wstatus;                /* from wait4 */
-    const struct rusage *ru;    /* may be NULL */
-    uint64_t cpu_limit_ms;      /* 0 = none */
-    bool wall_expired;          /* the parent killed it for wall time */
-    bool output_exceeded;       /* the parent killed it for output */
-    int violation_nr;           /* from fr_report_read / fr_notify_read (a supervisor's record,
-                                   which the job cannot write), -1 = none */
-    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
-    bool oom_killed;            /* a memory cgroup reported an OOM kill */
-};
-
-struct fr_outcome {
-    enum fr_status status;
-    int exit_code;              /* -1 when killed by a signal */
-    int signal;                 /* 0 when exited */
-    enum fr_timeout_kind timeout;
-    char syscall[40];           /* violation: syscall name (libseccomp), else "" */
-    char signal_name[16];       /* "SIGSEGV", else "" */
-};
-
-void fr_classify(const struct fr_classify_in *in, struct fr_outcome *out);
-const char *fr_status_name(enum fr_status s);          /* "ok", "timeout", ... */
-const char *fr_timeout_kind_name(enum fr_timeout_kind k); /* "cpu", "wall", NULL */
+/* Names of the enums above: "none", "exec", "python" and "off", "libs",
+ * "system"; parse returns 0 or -1 (unknown name). */
 int fr_preset_parse(const char *s, enum fr_preset *out);
 const char *fr_preset_name(enum fr_preset p);
+int fr_fs_base_parse(const char *s, enum fr_fs_base *out);
+const char *fr_fs_base_name(enum fr_fs_base fs);
 
 #endif

@@ -17,8 +17,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/resource.h>
+
 #include "fitrun/runtime.h"
-#include "fitrun/sandbox.h"
+#include "fitrun/status.h"
+
+/* ---- the outcome of a process (classify.c) ---- */
+
+/* The facts of a finished process: what the sandbox reports (wait status,
+ * rusage, a supervisor's violation record) and what the parent and the job
+ * itself add. */
+struct fr_classify_in {
+    int wstatus;                /* from wait4 */
+    const struct rusage *ru;    /* may be NULL */
+    uint64_t cpu_limit_ms;      /* 0 = none */
+    bool wall_expired;          /* the parent killed it for wall time */
+    bool output_exceeded;       /* the parent killed it for output */
+    int violation_nr;           /* from fr_report_read / fr_notify_read (a supervisor's record,
+                                   which the job cannot write), -1 = none */
+    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
+    bool oom_killed;            /* a memory cgroup reported an OOM kill */
+};
+
+struct fr_outcome {
+    enum fr_status status;      /* never invalid or crash: those are the pool's */
+    int exit_code;              /* -1 when killed by a signal */
+    int signal;                 /* 0 when exited */
+    enum fr_timeout_kind timeout;
+    char syscall[40];           /* violation: syscall name (fr_syscall_name), else "" */
+    char signal_name[16];       /* "SIGSEGV" (fr_signal_name), else "" */
+};
+
+/* The first matching rule wins: output_limit (the parent's kill), timeout
+ * wall, violation, memory (an OOM kill), timeout cpu (SIGXCPU, or SIGKILL
+ * at the hard limit), memory (the job's own report), ok/error by exit
+ * code, signal. docs/sandbox.md gives the rules and the ones deliberately
+ * left out. */
+void fr_classify(const struct fr_classify_in *in, struct fr_outcome *out);
+
+/* ---- the verdict of a job (verdict.c) ---- */
 
 /* Did the job run to its end (status ok or error)? Only then is `passed`
  * reported: when the sandbox or the runtime ended it (memory, timeout,

@@ -50,6 +50,8 @@
 #include <unistd.h>
 
 #include "fitrun/sandbox.h"
+#include "fitrun/sandbox_keys.h"
+#include "fitrun/verdict.h"
 #include "fitrun/common.h"
 
 #define SB_EXIT_NOMEM 86
@@ -590,7 +592,7 @@ static int run(const struct opts *o, const char *self)
 {
     char err[256];
     struct fr_policy *pol;
-    if (fr_policy_build_kv(o->policy, &pol, err, sizeof err) < 0)
+    if (fr_policy_build_text(o->policy, NULL, &pol, err, sizeof err) < 0)
         fr_die(2, "sb_run: %s", err);
     int rep[2];
     if (o->notify ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rep) < 0 : pipe2(rep, O_CLOEXEC) < 0)

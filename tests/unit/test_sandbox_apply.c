@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "fitrun/sandbox.h"
+#include "fitrun/sandbox_keys.h"
 
 /* What a child left behind. */
 struct result {
@@ -62,7 +63,7 @@ static void run(const char *kv, bool no_report, child_fn fn, struct result *r)
 {
     char err[256];
     struct fr_policy *p = NULL;
-    if (fr_policy_build_kv(kv, &p, err, sizeof err) < 0)
+    if (fr_policy_build_text(kv, NULL, &p, err, sizeof err) < 0)
         fail_msg("build %s: %s", kv, err);
     int rep[2], out[2];
     assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
@@ -255,7 +256,7 @@ static void test_rlimit_clamped_to_inherited_hard(void **state)
         skip();
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_kv("preset=none;nofile=100000000", &p, err, sizeof err), 0);
+    assert_int_equal(fr_policy_build_text("preset=none;nofile=100000000", NULL, &p, err, sizeof err), 0);
     int out[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -355,7 +356,7 @@ static void test_prepared_worker(void **state)
         close(out[0]);
         char err[256];
         struct fr_policy *p;
-        if (fr_policy_build_kv("preset=python;keep_caps=cap_kill", &p, err, sizeof err) < 0 ||
+        if (fr_policy_build_text("preset=python;keep_caps=cap_kill", NULL, &p, err, sizeof err) < 0 ||
             fr_policy_prepare_worker(p) < 0)
             _exit(3);
         say(out[1], "worker:");
@@ -483,7 +484,7 @@ static void test_relay_keeps_timers(void **state)
     (void)state;
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_kv("preset=python", &p, err, sizeof err), 0);
+    assert_int_equal(fr_policy_build_text("preset=python", NULL, &p, err, sizeof err), 0);
     int rep[2];
     assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
     pid_t pid = fork();

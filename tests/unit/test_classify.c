@@ -1,4 +1,4 @@
-/* test_sandbox_classify.c — outcome classification: every status, the
+/* test_classify.c — outcome classification (launcher/verdict/classify.c): every status, the
  * precedence between them, and the rules we deliberately do not have. */
 #include <setjmp.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/sandbox.h"
+#include "fitrun/verdict.h"
 
 /* wait(2) status words, built the way the kernel does. */
 static int exited(int code)

@@ -1,5 +1,7 @@
-/* classify.c — from a wait status (+ rusage, + what the parent and the job
- * reported) to one outcome.
+/* classify.c — from the facts of a finished process (its wait status and
+ * rusage, the sandbox's violation record, what the parent did to it and
+ * what the job reported) to one outcome. The sandbox library only reports
+ * the facts; naming them is its job too (fr_syscall_name, fr_signal_name).
  *
  * Precedence, first match wins:
  *  1. output_exceeded     -> output_limit   the parent killed it for output
@@ -26,75 +28,11 @@
  * (RLIMIT_FSIZE) stays a `signal`: the name says exactly what happened, and
  * output_limit is reserved for the parent's own output cap. */
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-#include "internal.h"
-
-static const char *const g_status_names[] = {
-    [FR_STATUS_OK] = "ok",
-    [FR_STATUS_ERROR] = "error",
-    [FR_STATUS_TIMEOUT] = "timeout",
-    [FR_STATUS_MEMORY] = "memory",
-    [FR_STATUS_VIOLATION] = "violation",
-    [FR_STATUS_SIGNAL] = "signal",
-    [FR_STATUS_OUTPUT_LIMIT] = "output_limit",
-    [FR_STATUS_INVALID] = "invalid",
-    [FR_STATUS_CRASH] = "crash",
-};
-
-const char *fr_status_name(enum fr_status s)
-{
-    if ((unsigned)s < sizeof g_status_names / sizeof g_status_names[0] && g_status_names[s])
-        return g_status_names[s];
-    return "unknown";
-}
-
-const char *fr_timeout_kind_name(enum fr_timeout_kind k)
-{
-    switch (k) {
-    case FR_TIMEOUT_CPU:
-        return "cpu";
-    case FR_TIMEOUT_WALL:
-        return "wall";
-    case FR_TIMEOUT_NONE:
-        break;
-    }
-    return NULL;
-}
-
-const char *fr_signal_name(int sig, char *buf, size_t n)
-{
-    const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
-    if (abbrev)
-        snprintf(buf, n, "SIG%s", abbrev);
-    else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
-        snprintf(buf, n, "SIGRTMIN+%d", sig - SIGRTMIN);
-    else
-        snprintf(buf, n, "SIG%d", sig);
-    return buf;
-}
-
-const char *fr_syscall_name(int nr, char *buf, size_t n)
-{
-    if (nr < 0) {
-        snprintf(buf, n, "unknown");
-        return buf;
-    }
-    if (nr == FR_VIOLATION_FOREIGN) {
-        snprintf(buf, n, "foreign_abi");
-        return buf;
-    }
-    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-    if (name)
-        snprintf(buf, n, "%s", name);
-    else
-        snprintf(buf, n, "syscall_%d", nr);
-    free(name);
-    return buf;
-}
+#include "fitrun/sandbox.h"
+#include "fitrun/verdict.h"
 
 static uint64_t cpu_used_ms(const struct rusage *ru)
 {
