@@ -2,8 +2,9 @@
 """The hostile corpus, Python side: run every snippet in tests/corpus/python/
 under libfitrun_sandbox.so the way the warm Python runtime does — a Python
 worker (numpy already imported) forks, the child applies the policy through
-ctypes and runs the snippet; the parent waits and classifies with
-fr_classify. Every snippet runs twice, once per way of supervising:
+ctypes and runs the snippet; the parent waits and classifies the facts with
+fitrun's verdict (build/tests/helpers/classify, which calls fr_classify).
+Every snippet runs twice, once per way of supervising:
     relay   the child calls fr_policy_apply(pol, report_w): it becomes a
             relay, the snippet runs in the relay's child, the parent reads
             the relay's record with fr_report_read
@@ -14,7 +15,9 @@ fr_classify. Every snippet runs twice, once per way of supervising:
 Each snippet starts with header comments:
     # expect: violation socket    status, then the syscall (violation),
                                   signal name (signal) or kind (timeout)
-    # policy: preset=python;...   fr_policy_build_kv text (default preset=python)
+    # policy: preset=python;...   sandbox text (fitrun/sandbox_keys.h; default
+                                  preset=python), packed by build/tests/helpers/policy_pack
+                                  and built with fr_policy_build_packed
     # stdout: text                must appear in what the child printed
     # output: text                must appear in stdout+stderr
     # never: text                 must not appear in stdout+stderr
@@ -26,9 +29,9 @@ Each snippet starts with header comments:
                                   (a socket made before apply) are given to
                                   the snippet; no connection may arrive
     # wall: 20                    wall-clock limit in seconds (default 20)
-    # interpreter-paths: yes      the policy is built with fr_policy_build_paths
-                                  and this interpreter's own tree (prefix,
-                                  stdlib, site-packages) as read paths
+    # interpreter-paths: yes      the policy is built with this interpreter's
+                                  own tree (prefix, stdlib, site-packages) as
+                                  more read paths
     # cwd: {tmp}                  the child's working directory (inherited, as
                                   the launcher's is)
     # import: torch               imported in the parent before the fork (a
@@ -38,7 +41,7 @@ The snippet sees TMP, PORT, PREPARED_FD and REPORT_FD (the child's
 descriptor to the supervisor) as globals. A MemoryError that
 escapes the snippet is reported as memory_hint (as the runtime does).
 
-Usage: run_python_corpus.py --lib build/lib/libfitrun_sandbox.so [-v] [--mode relay|notify|both] [NAME...]
+Usage: run_python_corpus.py --build BUILD_DIR [-v] [--mode relay|notify|both] [NAME...]
 Exit status 0 when every snippet got exactly its expected outcome.
 Always run with /usr/bin/python3 (it has numpy)."""
 import argparse
@@ -49,6 +52,7 @@ import select
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,32 +69,10 @@ import numpy  # noqa: E402,F401  (imported before fork, like the warm runtime)
 NOMEM_EXIT = 86
 
 
-class Rusage(ctypes.Structure):
-    _fields_ = [("ru_utime_sec", ctypes.c_long), ("ru_utime_usec", ctypes.c_long),
-                ("ru_stime_sec", ctypes.c_long), ("ru_stime_usec", ctypes.c_long)] + \
-               [("ru_pad%d" % i, ctypes.c_long) for i in range(14)]
-
-
-class ClassifyIn(ctypes.Structure):  # struct fr_classify_in
-    _fields_ = [("wstatus", ctypes.c_int), ("ru", ctypes.POINTER(Rusage)),
-                ("cpu_limit_ms", ctypes.c_uint64), ("wall_expired", ctypes.c_bool),
-                ("output_exceeded", ctypes.c_bool), ("violation_nr", ctypes.c_int),
-                ("memory_hint", ctypes.c_bool), ("oom_killed", ctypes.c_bool)]
-
-
-class Outcome(ctypes.Structure):  # struct fr_outcome
-    _fields_ = [("status", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal", ctypes.c_int),
-                ("timeout", ctypes.c_int), ("syscall", ctypes.c_char * 40),
-                ("signal_name", ctypes.c_char * 16)]
-
-
 def load(path):
     lib = ctypes.CDLL(path)
-    lib.fr_policy_build_kv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-                                       ctypes.c_char_p, ctypes.c_size_t]
-    lib.fr_policy_build_paths.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
-                                          ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_void_p),
-                                          ctypes.c_char_p, ctypes.c_size_t]
+    lib.fr_policy_build_packed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                           ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
     lib.fr_policy_apply.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.fr_policy_apply_notify.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     lib.fr_notify_receive.argtypes = [ctypes.c_int]
@@ -98,10 +80,23 @@ def load(path):
     lib.fr_policy_fd.argtypes = [ctypes.c_void_p]
     lib.fr_policy_free.argtypes = [ctypes.c_void_p]
     lib.fr_report_read.argtypes = [ctypes.c_int]
-    lib.fr_classify.argtypes = [ctypes.POINTER(ClassifyIn), ctypes.POINTER(Outcome)]
-    lib.fr_status_name.restype = ctypes.c_char_p
-    lib.fr_timeout_kind_name.restype = ctypes.c_char_p
     return lib
+
+
+def packed(build, text):
+    """The policy text as fitrun hands it to its interpreter: packed."""
+    r = subprocess.run([os.path.join(build, "tests", "helpers", "policy_pack"), text], capture_output=True)
+    if r.returncode != 0:
+        raise ValueError(r.stderr.decode(errors="replace").strip())
+    return r.stdout
+
+
+def classify(build, status, nr, cpu_limit, ru, wall, memory_hint):
+    """fitrun's verdict on the facts (fr_classify, through a helper)."""
+    cpu_us = int((ru.ru_utime + ru.ru_stime) * 1e6)
+    args = [str(v) for v in (status, nr, cpu_limit, cpu_us, int(wall), int(memory_hint))]
+    return subprocess.run([os.path.join(build, "tests", "helpers", "classify")] + args,
+                          capture_output=True, check=True, text=True).stdout.strip()
 
 
 def interpreter_paths():
@@ -195,10 +190,10 @@ def child(lib, pol, mode, report_w, out_w, h, src, path, tmp, prepared_fd, port)
             os._exit(1)
 
 
-def run_one(lib, path, mode, verbose):
+def run_one(lib, build, path, mode, verbose):
     tmp = tempfile.mkdtemp(prefix="fitrun-test-sandbox-")
     try:
-        return _run_one(lib, path, mode, tmp, verbose)
+        return _run_one(lib, build, path, mode, tmp, verbose)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -251,7 +246,7 @@ def supervise_relay(pid, out_r, deadline):
     return output, wall
 
 
-def _run_one(lib, path, mode, tmp, verbose):
+def _run_one(lib, build, path, mode, tmp, verbose):
     h = headers(path, tmp)
     with open(path) as f:
         src = f.read()
@@ -271,7 +266,11 @@ def _run_one(lib, path, mode, tmp, verbose):
     err = ctypes.create_string_buffer(512)
     pol = ctypes.c_void_p()
     reads = c_paths(interpreter_paths() if h.get("interpreter-paths") == "yes" else [])
-    if lib.fr_policy_build_paths(h["policy"].encode(), reads, None, ctypes.byref(pol), err, len(err)) != 0:
+    try:
+        spec = packed(build, h["policy"])
+    except ValueError as e:
+        return ["policy %r: %s" % (h["policy"], e)]
+    if lib.fr_policy_build_packed(spec, len(spec), reads, ctypes.byref(pol), err, len(err)) != 0:
         return ["policy %r: %s" % (h["policy"], err.value.decode())]
     if mode == "notify":
         report_r, report_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -301,22 +300,8 @@ def _run_one(lib, path, mode, tmp, verbose):
     os.close(report_r)
     lib.fr_policy_free(pol)
 
-    rus = Rusage(int(ru.ru_utime), int(ru.ru_utime % 1 * 1e6), int(ru.ru_stime), int(ru.ru_stime % 1 * 1e6))
-    cin = ClassifyIn(wstatus=status, ru=ctypes.pointer(rus), cpu_limit_ms=cpu_limit_ms(h["policy"]),
-                     wall_expired=wall, violation_nr=nr,
-                     memory_hint=os.WIFEXITED(status) and os.WEXITSTATUS(status) == NOMEM_EXIT)
-    out = Outcome()
-    lib.fr_classify(ctypes.byref(cin), ctypes.byref(out))
-    status_name = lib.fr_status_name(out.status).decode()
-    if out.status == 2:  # timeout
-        detail = (lib.fr_timeout_kind_name(out.timeout) or b"").decode()
-    elif status_name == "violation":
-        detail = out.syscall.decode()
-    elif status_name == "signal":
-        detail = out.signal_name.decode()
-    else:
-        detail = ""
-    got = (status_name + " " + detail).strip()
+    got = classify(build, status, nr, cpu_limit_ms(h["policy"]), ru, wall,
+                   os.WIFEXITED(status) and os.WEXITSTATUS(status) == NOMEM_EXIT)
     text = output.decode(errors="replace")
 
     problems = []
@@ -357,13 +342,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     build = os.environ.get("FITRUN_BUILD", os.path.join(here, "..", "..", "build"))
-    ap.add_argument("--lib", default=os.path.join(build, "lib", "libfitrun_sandbox.so"))
+    ap.add_argument("--build", default=build, help="the build directory (its lib/ and tests/helpers/)")
     ap.add_argument("--corpus", default=os.path.join(here, "python"))
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--mode", choices=("relay", "notify", "both"), default="both")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
-    lib = load(args.lib)
+    lib = load(os.path.join(args.build, "lib", "libfitrun_sandbox.so"))
     snippets = sorted(glob.glob(os.path.join(args.corpus, "*.py")))
     if args.names:
         snippets = [s for s in snippets if os.path.basename(s)[:-3] in args.names]
@@ -381,7 +366,7 @@ def main():
                 print("skip %s (%s is not importable: %s)" % (name, module, e))
                 continue
         for mode in modes:
-            problems = run_one(lib, path, mode, args.verbose)
+            problems = run_one(lib, args.build, path, mode, args.verbose)
             print("%s %s [%s]" % ("ok  " if not problems else "FAIL", name, mode))
             for p in problems:
                 print("     " + p)

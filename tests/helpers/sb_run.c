@@ -3,7 +3,7 @@
  *
  *   sb_run [options] POLICY ATTACK [ARG...]
  *
- * POLICY is fr_policy_build_kv text ("preset=python;cpu_time=1s"). The
+ * POLICY is sandbox text ("preset=python;cpu_time=1s", fitrun/sandbox_keys.h). The
  * parent builds the policy, forks; the child applies it and performs
  * ATTACK in-process (or, with --exec, execs `sb_run --attack ATTACK ARG...`
  * so the action happens in a freshly exec'd program, the exec preset's

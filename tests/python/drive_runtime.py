@@ -45,7 +45,8 @@ SIGPROF, SIGXCPU, SIGKILL, SIGSYS = 27, 24, 9, 31
 
 
 def find_sandbox_lib():
-    """The built libfitrun_sandbox.so if it builds a python policy, else None."""
+    """The built libfitrun_sandbox.so if it builds a python policy (packed
+    by the same build's policy_pack helper), else None."""
     cands = []
     if os.environ.get("FITRUN_SANDBOX_LIB"):
         cands.append(os.environ["FITRUN_SANDBOX_LIB"])
@@ -60,11 +61,37 @@ def find_sandbox_lib():
     return None
 
 
+def packer(lib):
+    """The policy_pack helper of the build that made lib."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(lib))), "tests", "helpers", "policy_pack")
+
+
+def pack(lib, text):
+    """Sandbox text ("preset=python;memory=1G") packed as fitrun hands it
+    to the interpreter (fr_policy_spec_pack)."""
+    r = subprocess.run([packer(lib), text], capture_output=True)
+    if r.returncode != 0:
+        raise ValueError(f"policy {text!r}: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout
+
+
 def _policy_builds(path):
+    try:
+        spec = pack(path, "preset=python")
+    except (OSError, ValueError):
+        return False
     code = ("import ctypes,sys; l=ctypes.CDLL(sys.argv[1]); p=ctypes.c_void_p(); "
-            "e=ctypes.create_string_buffer(256); "
-            "sys.exit(l.fr_policy_build_kv(b'preset=python', ctypes.byref(p), e, 256) != 0)")
-    return subprocess.run([PYTHON, "-c", code, path], capture_output=True).returncode == 0
+            "e=ctypes.create_string_buffer(256); s=open(sys.argv[2],'rb').read(); "
+            "l.fr_policy_build_packed.argtypes=[ctypes.c_char_p,ctypes.c_size_t,ctypes.c_void_p,"
+            "ctypes.c_void_p,ctypes.c_char_p,ctypes.c_size_t]; "
+            "sys.exit(l.fr_policy_build_packed(s, len(s), None, ctypes.byref(p), e, 256) != 0)")
+    fd = os.memfd_create("spec")
+    os.write(fd, spec)
+    try:
+        return subprocess.run([PYTHON, "-c", code, path, f"/proc/self/fd/{fd}"], capture_output=True,
+                              pass_fds=[fd]).returncode == 0
+    finally:
+        os.close(fd)
 
 
 class Prediction:
@@ -226,15 +253,22 @@ class Runtime:
         self.output_cap, self.result_cap = output_cap, result_cap
         self.seq = 0
         self.ctrl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The policy as fitrun hands it over: packed, on an inherited memfd.
+        policy_fd = -1
+        if sandbox_lib != "none":
+            policy_fd = os.memfd_create("fitrun-policy")
+            os.write(policy_fd, pack(sandbox_lib, policy) if os.path.exists(sandbox_lib) else b"")
         argv = [python, RUNTIME, "--control-fd", str(theirs.fileno()),
                 "--prelude", prelude, "--entry", entry,
-                "--sandbox-lib", sandbox_lib, "--policy", policy,
+                "--sandbox-lib", sandbox_lib, "--policy-fd", str(policy_fd),
                 "--cpu-backstop-ms", str(cpu_ms),
                 "--report-cap", str(result_cap + REPORT_SLACK), "--max-nesting", "100"]
         self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                     stdout=sys.stderr, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()] + ([policy_fd] if policy_fd >= 0 else []),
+                                     stdin=subprocess.DEVNULL, stdout=sys.stderr, env=env, start_new_session=True)
         theirs.close()
+        if policy_fd >= 0:
+            os.close(policy_fd)
         self.ready = self.event()
         self.startup_ms = (time.monotonic() - self.t0) * 1000.0
         self.chans = {}
@@ -314,7 +348,7 @@ def classify(f):
         return "output_limit"
     if f.get("wall_expired"):
         return "timeout"
-    if f.get("violation_nr", -1) >= 0:  # the sandbox's relay saw a denied call
+    if f.get("violation_nr", -1) >= 0:  # the worker read a denied call from the sandbox
         return "violation"
     sig = f.get("signal")
     if sig in (SIGPROF, SIGXCPU):  # the driver's only CPU limit is the child's own timer

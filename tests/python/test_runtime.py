@@ -167,7 +167,8 @@ class Results(Base):
     def test_only_the_protocol_fds_are_open(self):
         f = self.run1("import os\ndef transform(g):\n    return sorted(int(x) for x in os.listdir('/proc/self/fd'))\n")
         # 0-2 and the report (and the fd listdir itself used); the job pipe
-        # was closed before the code ran, the violation record is the relay's
+        # was closed before the code ran, apply closed the socket the
+        # filter's listener went to the worker on, and the Landlock ruleset
         self.assertEqual(f["outputs"][0][:4], [0, 1, 2, 3])
         self.assertLessEqual(len(f["outputs"][0]), 5)
 
@@ -390,7 +391,9 @@ class NothingLeftBehind(unittest.TestCase):
 
 @needs_sandbox
 class Hostile(Base):
-    kwargs = {"policy": "preset=python;cpu_time=2s;memory=512M"}
+    # what fitrun builds for a python profile: Landlock with the libraries
+    # (the interpreter adds its own tree), a uid per slot under root
+    kwargs = {"policy": "preset=python;cpu_time=2s;memory=512M;fs=libs;user=slot;slots=2"}
 
     def test_network_is_a_violation(self):
         f = self.run1("import socket\ndef transform(g):\n    socket.socket()\n    return g\n")

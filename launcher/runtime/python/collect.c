@@ -259,8 +259,9 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
     raw->kind = FR_RAW_FINISHED;
     raw->wstatus = ws;
     set_rusage(raw, f);
-    /* The sandbox's relay wrote it (the prediction never holds that
-     * descriptor); fr_classify decides what it means. */
+    /* The worker read it from the sandbox's listener (the prediction gave
+     * its copy up before any of its code ran); fr_classify decides what
+     * it means. */
     raw->violation_nr = f->violation_nr;
     raw->out = s->out.buf;
     raw->out_len = s->out.len;

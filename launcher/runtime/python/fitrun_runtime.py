@@ -1,21 +1,22 @@
 """fitrun_runtime.py — the Python side of fitrun's warm runtime.
 
 One interpreter per run (the "zygote") is started by fitrun, runs the
-prelude once, builds the sandbox policy once, and then forks workers on
-request. A worker only forks: for each prediction fitrun hands it four
-pipe ends (the job to read, the report to write, stdout, stderr), the
-worker forks a child with them, and the child reads its own job, applies
-the sandbox, runs the code and writes its own report. The worker never
-sees a job, an output or a line of output: it waits for the child and
-sends fitrun what the child cannot forge (wait status, rusage). fitrun's C
-side (launcher/runtime/python/) reads the pipes, scores and classifies.
-The wire protocol is documented in docs/python-runtime.md; keep the two in
+prelude once, builds the sandbox policy once (from the spec fitrun packed,
+plus this interpreter's own tree as what predictions may read), and then
+forks workers on request. A worker only forks: for each prediction fitrun
+hands it four pipe ends (the job to read, the report to write, stdout,
+stderr), the worker forks a child with them, and the child reads its own
+job, applies the sandbox, runs the code and writes its own report. The
+worker never sees a job, an output or a line of output: it supervises the
+child (the sandbox's seccomp listener) and sends fitrun what the child
+cannot forge (wait status, rusage, the denied call). fitrun's C side
+(launcher/runtime/python/) reads the pipes, scores and classifies. The
+wire protocol is documented in docs/python-runtime.md; keep the two in
 step.
 
     python3 fitrun_runtime.py --control-fd 3 --prelude arc_prelude.py \
-        --entry transform --sandbox-lib .../libfitrun_sandbox.so \
-        --policy 'preset=python;cpu_time=2200ms;memory=512M' \
-        --cpu-backstop-ms 2200 --report-cap 1064960 --max-nesting 100
+        --entry transform --sandbox-lib .../libfitrun_sandbox.so --policy-fd 4 \
+        --cpu-backstop-ms 2400 --report-cap 1064960 --max-nesting 100
 
 Standard library only (numpy is used when the prelude or a prediction has
 imported it, never imported here), so any CPython >= 3.9 on Linux works.
@@ -40,6 +41,7 @@ os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) 
 import argparse  # noqa: E402  (after the environment above, on purpose)
 import builtins  # noqa: E402
 import ctypes  # noqa: E402
+import errno  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
@@ -55,10 +57,11 @@ import types  # noqa: E402
 PROTOCOL = 2
 
 # File descriptors inside a prediction's child. Everything else is closed
-# before any of its code runs: it cannot reach its worker's channel.
+# before any of its code runs (the Landlock ruleset until apply closes it):
+# it cannot reach its worker's channel.
 CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR = 0, 1, 2
 CHILD_REPORT_FD = 3         # the report, read by fitrun
-CHILD_VIOLATION_FD = 4      # the sandbox's violation record, read by the worker
+CHILD_NOTIFY_FD = 4         # the socket the filter's listener goes to the worker on; closed by apply
 CHILD_JOB_FD = 5            # the job, written by fitrun; closed once read
 CHILD_FIRST_FREE_FD = 6
 
@@ -101,7 +104,8 @@ def parse_args(argv):
     p.add_argument("--entry", default="transform", help="default entry function")
     p.add_argument("--sandbox-lib", required=True,
                    help="path of libfitrun_sandbox.so, or 'none' (tests only: no sandbox)")
-    p.add_argument("--policy", default="preset=python", help="fr_policy_build_kv() text")
+    p.add_argument("--policy-fd", type=int, default=-1,
+                   help="inherited descriptor holding the sandbox spec fitrun packed (fr_policy_spec_pack)")
     p.add_argument("--cpu-backstop-ms", type=int, default=0,
                    help="ITIMER_PROF of each child (0 = none); fitrun enforces the budget itself")
     p.add_argument("--report-cap", type=int, default=(1 << 20) + (16 << 10),
@@ -122,46 +126,130 @@ class SetupError(Exception):
                       "message": message, "file": file, "line": line}
 
 
-class Sandbox:
-    """The policy is built (and its seccomp filter compiled) once, here in
-    the zygote; the forked child only calls fr_policy_apply(), which makes a
-    handful of syscalls and allocates nothing. apply() is the one place the
-    child enters the sandbox."""
+def interpreter_paths():
+    """What this interpreter reads after start-up: its prefixes, stdlib and
+    site-packages. The prelude's directory and the working directory are
+    not among them: the prelude has run, and a project directory often
+    holds keys and .env files."""
+    import site
+    import sysconfig
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths().get(key, ""))
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:  # a virtualenv's old site.py
+        pass
+    return sorted(p for p in paths if p and os.path.isabs(p) and os.path.exists(p))
 
-    def __init__(self, lib_path, kv):
+
+class Sandbox:
+    """libfitrun_sandbox.so through ctypes. The policy is built (its
+    seccomp filter compiled, its Landlock ruleset prepared) once, here in
+    the zygote, from the spec fitrun packed, with this interpreter's own
+    tree added to what a prediction may read. A prediction's child only
+    calls apply(); its worker supervises it (receive, notification)."""
+
+    def __init__(self, lib_path, policy_fd):
         self.enabled = lib_path != "none"
         self.policy = None
         if not self.enabled:
             return
+        packed = _read_all(policy_fd)
         try:
-            lib = ctypes.CDLL(lib_path)
+            lib = ctypes.CDLL(lib_path, use_errno=True)
         except OSError as e:
             raise SetupError("sandbox", "OSError", f"cannot load {lib_path}: {e}") from None
-        lib.fr_policy_build_kv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-                                           ctypes.c_char_p, ctypes.c_size_t]
-        lib.fr_policy_build_kv.restype = ctypes.c_int
-        lib.fr_policy_apply.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.fr_policy_apply.restype = ctypes.c_int
-        lib.fr_report_read.argtypes = [ctypes.c_int]
-        lib.fr_report_read.restype = ctypes.c_int
+        vp, i, c_int_p = ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int)
+        for name, args in (("fr_policy_build_packed", [ctypes.c_char_p, ctypes.c_size_t,
+                                                        ctypes.POINTER(ctypes.c_char_p),
+                                                        ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_size_t]),
+                           ("fr_policy_apply_notify", [vp, i, i]), ("fr_policy_fd", [vp]),
+                           ("fr_policy_prepare_worker", [vp]), ("fr_notify_receive", [i]),
+                           ("fr_notify_read", [i, c_int_p, c_int_p])):
+            getattr(lib, name).argtypes = args
+            getattr(lib, name).restype = i
+        lib.fr_syscall_name.argtypes = [i, ctypes.c_char_p, ctypes.c_size_t]
+        lib.fr_syscall_name.restype = ctypes.c_char_p
+        reads = interpreter_paths()
+        arr = (ctypes.c_char_p * (len(reads) + 1))(*[r.encode() for r in reads], None)
         policy = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(512)
-        if lib.fr_policy_build_kv(kv.encode(), ctypes.byref(policy), err, len(err)) != 0:
+        err = ctypes.create_string_buffer(1024)
+        # The ruleset descriptor must stay clear of the child's fds 0..5,
+        # which it lays out before applying: hold them while it is made.
+        held = _hold_low_fds(CHILD_FIRST_FREE_FD)
+        try:
+            rc = lib.fr_policy_build_packed(packed, len(packed), arr, ctypes.byref(policy), err, len(err))
+        finally:
+            for fd in held:
+                os.close(fd)
+        if rc != 0:
             msg = err.value.decode(errors="replace") or "unknown error"
-            raise SetupError("sandbox", "PolicyError", f"sandbox policy '{kv}': {msg}")
-        self.lib, self.policy = lib, policy
+            raise SetupError("sandbox", "PolicyError", f"sandbox policy: {msg}")
+        self.lib, self.policy, self.read_paths = lib, policy, reads
 
-    def apply(self, report_fd):
-        """In the child. Returns 0 or -errno of the first failing step."""
+    def fd(self):
+        """The descriptor a child keeps until apply (the Landlock ruleset), or -1."""
+        return self.lib.fr_policy_fd(self.policy) if self.enabled else -1
+
+    def prepare_worker(self):
+        """In a worker, once: drop its capability bounding set, so that each
+        child skips that step. Returns 0 or -errno."""
+        return self.lib.fr_policy_prepare_worker(self.policy) if self.enabled else 0
+
+    def apply(self, sock, slot):
+        """In the child, last before the prediction: everything the policy
+        says, then the seccomp filter, whose listener goes to the worker
+        over sock (closed by this). Returns 0 or -errno of the first
+        failing step."""
         if not self.enabled:
+            os.close(sock)
             return 0
-        return self.lib.fr_policy_apply(self.policy, report_fd)
+        return self.lib.fr_policy_apply_notify(self.policy, sock, slot)
 
-    def violation(self, report_fd):
-        """In the worker, after the child exited: syscall number or -1."""
+    def receive(self, sock):
+        """In the worker: the listener its child sent (>= 0), -ENODATA (no
+        filter: nothing to supervise), -EPIPE (the child died or its apply
+        failed), or another -errno."""
         if not self.enabled:
-            return -1
-        return self.lib.fr_report_read(report_fd)
+            return -errno.ENODATA
+        return self.lib.fr_notify_receive(sock)
+
+    def notification(self, listener):
+        """In the worker, once the listener is readable: the denied call's
+        number and the calling thread, or None (it died meanwhile)."""
+        nr, who = ctypes.c_int(-1), ctypes.c_int(0)
+        if self.lib.fr_notify_read(listener, ctypes.byref(nr), ctypes.byref(who)) != 0:
+            return None
+        return nr.value, who.value
+
+    def syscall_name(self, nr):
+        buf = ctypes.create_string_buffer(40)
+        return self.lib.fr_syscall_name(nr, buf, len(buf)).decode()
+
+
+def _read_all(fd):
+    """The packed policy fitrun wrote into a sealed memfd, then close it."""
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0)
+        os.close(fd)
+    except OSError as e:
+        raise SetupError("sandbox", "OSError", f"policy descriptor {fd}: {e.strerror}") from None
+    if len(data) != size:
+        raise SetupError("sandbox", "OSError", f"policy descriptor {fd}: short read")
+    return data
+
+
+def _hold_low_fds(below):
+    """Open /dev/null on every free descriptor below `below`; returns them."""
+    held = []
+    while True:
+        fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        if fd >= below:
+            os.close(fd)
+            return held
+        held.append(fd)
 
 
 # --------------------------------------------------------------------------
@@ -353,25 +441,19 @@ class Runner:
                     break
         return rep
 
-    def child(self, fds, violation_w, null, worker_pid, worker):
+    def child(self, fds, sock, null, worker_pid, worker):
         """Never returns: runs in the forked child of a worker. fds: the job
-        read end and the report, stdout and stderr write ends from fitrun.
-        Once the sandbox is applied this process is the sandbox's relay
-        (inside fr_policy_apply, for good) and what follows the apply runs
-        in the relay's child, the prediction, with fds 0-3."""
+        read end and the report, stdout and stderr write ends from fitrun;
+        sock: this child's end of the socket its worker supervises it on.
+        The child reads its own job, applies the sandbox (as slot `worker`:
+        its uid under root), runs the code and writes its own report."""
         try:
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
             self.die_with_parent(worker_pid)
             job_r, report_w, out_w, err_w = fds
-            # Move every source above the target range first, so that dup2
-            # never clobbers one, then close everything else.
-            moved = [(fcntl.fcntl(src, fcntl.F_DUPFD, CHILD_FIRST_FREE_FD), dst)
-                     for src, dst in ((null, CHILD_STDIN), (out_w, CHILD_STDOUT),
-                                      (err_w, CHILD_STDERR), (report_w, CHILD_REPORT_FD),
-                                      (violation_w, CHILD_VIOLATION_FD), (job_r, CHILD_JOB_FD))]
-            for src, dst in moved:
-                os.dup2(src, dst)
-            os.closerange(CHILD_FIRST_FREE_FD, 1 << 20)
+            _layout_fds(((null, CHILD_STDIN), (out_w, CHILD_STDOUT), (err_w, CHILD_STDERR),
+                         (report_w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD), (job_r, CHILD_JOB_FD)),
+                        self.sandbox.fd())
             # fitrun made the pipes non-blocking for its own ends; the file
             # descriptions of ours are separate, and this code blocks.
             for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
@@ -388,7 +470,7 @@ class Runner:
             # resort when the code disarms the timer.
             if self.cfg.cpu_backstop_ms > 0:
                 signal.setitimer(signal.ITIMER_PROF, min(self.cfg.cpu_backstop_ms / 1000.0, SETITIMER_MAX_S))
-            rc = self.sandbox.apply(CHILD_VIOLATION_FD)
+            rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
             if rc != 0:
                 rep = {"sandbox_error": -rc}
             else:
@@ -427,6 +509,23 @@ class Runner:
             chunks.append(chunk)
         os.close(CHILD_JOB_FD)
         return json.loads(b"".join(chunks))
+
+
+def _layout_fds(pairs, keep):
+    """dup2 each (source, target) pair, then close every other descriptor
+    but `keep` (-1 = none). Every source first moves above the targets, so
+    that no dup2 overwrites one; `keep` must already be above them."""
+    top = max(dst for _, dst in pairs) + 1
+    if 0 <= keep < top:
+        raise RuntimeError(f"descriptor {keep} to keep is among the targets")
+    moved = [(fcntl.fcntl(src, fcntl.F_DUPFD, top), dst) for src, dst in pairs]
+    for src, dst in moved:
+        os.dup2(src, dst)
+    if keep >= 0:
+        os.closerange(top, keep)
+        os.closerange(keep + 1, 1 << 20)
+    else:
+        os.closerange(top, 1 << 20)
 
 
 def _encode_report(rep):
@@ -475,7 +574,10 @@ class Worker:
         self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
 
     def run(self, seq, fds):
-        vr, vw = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        # This prediction's own socket: its child sends the filter's listener
+        # on it, once, then closes its end; the worker's channel to fitrun is
+        # never in the child.
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             t0 = time.monotonic_ns()
             try:
@@ -484,44 +586,85 @@ class Worker:
                 self.failed(seq, f"fork: {e.strerror}")
                 return
             if pid == 0:
-                self.runner.child(fds, vw, self.null, self.pid, self.worker)  # never returns
+                self.runner.child(fds, theirs.fileno(), self.null, self.pid, self.worker)  # never returns
             t_fork = time.monotonic_ns()
-            os.close(vw)
-            vw = -1
+            theirs.close()
             for fd in fds:  # the child has them; from now on only it and fitrun do
                 os.close(fd)
             fds.clear()
-            self.reap(seq, pid, vr, t0, t_fork)
+            self.reap(seq, pid, ours, t0, t_fork)
         finally:
-            os.close(vr)
-            if vw >= 0:
-                os.close(vw)
+            ours.close()
+            theirs.close()
 
-    def reap(self, seq, pid, vr, t0, t_fork):
+    def reap(self, seq, pid, sock, t0, t_fork):
         pidfd = os.pidfd_open(pid)
         try:
-            # fitrun kills the child (the sandbox's relay, and the prediction
-            # with it) through this pidfd (CPU budget, wall time, output
-            # caps): race-free, whatever becomes of the pid.
+            # fitrun kills the child through this pidfd (CPU budget, wall
+            # time, output caps): race-free, whatever becomes of the pid.
             socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid)], [pidfd])
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            while not poller.poll():
-                pass
-            # Anything else in the child's process group goes too. Safe before
-            # wait4: the zombie keeps the pid (and group id) from being reused.
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            violation = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
             _, status, ru = os.wait4(pid, 0)
         finally:
             os.close(pidfd)
         t_end = time.monotonic_ns()
-        violation = self.runner.sandbox.violation(vr)
         self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation,
                                        int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss,
                                        (t_end - t0) // 1000, (t_fork - t0) // 1000))
+
+
+def supervise(sandbox, pid, pidfd, sock):
+    """The supervisor's side of the sandbox, for a child that applies the
+    policy with apply(sock, slot): take the filter's listener the child
+    sends, then wait for the child to end, SIGKILLing it at a denied call
+    (which never returns: the supervisor does not answer). When this
+    returns the child and its process group are dead, not reaped. Returns
+    the first denied call's number, or -1.
+
+    The number is the kernel's, read from the listener, which the child
+    never holds once untrusted code runs: a prediction can neither forge a
+    violation (a record written anywhere, a SIGSYS it raises) nor hide one
+    (handlers, masks)."""
+    listener = sandbox.receive(sock)  # blocks until the child applied, or died (-EPIPE)
+    violation = -1
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if listener >= 0:
+            poller.register(listener, select.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            ev = events.get(listener, 0) if listener >= 0 else 0
+            if ev & select.POLLIN:
+                got = sandbox.notification(listener)
+                if got is not None:
+                    nr, who = got
+                    if violation < 0:
+                        violation = nr
+                    if who > 0:  # parked in the call: its pid is still its own
+                        _kill(who)
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            elif ev:  # POLLHUP: no task is left under the filter
+                poller.unregister(listener)
+            if pidfd in events:
+                break
+        # Anything else in the child's process group goes too. Safe before
+        # wait4: the zombie keeps the pid (and group id) from being reused.
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    finally:
+        if listener >= 0:
+            os.close(listener)
+    return violation
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 # --------------------------------------------------------------------------
@@ -540,7 +683,7 @@ class Zygote:
 
     def start(self):
         t0 = time.monotonic()
-        sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy)
+        sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy_fd)
         t1 = time.monotonic()
         prelude = load_prelude(self.cfg.prelude)
         t2 = time.monotonic()
@@ -562,51 +705,85 @@ class Zygote:
                    "hooks": [h for h in ("fitrun_input", "fitrun_output") if prelude.get(h)]})
 
     def selftest(self):
-        """Apply the policy once in a throw-away child before any job, so a
-        policy the interpreter cannot live with (e.g. a memory limit below its
-        own footprint) stops the run with one message instead of failing
+        """Run a trivial prediction once, before any job, exactly as a
+        worker runs one (its own socket, fds laid out, the policy applied
+        as slot 0 with the zygote as the supervisor), so that a policy the
+        interpreter cannot live with (a memory limit below its own
+        footprint, a denied call it needs, an installation the slots' uid
+        cannot read) stops the run with one message instead of failing
         every prediction."""
         vm_mib = _vm_size_mib()
         r, w = os.pipe2(os.O_CLOEXEC)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
-            try:
-                os.close(r)
-                rc = self.runner.sandbox.apply(-1)
-                if rc != 0:
-                    os.write(w, f"applying the policy failed: {os.strerror(-rc)}".encode())
-                    os._exit(1)
-                try:
-                    # Room for a prediction's data beyond the interpreter itself.
-                    bytearray(SELFTEST_ALLOC)
-                except MemoryError:
-                    os.write(w, f"it cannot allocate {SELFTEST_ALLOC >> 20} MiB: the memory limit is "
-                                f"below the interpreter's own size ({vm_mib} MiB of address space "
-                                f"with the prelude loaded) plus room for data".encode())
-                    os._exit(1)
-                rep = self.runner.run_code("def f(x):\n    return [x] * 2\n", "f", [[1, 2]], hooks=False)
-                if rep["outputs"] != [[[1, 2], [1, 2]]]:
-                    os.write(w, f"a trivial prediction failed: {rep['error_type']}: "
-                                f"{rep['error_message']}".encode())
-                    os._exit(1)
-                _encode_report(rep)
-                os._exit(0)
-            except BaseException as e:
-                try:
-                    os.write(w, f"{type(e).__name__}: {_exc_text(e)}".encode())
-                finally:
-                    os._exit(1)
+            self._selftest_child(zygote_pid, w, theirs.fileno(), vm_mib)  # never returns
         os.close(w)
-        with os.fdopen(r, "rb") as f:
-            why = f.read(2000).decode(errors="replace")
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
+        theirs.close()
+        try:
+            pidfd = os.pidfd_open(pid)
+            try:
+                violation = supervise(self.runner.sandbox, pid, pidfd, ours.fileno())
+            finally:
+                os.close(pidfd)
+            with os.fdopen(r, "rb") as f:
+                why = f.read(2000).decode(errors="replace")
+            _, status = os.waitpid(pid, 0)
+        finally:
+            ours.close()
+        if violation >= 0:
+            why = (f"the sandbox denied {self.runner.sandbox.syscall_name(violation)}, which it needs; "
+                   f"[sandbox] allow can add it")
+        if status != 0 or violation >= 0:
             if not why:
                 why = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                        else f"exit status {os.WEXITSTATUS(status)}")
             raise SetupError("sandbox", "SelfTestFailed",
                              f"a sandboxed child of the interpreter cannot run Python code "
                              f"({why}); check the memory limit and the allow/deny lists")
+
+    def _selftest_child(self, zygote_pid, w, sock, vm_mib):
+        """Never returns. Reports a failure as text on fd 3."""
+        try:
+            os.setpgid(0, 0)
+            self.runner.die_with_parent(zygote_pid)
+            _layout_fds(((w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD)), self.runner.sandbox.fd())
+            w = CHILD_REPORT_FD
+            rc = self.runner.sandbox.apply(CHILD_NOTIFY_FD, 0)
+            if rc != 0:
+                os.write(w, f"applying the policy failed: {os.strerror(-rc)}".encode())
+                os._exit(1)
+            try:
+                # Room for a prediction's data beyond the interpreter itself.
+                bytearray(SELFTEST_ALLOC)
+            except MemoryError:
+                os.write(w, f"it cannot allocate {SELFTEST_ALLOC >> 20} MiB: the memory limit is "
+                            f"below the interpreter's own size ({vm_mib} MiB of address space "
+                            f"with the prelude loaded) plus room for data".encode())
+                os._exit(1)
+            for path in self.runner.sandbox.read_paths if self.runner.sandbox.enabled else ():
+                try:
+                    os.listdir(path)  # lazy imports read the interpreter's own tree
+                except OSError as e:
+                    os.write(w, f"the interpreter's own files are unreadable to it ({path}: {e.strerror}); "
+                                f"under root each worker's predictions run as uid_base + worker, who must "
+                                f"be able to read the interpreter's installation (not in a 0700 home): "
+                                f"install it where every user can read it, or set [sandbox] "
+                                f"user = root".encode())
+                    os._exit(1)
+            rep = self.runner.run_code("def f(x):\n    return [x] * 2\n", "f", [[1, 2]], hooks=False)
+            if rep["outputs"] != [[[1, 2], [1, 2]]]:
+                os.write(w, f"a trivial prediction failed: {rep['error_type']}: "
+                            f"{rep['error_message']}".encode())
+                os._exit(1)
+            _encode_report(rep)
+            os._exit(0)
+        except BaseException as e:
+            try:
+                os.write(w, f"{type(e).__name__}: {_exc_text(e)}".encode())
+            finally:
+                os._exit(1)
 
     def spawn(self, token, worker, chan_fd):
         zygote_pid = os.getpid()
@@ -615,6 +792,7 @@ class Zygote:
             code = 1
             try:
                 self.runner.die_with_parent(zygote_pid)
+                self.runner.sandbox.prepare_worker()
                 self.ctrl.close()
                 for pidfd in self.workers:
                     os.close(pidfd)

@@ -3,12 +3,14 @@
  * protocol; fitrun_runtime.py is the other side of it.
  *
  *   fitrun ──control (SOCK_SEQPACKET, fd 3 in the zygote)── zygote
+ *     │    packed policy (a sealed memfd, fd 4) ──────────  │ builds the policy once
  *     │                                                     │ fork per slot
- *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k
- *     │                                                     │ fork per job
- *     └──job, report, stdout, stderr pipes (per job)─────── child: reads its job,
- *                                                           sandbox (it becomes the relay)
- *                                                           └─ prediction: code, report
+ *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k (supervises)
+ *     │                                                     │ fork per job, own socket
+ *     └──job, report, stdout, stderr pipes (per job)─────── child: reads its job, applies
+ *                                                           the sandbox as slot k (its
+ *                                                           listener to the worker), runs
+ *                                                           the prediction, writes its report
  *
  * Per prediction, fitrun creates four pipes and sends the child's ends to
  * the worker with a RUN message; the worker forks the child with them and
@@ -16,7 +18,9 @@
  * never "expected") and reads the report and the streams itself, under
  * their caps. The worker sends STARTED (the child's pid and a pidfd, so
  * fitrun can read its CPU clock and kill it race-free) and EXITED (wait
- * status, rusage, violation). So the worker never holds another
+ * status, rusage, and the denied call it read from the sandbox's listener,
+ * which the child gave up before any of its code ran). So the worker never
+ * holds another
  * prediction's code, inputs, outputs or prints, and a child can only ever
  * write its own report, which decides nothing the child could not decide
  * by its own code (its outputs, that it raised).
@@ -39,6 +43,7 @@
 
 #define PY_SCRIPT "fitrun_runtime.py"
 #define PY_CONTROL_FD 3
+#define PY_POLICY_FD 4 /* the packed sandbox policy (a sealed memfd), read once */
 /* Deepest nesting of an input, expected or output value (a scalar is 0,
  * [1] is 1). Deeper inputs are `invalid`; deeper outputs are
  * UnserializableOutput. Far below what CPython's json module decodes. */
@@ -124,7 +129,6 @@ struct pyrt {
     char script[PATH_MAX];
     char lib[PATH_MAX];
     char interpreter[PATH_MAX]; /* the profile's, PATH-resolved when it is a command name */
-    char *policy_kv;
     uint64_t result_cap;        /* [sandbox] result */
 };
 
@@ -147,7 +151,8 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
 
 /* ---- zygote.c ---- */
 /* Find our files, start the interpreter and wait for "ready" (returned, a
- * new reference). py->script, lib, interpreter, policy_kv are filled. */
+ * new reference). py->script, lib, interpreter are filled; py->nslots
+ * is the number of workers the policy is built for. */
 json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen);
 /* Kill the zygote's process group and reap the zygote. */
 void py_zygote_end(struct pyrt *py);

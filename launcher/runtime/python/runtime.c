@@ -572,7 +572,6 @@ static void py_stop(struct fr_runtime *rt)
         fr_host_disown(rt->host, z);
         fr_host_reap(rt->host);
     }
-    free(py->policy_kv);
     free(py->slots);
     free(py);
     rt->priv = NULL;

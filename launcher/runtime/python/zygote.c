@@ -4,11 +4,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -23,63 +23,47 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* ---- the policy, as text for fr_policy_build_kv() in the zygote ---------- */
+/* ---- the policy, packed for the zygote ------------------------------------ */
 
-static void kv_add(char *buf, size_t n, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void kv_add(char *buf, size_t n, size_t *len, const char *fmt, ...)
+/* The profile's spec (the one map, fitrun/sandbox_keys.h) as the zygote
+ * builds it: RLIMIT_CPU is the backstop (py_cpu_backstop_ms), since fitrun
+ * kills at the budget itself; one per-slot uid per worker. Packed into a
+ * sealed memfd the interpreter reads (its descriptor, O_CLOEXEC), or -1
+ * with err. */
+static int policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen)
 {
-    if (*len >= n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(buf + *len, n - *len, fmt, ap);
-    va_end(ap);
-    if (w > 0)
-        *len += (size_t)w;
-}
-
-static void kv_list(char *buf, size_t n, size_t *len, const char *key, char *const *names)
-{
-    if (!names[0])
-        return;
-    kv_add(buf, n, len, ";%s=", key);
-    for (size_t i = 0; names[i]; i++)
-        kv_add(buf, n, len, "%s%s", i ? "," : "", names[i]);
-}
-
-/* "preset=python;cpu_time=2200ms;memory=536870912;..." — only what the
- * profile sets (0 = inherited is left out). RLIMIT_CPU is a backstop at
- * py_cpu_backstop_ms: fitrun kills at the budget itself. Pure. */
-static char *policy_kv(const struct fr_profile *p)
-{
-    size_t n = 8192, len = 0;
-    char *buf = malloc(n);
-    if (!buf)
-        return NULL;
-    buf[0] = '\0';
-    kv_add(buf, n, &len, "preset=%s", fr_preset_name(p->preset));
-    if (p->cpu_time_ms)
-        kv_add(buf, n, &len, ";cpu_time=%llums", (unsigned long long)py_cpu_backstop_ms(p->cpu_time_ms));
-    if (p->memory)
-        kv_add(buf, n, &len, ";memory=%llu", (unsigned long long)p->memory);
-    if (p->fsize)
-        kv_add(buf, n, &len, ";fsize=%llu", (unsigned long long)p->fsize);
-    if (p->nofile)
-        kv_add(buf, n, &len, ";nofile=%llu", (unsigned long long)p->nofile);
-    if (p->processes)
-        kv_add(buf, n, &len, ";processes=%llu", (unsigned long long)p->processes);
-    if (p->stack)
-        kv_add(buf, n, &len, ";stack=%llu", (unsigned long long)p->stack);
-    kv_list(buf, n, &len, "allow", p->allow);
-    kv_list(buf, n, &len, "deny", p->deny);
-    kv_list(buf, n, &len, "keep_caps", p->keep_caps);
-    kv_add(buf, n, &len, ";spec_allow=%s", p->spec_allow ? "true" : "false");
-    if (len >= n) {
+    struct fr_policy_spec spec;
+    fr_profile_policy_spec(p, &spec);
+    spec.cpu_ms = py_cpu_backstop_ms(p->cpu_time_ms);
+    spec.slots = nslots > 0 ? nslots : 1;
+    long len = fr_policy_spec_pack(&spec, NULL, 0);
+    void *buf = len > 0 ? malloc((size_t)len) : NULL;
+    if (!buf || fr_policy_spec_pack(&spec, buf, (size_t)len) != len) {
+        snprintf(err, errlen, "packing the sandbox policy for the interpreter: %s", strerror(len < 0 ? errno : ENOMEM));
         free(buf);
-        errno = E2BIG;
-        return NULL;
+        return -1;
     }
-    return buf;
+    int fd = memfd_create("fitrun-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ssize_t w = fd < 0 ? -1 : 0;
+    for (size_t done = 0; fd >= 0 && done < (size_t)len; done += (size_t)w) {
+        w = write(fd, (char *)buf + done, (size_t)len - done);
+        if (w < 0 && errno == EINTR)
+            w = 0;
+        else if (w <= 0)
+            break;
+    }
+    int e = errno;
+    free(buf);
+    if (fd < 0 || w < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+        if (fd >= 0)
+            e = errno ? errno : e;
+        snprintf(err, errlen, "a memfd for the sandbox policy: %s", strerror(e));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* ---- control socket ------------------------------------------------------ */
@@ -277,25 +261,42 @@ ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n)
     }
 }
 
+/* Above the descriptors the zygote gets (0-PY_POLICY_FD), so that laying
+ * them out never overwrites a source. */
+#define PY_FIRST_FREE_FD 16
+
 /* The child side of fork(): become the zygote. Only async-signal-safe calls. */
-static _Noreturn void exec_zygote(int ctl, int errfd, pid_t parent, char *const argv[], char *const envp[])
+static _Noreturn void exec_zygote(int ctl, int policy, int errfd, pid_t parent, char *const argv[],
+                                  char *const envp[])
 {
     setpgid(0, 0); /* its own group: stop() kills the zygote and its workers at once */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
         _exit(127);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* fd 0 = /dev/null; fd 1 = our stderr (a prelude's print must never
-     * reach fitrun's stdout, which may carry results); fd 3 = control. */
-    if (null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0 || dup2(ctl, PY_CONTROL_FD) < 0) {
-        int e = errno;
-        (void)!write(errfd, &e, sizeof e);
+     * reach fitrun's stdout, which may carry results); fd 3 = control;
+     * fd 4 = the packed policy. Every source first moves above them. */
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    errfd = fcntl(errfd, F_DUPFD_CLOEXEC, PY_FIRST_FREE_FD);
+    int src[3] = {null, ctl, policy}, dst[3] = {0, PY_CONTROL_FD, PY_POLICY_FD};
+    int e = null < 0 || errfd < 0 ? errno : 0;
+    for (int i = 0; !e && i < 3; i++)
+        if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, PY_FIRST_FREE_FD)) < 0)
+            e = errno;
+    for (int i = 0; !e && i < 3; i++)
+        if (dup2(src[i], dst[i]) < 0)
+            e = errno;
+    if (!e && dup2(2, 1) < 0)
+        e = errno;
+    if (e) {
+        if (errfd >= 0)
+            (void)!write(errfd, &e, sizeof e);
         _exit(127);
     }
     /* Nothing else of fitrun's reaches the interpreter, even an fd someone
      * opened without O_CLOEXEC (best effort: needs Linux 5.11). */
-    (void)close_range(PY_CONTROL_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+    (void)close_range(PY_POLICY_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
     execve(argv[0], argv, envp);
-    int e = errno;
+    e = errno;
     (void)!write(errfd, &e, sizeof e);
     _exit(127);
 }
@@ -303,35 +304,42 @@ static _Noreturn void exec_zygote(int ctl, int errfd, pid_t parent, char *const 
 static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen)
 {
     const struct fr_profile *p = cfg->profile;
-    char cpu[32], rcap[32], nest[16];
+    char cpu[32], rcap[32], nest[16], pfd[16];
     snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)py_cpu_backstop_ms(p->cpu_time_ms));
     snprintf(rcap, sizeof rcap, "%llu", (unsigned long long)(py->result_cap + PY_REPORT_SLACK));
     snprintf(nest, sizeof nest, "%d", PY_MAX_NESTING);
+    snprintf(pfd, sizeof pfd, "%d", PY_POLICY_FD);
     char *const argv[] = {py->interpreter, py->script, "--control-fd", "3",
                           "--prelude", (char *)p->prelude, "--entry", (char *)p->entry,
-                          "--sandbox-lib", py->lib, "--policy", py->policy_kv,
+                          "--sandbox-lib", py->lib, "--policy-fd", pfd,
                           "--cpu-backstop-ms", cpu, "--report-cap", rcap, "--max-nesting", nest, NULL};
     extern char **environ;
     char *const *envp = cfg->envp ? cfg->envp : environ;
 
+    int policy = policy_memfd(p, py->nslots, err, errlen);
+    if (policy < 0)
+        return -1;
     int sv[2], ep[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         snprintf(err, errlen, "socketpair: %s", strerror(errno));
+        close(policy);
         return -1;
     }
     if (pipe2(ep, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe2: %s", strerror(errno));
         close(sv[0]);
         close(sv[1]);
+        close(policy);
         return -1;
     }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        exec_zygote(sv[1], ep[1], parent, argv, envp);
+        exec_zygote(sv[1], policy, ep[1], parent, argv, envp);
     int fork_errno = errno;
     close(sv[1]);
     close(ep[1]);
+    close(policy);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(fork_errno));
         close(sv[0]);
@@ -508,10 +516,6 @@ json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, ch
         py_find_interpreter(p->interpreter, cfg->envp ? cfg->envp : environ, py->interpreter,
                             sizeof py->interpreter, err, errlen) < 0)
         return NULL;
-    if (!(py->policy_kv = policy_kv(p))) {
-        snprintf(err, errlen, "sandbox policy too long for the python runtime");
-        return NULL;
-    }
     if (fork_zygote(py, cfg, err, errlen) < 0)
         return NULL;
     return wait_ready(py, p, err, errlen);
@@ -529,7 +533,7 @@ static json_t *or_null(json_t *o, const char *key)
 json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen)
 {
     extern char **environ;
-    struct pyrt py = {.ctl = -1};
+    struct pyrt py = {.ctl = -1, .nslots = 1};
     struct fr_runtime_config cfg = {.profile = p, .envp = environ, .output_cap = p->output, .self_exe = self_exe};
     uint64_t t0 = fr_now_ns();
     json_t *out = NULL, *ready = py_zygote_start(&py, &cfg, err, errlen);
@@ -546,7 +550,6 @@ json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *
             snprintf(err, errlen, "out of memory");
     }
     json_decref(ready);
-    free(py.policy_kv);
     if (py.ctl >= 0)
         close(py.ctl);
     py_zygote_end(&py);
