@@ -166,7 +166,8 @@ vmhwm() {
 # "fitrunvictim" and sleeps; once it runs, attackers in the other slot get
 # its pid as input. Results in $D/out.jsonl.
 victim_run() {
-    coproc FR { "$FITRUN" run --profile "$1" --jobs - --out - --progress none 2>"$D/err"; }
+    coproc FR { exec "$FITRUN" run --profile "$1" --jobs - --out - --progress none 2>"$D/err"; }
+    local fr=$FR_PID # (bash unsets FR_PID once it has reaped the coproc)
     job victim $'import ctypes, os, time\ndef transform(g):\n    ctypes.CDLL(None).prctl(15, b"fitrunvictim", 0, 0, 0)\n    time.sleep(4)\n    return [os.getpid(), os.getuid()]\n' >&"${FR[1]}"
     local pid="" i
     for i in $(seq 300); do
@@ -184,7 +185,7 @@ victim_run() {
     } >&"${FR[1]}"
     exec {FR[1]}>&-
     cat <&"${FR[0]}" > "$D/out.jsonl"
-    wait "$FR_PID" || true
+    wait "$fr"
 }
 
 @test "python hostile: a prediction cannot read, signal or trace a prediction of another slot" {

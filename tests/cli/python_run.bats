@@ -266,7 +266,9 @@ EOF
 }
 
 @test "python run: streaming, one job at a time over pipes through one fitrun run" {
-    coproc FR { "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
+    coproc FR { exec "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
+    # (bash unsets FR_PID once it has reaped the coproc: keep it)
+    local pid=$FR_PID
     for i in 1 2 3 4 5; do
         job "s$i" "def transform(g):
     return $i" >&"${FR[1]}"
@@ -274,7 +276,7 @@ EOF
         [ "$(jq -c '[.id, .outputs]' <<< "$line")" = "[\"s$i\",[$i]]" ]
     done
     exec {FR[1]}>&-
-    wait "$FR_PID"
+    wait "$pid"
     # one interpreter for the whole stream
     [ "$(grep -c 'started once' "$D/err")" -eq 1 ]
 }

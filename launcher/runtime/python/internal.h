@@ -25,9 +25,12 @@
  * write its own report, which decides nothing the child could not decide
  * by its own code (its outputs, that it raised).
  *
- * Files: locate.c (our files, the interpreter), zygote.c (start-up,
- * control socket, workers), job.c (check, send), collect.c (streams,
- * report, facts), runtime.c (the ops). */
+ * Files, one job each: locate.c (our files, the interpreter), policy.c
+ * (the spec the interpreter builds its sandbox from), zygote.c (its start
+ * and end), control.c (its control socket: workers on request), startup.c
+ * (what the start-up is said to be), channel.c (a worker channel's
+ * messages), job.c (check, send), collect.c (streams, report, facts),
+ * runtime.c (the ops: a job's life in a slot). */
 #ifndef FITRUN_PYTHON_INTERNAL_H
 #define FITRUN_PYTHON_INTERNAL_H
 
@@ -144,10 +147,15 @@ int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t err
  * execvp would). Returns 0 with an absolute or relative path in out, or -1. */
 int py_find_interpreter(const char *interpreter, char *const *envp, char *out, size_t n, char *err,
                         size_t errlen);
+
+/* ---- policy.c ---- */
 /* The CPU backstop of a child (ITIMER_PROF and RLIMIT_CPU): the budget plus
  * max(20%, 200 ms), so that fitrun's own kill at the budget comes first
  * even when fitrun is slow to get a CPU; at most FR_DURATION_MAX_MS. */
 uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
+/* The profile's policy for nslots workers, packed into a sealed memfd
+ * (O_CLOEXEC): the descriptor, or -1 with err. */
+int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen);
 
 /* ---- zygote.c ---- */
 /* Find our files, start the interpreter and wait for "ready" (returned, a
@@ -156,7 +164,13 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
 json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen);
 /* Kill the zygote's process group and reap the zygote. */
 void py_zygote_end(struct pyrt *py);
+
+/* ---- startup.c ---- */
+/* "python: ... started once with N workers in 0.42 s (...)", and a warning
+ * when that was slow. */
 void py_report_startup(const struct pyrt *py, json_t *ready, int nslots, uint64_t total_ms);
+
+/* ---- control.c ---- */
 /* A fresh channel for slot `slot`, asked of the zygote; watched when watch. */
 int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch);
 /* Kill the worker of s (its child dies with it), now or once its pid is known. */
@@ -166,6 +180,25 @@ void py_drop_channel(struct fr_runtime *rt, struct pyslot *s);
 ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);
 void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len);
 void py_ctl_event(struct fr_runtime *rt, uint32_t events);
+
+/* ---- channel.c ---- */
+/* One message from a worker, decoded. */
+struct py_msg {
+    char kind;                  /* 'S' STARTED, 'E' EXITED, 'F' FAILED, anything else: unexpected */
+    size_t len;                 /* bytes received */
+    uint32_t seq;               /* the job it is about (0 when too short to say) */
+    bool well_formed;           /* the length its kind needs */
+    int fd;                     /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
+    pid_t pid;                  /* STARTED: the child */
+    struct exit_facts facts;    /* EXITED */
+    const char *why;            /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
+    size_t why_len;
+};
+/* RUN for job seq with the child's four pipe ends. 0 or -1 (errno). */
+int py_send_run(int chan, uint32_t seq, const int fds[4]);
+/* The next message (1), none waiting (0), or the worker is gone (-1: EOF
+ * or an error). buf (n bytes) holds the message. */
+int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
 
 /* ---- job.c ---- */
 int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);

@@ -149,15 +149,3 @@ int py_find_interpreter(const char *interpreter, char *const *envp, char *out, s
     snprintf(err, errlen, "python interpreter %s: not found in PATH (%s)", interpreter, path);
     return -1;
 }
-
-uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
-{
-    if (!budget_ms)
-        return 0;
-    uint64_t margin = budget_ms / 5 > 200 ? budget_ms / 5 : 200;
-    /* The policy text is parsed as a duration: never beyond the longest
-     * one accepted (a budget that long has no use for a backstop anyway). */
-    if (budget_ms >= FR_DURATION_MAX_MS - margin)
-        return FR_DURATION_MAX_MS > budget_ms ? FR_DURATION_MAX_MS : budget_ms;
-    return budget_ms + margin;
-}

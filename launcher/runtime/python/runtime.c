@@ -187,70 +187,48 @@ static void finish(struct fr_runtime *rt, int slot)
     complete(rt, slot, &raw);
 }
 
-/* ---- the worker's channel ------------------------------------------------- */
+/* ---- the worker's messages ------------------------------------------------ */
 
-static uint32_t rd32(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static int64_t rd64(const char *p)
-{
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static void started(struct fr_runtime *rt, int slot, const char *m, int fd)
+static void started(struct fr_runtime *rt, int slot, const struct py_msg *m)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
-    if (fd < 0 || s->child_fd >= 0) {
-        if (fd >= 0)
-            close(fd);
+    if (m->fd < 0 || s->child_fd >= 0) {
+        if (m->fd >= 0)
+            close(m->fd);
         return;
     }
-    s->child = (pid_t)rd32(m + 8);
-    s->child_fd = fd;
-    fr_host_watch_cpu_pidfd(rt->host, slot, s->child, fd);
-    if (s->kill != PY_KILL_NONE && pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+    s->child = m->pid;
+    s->child_fd = m->fd;
+    fr_host_watch_cpu_pidfd(rt->host, slot, s->child, s->child_fd);
+    if (s->kill != PY_KILL_NONE && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
 }
 
-static void exited(struct fr_runtime *rt, int slot, const char *m)
+static void exited(struct fr_runtime *rt, int slot, const struct py_msg *m)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
-    s->facts = (struct exit_facts){
-        .wstatus = (int)rd32(m + 8),
-        .violation_nr = (int)rd32(m + 12),
-        .utime_us = rd64(m + 16),
-        .stime_us = rd64(m + 24),
-        .max_rss_kb = rd64(m + 32),
-        .wall_us = rd64(m + 40),
-        .fork_us = rd64(m + 48),
-    };
+    s->facts = m->facts;
     s->exited = true;
     finish(rt, slot);
 }
 
-/* One message from the worker of slot `slot` (with at most one fd). */
-static void channel_message(struct fr_runtime *rt, int slot, const char *m, size_t len, int fd)
+/* One message from the worker of slot `slot`. */
+static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg *m)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
-    bool current = s->job && len >= 8 && rd32(m + 4) == s->seq;
-    if (current && m[0] == 'S' && len == PY_MSG_STARTED_LEN)
-        started(rt, slot, m, fd);
-    else if (current && m[0] == 'E' && len == PY_MSG_EXITED_LEN)
+    bool current = s->job && m->len >= 8 && m->seq == s->seq && m->well_formed;
+    if (current && m->kind == 'S')
+        started(rt, slot, m);
+    else if (current && m->kind == 'E')
         exited(rt, slot, m);
-    else if (current && m[0] == 'F')
+    else if (current && m->kind == 'F')
         crashed(rt, slot, "python worker %d could not start the prediction: %.*s", slot,
-                (int)(len > 300 ? 300 : len - 8), m + 8);
+                (int)(m->why_len > 300 ? 300 : m->why_len), m->why);
     else
         fr_warn("python worker %d sent an unexpected message ('%c', %zu bytes): ignored", slot,
-                len ? (m[0] >= 0x20 && m[0] < 0x7f ? m[0] : '?') : '-', len);
-    if (fd >= 0 && !(current && m[0] == 'S'))
-        close(fd);
+                m->len ? (m->kind >= 0x20 && m->kind < 0x7f ? m->kind : '?') : '-', m->len);
+    if (m->fd >= 0 && !(current && m->kind == 'S'))
+        close(m->fd);
 }
 
 /* The worker is gone (EOF on its channel). */
@@ -274,56 +252,21 @@ static void channel_event(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     while (s->chan >= 0) {
-        char m[PY_MSG_MAX];
-        union {
-            char buf[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        struct iovec iov = {m, sizeof m};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-        ssize_t r = recvmsg(s->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        char buf[PY_MSG_MAX];
+        struct py_msg m;
+        int r = py_recv(s->chan, buf, sizeof buf, &m);
+        if (r == 0)
             return;
-        if (r <= 0) {
+        if (r < 0) {
             worker_died(rt, slot);
             return;
         }
-        int fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
-                memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        channel_message(rt, slot, m, (size_t)r, fd);
+        channel_message(rt, slot, &m);
         /* One message per job state (STARTED, then EXITED): no need to
          * ask again for one that cannot be there yet. */
-        if (r >= 1 && (m[0] == 'S' || m[0] == 'E'))
+        if (m.kind == 'S' || m.kind == 'E')
             return;
     }
-}
-
-/* Send RUN with the child's four pipe ends. */
-static int send_run(struct pyslot *s, const int fds[4])
-{
-    char m[PY_MSG_RUN_LEN] = {'R'};
-    memcpy(m + 4, &s->seq, sizeof s->seq);
-    union {
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {m, sizeof m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
-    ssize_t w;
-    do
-        w = sendmsg(s->chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (w < 0 && errno == EINTR);
-    return w == (ssize_t)sizeof m ? 0 : -1;
 }
 
 /* ---- ops ------------------------------------------------------------------ */
@@ -436,7 +379,7 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
         }
     s->seq++;
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
-    if (send_run(s, theirs) < 0) {
+    if (py_send_run(s->chan, s->seq, theirs) < 0) {
         snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
         close_pipes(p);
         replace_worker(rt, slot);
