@@ -11,7 +11,9 @@ header of b.c's module. Then it reports
   - circles: groups of source files that depend on each other (strongly
     connected components with more than one file), and
   - upward edges: a file of a lower layer depending on a higher one,
-    with LAYERS below as the order (common helpers first, the CLI last).
+    with LAYERS below as the order (common helpers first, the CLI last),
+  - unlayered files: a source of common/, launcher/ or sandbox/ that no
+    layer claims (a new folder must take its place in LAYERS).
 
 Exits 1 when it finds either, 0 otherwise. Standard library plus `nm`.
 """
@@ -28,7 +30,7 @@ LAYERS = [
     ("common", ["common/"]),
     ("detect", ["launcher/detect/"]),
     ("plan", ["launcher/plan/"]),
-    ("env", ["launcher/env/", "launcher/init/envexport.c"]),
+    ("env", ["launcher/env/"]),
     ("sandbox", ["sandbox/"]),
     ("profile", ["launcher/profile/"]),
     ("jobs", ["launcher/jobs/"]),
@@ -36,9 +38,12 @@ LAYERS = [
     ("runtimes", ["launcher/runtime/"]),
     ("init", ["launcher/init/"]),
     ("pool", ["launcher/pool/"]),
-    ("shard", ["launcher/shard/"]),
+    ("scaleout", ["launcher/scaleout/"]),
     ("cli", ["launcher/cli/"]),
 ]
+
+# The folders whose every source must belong to a layer.
+CHECKED = ("common/", "launcher/", "sandbox/")
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -66,7 +71,7 @@ def objects(build):
             # Objects of launcher/ targets are relative to launcher/.
             for base in ("", "launcher/", "sandbox/"):
                 cand = os.path.normpath(base + rel)
-                if os.path.isfile(os.path.join(SRC, cand)) and layer_of(cand)[0] is not None:
+                if os.path.isfile(os.path.join(SRC, cand)) and cand.startswith(CHECKED):
                     found.setdefault(cand, obj)
                     break
     return found
@@ -160,6 +165,10 @@ def main(argv):
     for s, ts in include_edges(list(objs)).items():
         edges[s] |= ts
     bad = 0
+    for s in sorted(objs):
+        if layer_of(s)[0] is None:
+            bad += 1
+            print(f"unlayered: {s} (add its folder to LAYERS in scripts/layers.py)")
     for comp in sccs(objs.keys(), edges):
         if len(comp) > 1:
             bad += 1

@@ -86,12 +86,12 @@ struct fr_env_opts {
 };
 
 /* Compute the export list into *out (which must be fr_env_free()d, even on
- * failure). threads > 0: the thread count for one process (pool jobs pass
- * plan->threads_per_worker, which FITRUN_CPUS then also reports); threads
- * <= 0: derived from res->cpu_effective rounded with plan->rounding (at
- * least 1) — the wrapper case, where CMD owns the whole allocation.
- * forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or EINVAL for a
- * forced name that is empty or contains '='). */
+ * failure). threads > 0: the thread count for one pool job (fitrun run
+ * passes plan->threads_per_job, which FITRUN_CPUS then also reports);
+ * threads <= 0: plan->threads_whole — the wrapper case, where CMD owns the
+ * whole allocation. The plan rounds and counts; this only exports. plan
+ * is required; forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or
+ * EINVAL for no plan or a forced name that is empty or contains '='). */
 int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
                    char *const *envp, const struct fr_env_forced *forced,
                    const struct fr_env_opts *opts, struct fr_env_export *out);
@@ -100,16 +100,19 @@ void fr_env_free(struct fr_env_export *ex);
 /* The entry for `name`, or NULL. */
 const struct fr_env_entry *fr_env_find(const struct fr_env_export *ex, const char *name);
 
-/* Value of `name` in envp ("NAME=value"), or NULL when absent. */
-const char *fr_env_lookup(char *const *envp, const char *name);
-
 /* Was `name=value` exported by an outer fitrun, i.e. does envp's
  * FITRUN_EXPORTED ("NAME=VALUE NAME=VALUE ...") record `name` with exactly
  * `value`? A variable whose value is still the recorded one did not come
  * from the user. Pure; false when envp has no record (or name/value is
  * NULL). Detection uses it so that an outer fitrun's FITRUN_CPUS is not
- * taken for a user's override. */
+ * taken for a user's override (fr_env_fitrun_cpus). */
 bool fr_env_from_outer(char *const *envp, const char *name, const char *value);
+
+/* FITRUN_CPUS of envp, told apart for detection (fitrun/detect.h): the
+ * user's value into o->cpus_env, or one an outer fitrun exported (recorded
+ * in FITRUN_EXPORTED) into o->cpus_outer; both NULL when envp has none.
+ * The strings point into envp. */
+void fr_env_fitrun_cpus(char *const *envp, struct fr_detect_opts *o);
 
 /* Create the directories of entries marked make_dir (mode 0700; an
  * existing one must be a real directory owned by us and not accessible to

@@ -32,24 +32,16 @@
 #include "fitrun/runtime.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
-/* Options; the plan ones are applied over the profile once it is loaded. */
+/* Options; --profile and the plan options are the profile's (options.c). */
 struct detect_args {
     bool json;
     const char *sysroot;
-    const char *profile;
-    double cpus;                /* 0 = not given */
-    bool rounding_given;
-    enum fr_rounding rounding;
-    const char *memory_per_worker; /* NULL = not given; applied as the profile key */
-    int workers;                /* 0 = not given */
+    struct fr_cli_profile prof;
 };
-
-/* Text of a macro's value, for messages that quote a limit. */
-#define FR_XSTR(x) #x
-#define FR_STR(x) FR_XSTR(x)
 
 static void usage(FILE *f)
 {
@@ -74,68 +66,50 @@ static void usage(FILE *f)
           f);
 }
 
-/* "fitrun: detect: <option> '<arg>': <why> (see fitrun detect --help)" -> 125 */
-static int bad(const char *what, const char *arg, const char *why)
-{
-    fr_warn("detect: %s '%s': %s (see fitrun detect --help)", what, arg, why);
-    return FR_EXIT_USAGE;
-}
-
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct detect_args *a)
 {
-    enum { O_JSON = 1, O_SYSROOT, O_PROFILE, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
+    enum { O_JSON = 1, O_SYSROOT, O_HELP };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, O_JSON},
         {"sysroot", required_argument, NULL, O_SYSROOT},
-        {"cpus", required_argument, NULL, O_CPUS},
-        {"rounding", required_argument, NULL, O_ROUNDING},
-        {"memory-per-worker", required_argument, NULL, O_MPW},
-        {"workers", required_argument, NULL, O_WORKERS},
-        {"profile", required_argument, NULL, O_PROFILE},
         {"help", no_argument, NULL, O_HELP},
+        FR_CLI_OPT("profile"),
+        FR_CLI_OPT("cpus"),
+        FR_CLI_OPT("rounding"),
+        FR_CLI_OPT("memory-per-worker"),
+        FR_CLI_OPT("workers"),
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own messages, naming fitrun */
     optind = 0; /* full re-initialisation (GNU) */
-    int c;
-    int64_t n;
+    int c, idx;
     struct stat st;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
         switch (c) {
         case O_JSON: a->json = true; break;
         case O_SYSROOT:
             errno = 0;
-            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode))
-                return bad("--sysroot", optarg, errno ? strerror(errno) : "not a directory");
+            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                fr_warn("detect: --sysroot '%s': %s (see fitrun detect --help)", optarg,
+                        errno ? strerror(errno) : "not a directory");
+                return FR_EXIT_USAGE;
+            }
             a->sysroot = optarg;
             break;
-        case O_PROFILE: a->profile = optarg; break;
-        case O_CPUS:
-            if (fr_parse_cpus(optarg, &a->cpus) < 0)
-                return bad("--cpus", optarg, "not a positive number of CPUs");
-            break;
-        case O_ROUNDING:
-            if (fr_rounding_parse(optarg, &a->rounding) < 0)
-                return bad("--rounding", optarg, "expected floor, ceil or nearest");
-            a->rounding_given = true;
-            break;
-        case O_MPW:
-            a->memory_per_worker = optarg; /* checked as the profile's key, over the profile */
-            break;
-        case O_WORKERS:
-            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
-                return bad("--workers", optarg, "not a number of workers (1.." FR_STR(FR_PROFILE_MAX_WORKERS) ")");
-            a->workers = (int)n;
+        case FR_CLI_PROFILE_OPT:
+            if (fr_cli_option(&a->prof, longopts[idx].name, optarg) < 0)
+                return FR_EXIT_USAGE;
             break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':': return bad("option", argv[optind - 1], "missing argument");
-        default: return bad("option", argv[optind - 1], "unknown option");
+        default: return fr_cli_getopt_error("detect", c, argv);
         }
     }
-    if (optind < argc)
-        return bad("argument", argv[optind], "unexpected");
+    if (optind < argc) {
+        fr_warn("detect: unexpected argument '%s' (see fitrun detect --help)", argv[optind]);
+        return FR_EXIT_USAGE;
+    }
     return -1;
 }
 
@@ -644,36 +618,14 @@ static void print_table(const struct report *rep)
     fflush(stdout);
 }
 
-/* The profile (built-in defaults, or --profile FILE), then the command
- * line over it: what `fitrun run` does with the same options. */
-static int load_profile(const struct detect_args *a, struct fr_profile *prof)
-{
-    char err[1024] = "";
-    fr_profile_defaults(prof);
-    if (a->profile && fr_profile_load(prof, a->profile, err, sizeof err) < 0) {
-        fr_warn("%s", err[0] ? err : "cannot load the profile");
-        return -1;
-    }
-    if (a->rounding_given)
-        prof->rounding = a->rounding;
-    if (a->memory_per_worker &&
-        fr_profile_set(prof, "resources", "memory_per_worker", a->memory_per_worker, err, sizeof err) < 0) {
-        bad("--memory-per-worker", a->memory_per_worker, err);
-        return -1;
-    }
-    if (a->workers)
-        prof->workers = a->workers;
-    return 0;
-}
-
 /* A python profile: start its interpreter and prelude once (as `fitrun
  * run` does) and time it. Returns the object for the report (never NULL
  * unless out of memory); *failed when the runtime could not start. */
 static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 {
     char exe[PATH_MAX], err[2048] = "";
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[l > 0 ? l : 0] = '\0';
+    if (fr_self_exe(exe, sizeof exe) < 0)
+        fr_warn("detect: cannot find the fitrun binary (/proc/self/exe): %s", strerror(errno));
     json_t *py = fr_python_probe(prof, exe, err, sizeof err);
     *failed = !py;
     if (!py) {
@@ -691,7 +643,8 @@ static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 
 int fr_cmd_detect(int argc, char **argv)
 {
-    struct detect_args a = {.json = false};
+    static struct detect_args a; /* ~10 KiB: keep it off the stack */
+    memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
@@ -711,11 +664,11 @@ int fr_cmd_detect(int argc, char **argv)
     struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
     struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
     bool failed = false;
-    if (load_profile(&a, prof) < 0) {
+    if (fr_cli_load_profile(&a.prof, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
     }
-    fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
+    fr_profile_detect_plan(prof, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
     if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
         rep.jobenv = jobenv;
         rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);

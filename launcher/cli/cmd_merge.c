@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "fitrun/cli.h"
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 #include "fitrun/common.h"
+#include "internal.h"
 
 static void merge_usage(FILE *f)
 {
@@ -38,7 +39,8 @@ int fr_cmd_merge(int argc, char **argv)
     int64_t v;
     int c;
     optind = 0; /* GNU: full re-initialisation, so the command can be run twice in one process */
-    while ((c = getopt_long(argc, argv, "j:n:qh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":j:n:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'j':
             o.jobs = optarg;
@@ -57,8 +59,7 @@ int fr_cmd_merge(int argc, char **argv)
             merge_usage(stdout);
             return 0;
         default:
-            merge_usage(stderr);
-            return FR_EXIT_USAGE;
+            return fr_cli_getopt_error("merge", c, argv);
         }
     }
     if (!o.jobs || optind >= argc) {

@@ -1,5 +1,5 @@
 /* cmd_submit.c — `fitrun submit slurm|condor ...`: print the batch job
- * script that runs one shard per array task (launcher/shard/submit.c), or
+ * script that runs one shard per array task (launcher/scaleout/submit.c), or
  * with --submit (SLURM) write it next to the results and hand it to sbatch.
  *
  * Every path in the script is absolute, resolved here, because tasks start
@@ -19,8 +19,9 @@
 
 #include "fitrun/cli.h"
 #include "fitrun/profile.h"
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 #include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
@@ -82,7 +83,8 @@ static int parse_args(int argc, char **argv, struct submit_args *a)
     };
     int c;
     optind = 0; /* GNU: full re-initialisation */
-    while ((c = getopt_long(argc, argv, "p:j:n:c:m:t:P:o:J:sh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:p:j:n:c:m:t:P:o:J:sh", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': a->profile = optarg; break;
         case 'j': a->jobs = optarg; break;
@@ -95,7 +97,7 @@ static int parse_args(int argc, char **argv, struct submit_args *a)
         case 'J': a->job_name = optarg; break;
         case 's': a->submit = true; break;
         case 'h': return 1;
-        default: return -1;
+        default: fr_cli_getopt_error("submit", c, argv); return -1;
         }
     }
     if (optind < argc) {
@@ -328,12 +330,10 @@ static int submit(const struct submit_args *a)
     static char exe[PATH_MAX], profile[PATH_MAX], jobs[PATH_MAX], out[PATH_MAX], cwd[PATH_MAX];
     char err[PATH_MAX + 128] = "", origin[256] = "";
     bool out_exists;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n < 0) {
+    if (fr_self_exe(exe, sizeof exe) < 0) {
         fr_warn("submit: cannot find the fitrun binary: readlink /proc/self/exe: %s", strerror(errno));
         return FR_EXIT_USAGE;
     }
-    exe[n] = '\0';
     if (!getcwd(cwd, sizeof cwd)) {
         fr_warn("submit: getcwd: %s", strerror(errno));
         return FR_EXIT_USAGE;

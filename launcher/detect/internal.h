@@ -51,7 +51,7 @@ struct fr_dx {
     char shm_size_opt[64];      /* value of size= ("65536k"), "" = none */
 };
 
-/* ---- file access (detect.c) ---- */
+/* ---- file access, notes, values (dx.c) ---- */
 
 /* Read logical path `path` under the sysroot. Returns a fresh string (caller
  * frees) or NULL with errno set. */
@@ -61,8 +61,6 @@ char *fr_dx_read(const struct fr_dx *x, const char *path, size_t max);
 char *fr_dx_read_noted(struct fr_dx *x, const char *path, size_t max, bool quiet_missing, const char *what);
 /* Is logical path `path` a directory under the sysroot? */
 bool fr_dx_is_dir(const struct fr_dx *x, const char *path);
-/* Value of NAME in the run's environment, or NULL. */
-const char *fr_dx_getenv(const struct fr_dx *x, const char *name);
 /* buf = dir + "/" + name ("/" as dir gives "/name"). A path that does not
  * fit leaves buf "" (so reading it fails) and returns false. */
 bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name);
@@ -70,6 +68,14 @@ bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name);
 void fr_copy(char *dst, size_t n, const char *src);
 /* Set v to value/source (printf-style source). */
 void fr_value_set(struct fr_value *v, double value, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- override.c ---- */
+
+/* Resolve the overrides of o (fitrun/detect.h) into r->cpu_override and
+ * r->cpu_outer, noting the losers and values that are not CPU counts.
+ * `what` (n bytes) names the winner for later notes ("--cpus 8"); "" when
+ * there is none. o may be NULL. */
+void fr_detect_override(struct fr_resources *r, const struct fr_detect_opts *o, char *what, size_t n);
 
 /* ---- mountinfo.c ---- */
 

@@ -8,6 +8,8 @@
  *   threads_per_worker = max(1, floor(effective / workers))
  *   threads_per_job = threads_per_worker, capped by what a job's sandbox
  *   lets it run (job_threads_max: 1 under the python preset)
+ *   threads_whole = max(1, rounding(effective CPUs)): one process that
+ *   owns the whole allocation (the wrapper's CMD)
  *
  * Every decision appends a reason, so `fitrun detect` and the start of
  * `fitrun run` can say why they chose what they chose. Pure: no I/O. */
@@ -88,13 +90,14 @@ static void cpu_reason(const struct fr_resources *res, struct fr_plan *p, double
     bound(s, sizeof s, "scheduler", &res->cpu_scheduler);
     if (res->cpu_outer.known)
         snprintf(o, sizeof o, ", outer fitrun %g", res->cpu_outer.value);
-    const char *dsrc, *dname = fr_cpu_detected_bound(res, &dsrc);
+    struct fr_cpu_limit d;
+    fr_cpu_binding(res, true, &d);
     double det = res->cpu_detected > 0 ? res->cpu_detected : eff;
     if (res->cpu_override.known)
         reason(p, "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s", eff,
-               cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, dname, dsrc);
+               cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, d.name, d.source);
     else
-        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, dname, dsrc);
+        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, d.name, d.source);
     if (res->cpu_shares.known)
         reason(p, "cpu shares/weight %g ignored: a relative weight, not a number of CPUs", res->cpu_shares.value);
 }
@@ -203,6 +206,7 @@ void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opt
 
     double r = round_cpus(eff, o->rounding);
     int w = r < 1 ? 1 : r > 1e6 ? 1000000 : (int)r;
+    out->threads_whole = w;
     reason(out, "%s(%g) = %g -> %d worker%s%s", fr_rounding_name(o->rounding), eff, r, w, w == 1 ? "" : "s",
            r < 1 ? " (never fewer than one)" : "");
     w = memory_cap(res, o, out, w);

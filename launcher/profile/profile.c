@@ -26,6 +26,8 @@
 #include "fitrun/envexport.h"
 #include "fitrun/common.h"
 
+extern char **environ;
+
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
  * sized by the (Debian runtime-configurable) ini_max_line; 4 KiB leaves
  * room for long allow lists and [env] values. */
@@ -207,8 +209,6 @@ static int get_count(const char *key, const char *v, bool none_ok, uint64_t *out
 /* Check one list entry: a syscall name libseccomp knows, or a capability
  * libcap knows. Done here (not only in fr_policy_build) so that the error
  * names the profile line. */
-static bool is_identifier(const char *s);
-
 static int check_name(const char *key, const char *name, char *msg, size_t n)
 {
     if (!strcmp(key, "read") || !strcmp(key, "write")) {
@@ -234,7 +234,7 @@ static int check_name(const char *key, const char *name, char *msg, size_t n)
         }
         memcpy(pat, name, len);
         pat[len] = '\0';
-        if (!is_identifier(pat)) {
+        if (!fr_is_identifier(pat)) {
             fr_seterr(msg, n, "bad name '%s' in pass_env (NAME or PREFIX*: letters, digits and _)", name);
             return -1;
         }
@@ -292,25 +292,6 @@ static int get_list(const char *key, const char *v, char **names, char *msg, siz
 fail:
     free_names(fresh);
     return -1;
-}
-
-static bool is_identifier(const char *s)
-{
-    if (!(isalpha((unsigned char)*s) || *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!(isalnum((unsigned char)*s) || *s == '_'))
-            return false;
-    return true;
-}
-
-int fr_parse_cpus(const char *s, double *out)
-{
-    double v;
-    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* ---- sections ----------------------------------------------------------- */
@@ -486,7 +467,7 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
     if (!strcmp(key, "prelude"))
         return set_prelude(p, v, base, msg, n);
     if (!strcmp(key, "entry")) {
-        if (!is_identifier(v) || strlen(v) >= sizeof p->entry) {
+        if (!fr_is_identifier(v) || strlen(v) >= sizeof p->entry) {
             fr_seterr(msg, n, "bad value '%s' for entry (a Python function name)", v);
             return -1;
         }
@@ -499,7 +480,7 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
 
 static int set_env(struct fr_profile *p, const char *name, const char *v, char *msg, size_t n)
 {
-    if (!is_identifier(name)) {
+    if (!fr_is_identifier(name)) {
         fr_seterr(msg, n, "bad variable name '%s' in [env] (letters, digits and _, not starting with a digit)", name);
         return -1;
     }
@@ -578,20 +559,28 @@ static bool is_cpus(const char *section, const char *key)
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
                    size_t errlen)
 {
+    /* The file's cpus, replaced by the command line's, stays known: detection
+     * notes that it lost. */
+    double file_cpus = p->cpus_cli ? p->cpus_file : p->cpus;
+    char file_origin[sizeof p->cpus_origin];
+    snprintf(file_origin, sizeof file_origin, "%s", p->cpus_cli ? p->cpus_file_origin : p->cpus_origin);
     if (apply(p, section, key, value, NULL, err, errlen) < 0)
         return -1;
+    if (is_cpus(section, key)) {
+        p->cpus_file = file_cpus;
+        snprintf(p->cpus_file_origin, sizeof p->cpus_file_origin, "%s", file_origin);
+    }
     if (is_cpus(section, key))
         cpus_set_by(p, true, NULL, 0);
     return 0;
 }
 
-void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out)
+void fr_profile_detect_opts(const struct fr_profile *p, char *const *envp, struct fr_detect_opts *out)
 {
     memset(out, 0, sizeof *out);
-    if (cli_cpus > 0) {
-        out->cpus_override = cli_cpus;
-        out->cpus_override_source = "--cpus";
-    } else if (p->cpus > 0 && p->cpus_cli) {
+    out->envp = envp ? envp : environ;
+    fr_env_fitrun_cpus(out->envp, out);
+    if (p->cpus > 0 && p->cpus_cli) {
         out->cpus_override = p->cpus;
         out->cpus_override_source = p->cpus_origin;
     }
@@ -600,6 +589,9 @@ void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct 
     if (p->cpus > 0 && !p->cpus_cli) {
         out->cpus_profile = p->cpus;
         out->cpus_profile_source = p->cpus_origin[0] ? p->cpus_origin : "profile";
+    } else if (p->cpus_cli && p->cpus_file > 0) {
+        out->cpus_profile = p->cpus_file;
+        out->cpus_profile_source = p->cpus_file_origin[0] ? p->cpus_file_origin : "profile";
     }
 }
 
@@ -641,14 +633,14 @@ int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *re
     return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }
 
-void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
-                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts)
+void fr_profile_detect_plan(const struct fr_profile *p, const char *sysroot, struct fr_resources *res,
+                            struct fr_plan *plan, struct fr_plan_opts *popts)
 {
     struct fr_detect_opts dopts;
     struct fr_plan_opts own;
     if (!popts)
         popts = &own;
-    fr_profile_detect_opts(p, cli_cpus, &dopts);
+    fr_profile_detect_opts(p, NULL, &dopts);
     dopts.sysroot = sysroot;
     fr_detect(&dopts, res);
     fr_profile_plan_opts(p, popts);

@@ -1,6 +1,7 @@
-/* test_common.c — common/common.c: the size, duration, bool, integer
- * and double parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size
- * and fr_now_ns. */
+/* test_common.c — common/: the size, duration, bool, integer and double
+ * parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size,
+ * fr_term_text, the identifier rule, the envp lookup, fr_self_exe and
+ * fr_now_ns. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -434,6 +435,52 @@ static void test_term_text(void **state)
 #undef T
 }
 
+/* One identifier rule for every caller: ASCII letters, digits and _, not
+ * starting with a digit. */
+static void test_identifier(void **state)
+{
+    (void)state;
+    const char *good[] = {"transform", "_", "_x1", "A", "OMP_NUM_THREADS", "a9_Z"};
+    const char *bad[] = {"", "1a", "a-b", "a b", "a.b", "a=b", "caf\xc3\xa9", "\xd0\xb0", "x\x80", "$x", "a\tb"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!fr_is_identifier(good[i]))
+            fail_msg("'%s' should be an identifier", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fr_is_identifier(bad[i]))
+            fail_msg("'%s' should not be an identifier", bad[i]);
+    assert_false(fr_is_identifier(NULL));
+}
+
+/* An envp lookup: the whole name, the first entry, NULLs tolerated. */
+static void test_env_lookup(void **state)
+{
+    (void)state;
+    char *envp[] = {"PATHX=no", "PATH=/bin", "EMPTY=", "PATH=/second", "NOEQUALS", NULL};
+    assert_string_equal(fr_env_lookup(envp, "PATH"), "/bin");
+    assert_string_equal(fr_env_lookup(envp, "EMPTY"), "");
+    assert_null(fr_env_lookup(envp, "PAT"));
+    assert_null(fr_env_lookup(envp, "NOEQUALS"));
+    assert_null(fr_env_lookup(envp, "MISSING"));
+    assert_null(fr_env_lookup(NULL, "PATH"));
+    assert_null(fr_env_lookup(envp, NULL));
+}
+
+/* The running binary: this test's own path, or a clean error. */
+static void test_self_exe(void **state)
+{
+    (void)state;
+    char buf[PATH_MAX], small[4];
+    assert_int_equal(fr_self_exe(buf, sizeof buf), 0);
+    assert_true(buf[0] == '/');
+    assert_non_null(strstr(buf, "test_common"));
+    struct stat st;
+    assert_int_equal(stat(buf, &st), 0);
+    errno = 0;
+    assert_int_equal(fr_self_exe(small, sizeof small), -1);
+    assert_int_equal(errno, ENAMETOOLONG);
+    assert_string_equal(small, "");
+}
+
 static void test_now_ns(void **state)
 {
     (void)state;
@@ -449,7 +496,8 @@ int main(void)
         cmocka_unit_test(test_parse_double), cmocka_unit_test(test_parse_bool),     cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_read_file_exactly_max), cmocka_unit_test(test_read_file_special),
         cmocka_unit_test(test_path_join),    cmocka_unit_test(test_trim),           cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_now_ns),       cmocka_unit_test(test_term_text),
+        cmocka_unit_test(test_now_ns),       cmocka_unit_test(test_term_text),      cmocka_unit_test(test_identifier),
+        cmocka_unit_test(test_env_lookup),   cmocka_unit_test(test_self_exe),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

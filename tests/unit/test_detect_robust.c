@@ -173,11 +173,11 @@ static void test_random_sysroots(void **state)
 {
     (void)state;
     /* An absolute ad path is read under the sysroot: that is root/machine.ad. */
-    char *envp[] = {"SLURM_JOB_CPUS_PER_NODE=3(x2),1", "SLURM_NODEID=2", "_CONDOR_MACHINE_AD=/machine.ad", "FITRUN_CPUS=0.75", NULL};
+    char *envp[] = {"SLURM_JOB_CPUS_PER_NODE=3(x2),1", "SLURM_NODEID=2", "_CONDOR_MACHINE_AD=/machine.ad", NULL};
     char *empty[] = {NULL};
-    /* The same FITRUN_CPUS, but recorded as an outer fitrun's export: a bound, not an override. */
-    char *outer[] = {"FITRUN_CPUS=0.75", "FITRUN_EXPORTED=OMP_NUM_THREADS=1 FITRUN_CPUS=0.75", NULL};
-    char **envs[] = {empty, envp, empty, outer};
+    char **envs[] = {empty, envp, empty, empty};
+    /* FITRUN_CPUS=0.75 as the user's, then as an outer fitrun's export: a bound, not an override. */
+    const char *user[] = {NULL, "0.75", NULL, NULL}, *outer[] = {NULL, NULL, NULL, "0.75"};
     struct fr_resources *r = malloc(sizeof *r);
     struct fr_plan *plan = malloc(sizeof *plan);
     assert_non_null(r);
@@ -185,7 +185,8 @@ static void test_random_sysroots(void **state)
     for (int round = 0; round < 300; round++) {
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
             write_noise(files[i]);
-        struct fr_detect_opts opts = {.sysroot = root, .envp = envs[round % 4], .cpus_override = 0};
+        struct fr_detect_opts opts = {.sysroot = root, .envp = envs[round % 4], .cpus_env = user[round % 4],
+                                      .cpus_outer = outer[round % 4]};
         assert_int_equal(fr_detect(&opts, r), 0);
         assert_true(r->cpu_affinity >= 1);
         assert_true(r->cpu_detected > 0 && r->cpu_detected <= r->cpu_affinity);

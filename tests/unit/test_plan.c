@@ -312,13 +312,6 @@ static void test_outer_bound_named_last(void **state)
     set(&r->cpu_quota, 1, "/q");
     fr_plan_make(r, NULL, &p);
     assert_true(has_reason(&p, "): quota from /q"));
-    const char *src;
-    assert_string_equal(fr_cpu_bound(r, &src), "quota");
-    assert_string_equal(src, "/q");
-    set(&r->cpu_override, 3, "FITRUN_CPUS=3");
-    assert_string_equal(fr_cpu_bound(r, &src), "override");
-    assert_string_equal(src, "FITRUN_CPUS=3");
-    assert_string_equal(fr_cpu_detected_bound(r, NULL), "quota");
     free(r);
 }
 

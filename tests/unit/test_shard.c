@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 /* K/N -------------------------------------------------------------------- */
 

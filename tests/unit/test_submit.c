@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 static const struct fr_submit BASE = {
     .fitrun = "/opt/fitrun/bin/fitrun",

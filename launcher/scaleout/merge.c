@@ -1,5 +1,5 @@
 /* merge.c — `fitrun merge`: put the per-shard result files back together
- * and prove nothing was lost. See include/fitrun/shard.h.
+ * and prove nothing was lost. See include/fitrun/scaleout.h.
  *
  * Two passes, so that memory stays O(input lines) however large the
  * results are (a result carries up to two captured outputs):
@@ -19,7 +19,7 @@
  * string "status"; anything else (a line torn by a killed task, garbage)
  * is reported with file:line and skipped, so `--resume` of that shard
  * produces it again. */
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 #include <errno.h>
 #include <jansson.h>

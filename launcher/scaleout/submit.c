@@ -8,14 +8,13 @@
  * (#SBATCH options are split at blanks and expand %A/%a in file names;
  * HTCondor expands $(macros)), so values they cannot carry are refused
  * with a message rather than quoted into something that half works. */
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
 #include "fitrun/common.h"
-#include "internal.h"
 
 /* Time limits -------------------------------------------------------------- */
 
