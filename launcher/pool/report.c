@@ -3,6 +3,7 @@
  * left to results (`--out -`). Text that came from jobs is printed through
  * fr_term_text (control characters shown, not sent); results files keep
  * the real bytes. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +227,15 @@ void summary_print(struct stats *s, const char *how)
     }
     if (s->ntypes > TOP_ERRORS)
         fprintf(stderr, "  (%zu more error types)\n", s->ntypes - TOP_ERRORS);
+}
+
+void pool_say(struct fr_host *h, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    progress_clear(&h->stats);
+    fr_warn("%s", msg);
 }
