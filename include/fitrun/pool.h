@@ -1,8 +1,8 @@
 /* fitrun/pool.h — the prediction pool behind `fitrun run`: jobs (JSON Lines)
  * in, one result line per job out, each job run by a runtime (runtime.h)
  * in one of `workers` slots. docs/run.md describes the behaviour; the
- * event loop and its decisions are commented in launcher/pool/pool.c.
- * (Owner: launcher/pool/.) */
+ * event loop and its decisions are commented in launcher/pool/pool.c, and
+ * launcher/pool/internal.h says which file does what. */
 #ifndef FITRUN_POOL_H
 #define FITRUN_POOL_H
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # detect.bats — `fitrun detect` as a command: options, exit statuses,
-# the table, the JSON keys of the issue, overrides and planning options.
+# the table, the documented JSON keys, overrides and planning options.
 # (Fixture-by-fixture results: detect_fixtures.bats; real cgroups:
 # detect_cgroups.bats.)
 
@@ -50,7 +50,7 @@ fx() {
     [[ "$output" == *"not a directory"* ]]
 }
 
-@test "live --json has every key of the issue with the right types" {
+@test "live --json has every documented key with the right type" {
     run "$FITRUN" detect --json
     [ "$status" -eq 0 ]
     JSON=$output "$PY" -c '
