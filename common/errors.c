@@ -69,4 +69,3 @@ void fr_seterr(char *err, size_t errlen, const char *fmt, ...)
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
-

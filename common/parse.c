@@ -272,7 +272,8 @@ int fr_parse_size(const char *s, uint64_t *out)
 
 int fr_parse_duration_why(const char *s, uint64_t *out, const char **why)
 {
-    static const struct unit units[] = { /* microseconds */
+    static const struct unit units[] = {
+        /* microseconds */
         {"", 1000000}, {"s", 1000000},  {"sec", 1000000},  {"ms", 1000},
         {"us", 1},     {"m", 60000000}, {"min", 60000000}, {"h", 3600000000ull},
     };

@@ -17,7 +17,7 @@
 
 /* Exit statuses fitrun itself uses (see README "Exit status"). */
 enum {
-    FR_EXIT_USAGE = 125,     /* fitrun's own error: bad option, bad profile */
+    FR_EXIT_USAGE = 125, /* fitrun's own error: bad option, bad profile */
     FR_EXIT_CANNOT_EXEC = 126,
     FR_EXIT_NOT_FOUND = 127,
 };

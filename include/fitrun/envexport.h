@@ -47,26 +47,26 @@
  * 2e9 bytes available; fitrun's default threshold is 2 GiB. */
 #define FR_ENV_SHM_THRESHOLD_DEFAULT (2ull << 30)
 
-#define FR_ENV_MAX 96            /* our 16 + up to FR_PROFILE_MAX_ENV forced */
+#define FR_ENV_MAX 96 /* our 16 + up to FR_PROFILE_MAX_ENV forced */
 #define FR_ENV_REASON_MAX 320
 
 enum fr_env_action {
-    FR_ENV_SET = 0,   /* exported: fitrun's value */
-    FR_ENV_KEPT,      /* already in the environment: left as the user set it */
-    FR_ENV_FORCED,    /* profile [env]: exported, overrides the environment */
-    FR_ENV_SKIPPED,   /* not exported (nothing to say, e.g. no memory limit) */
+    FR_ENV_SET = 0, /* exported: fitrun's value */
+    FR_ENV_KEPT,    /* already in the environment: left as the user set it */
+    FR_ENV_FORCED,  /* profile [env]: exported, overrides the environment */
+    FR_ENV_SKIPPED, /* not exported (nothing to say, e.g. no memory limit) */
 };
 
 struct fr_env_entry {
-    char *name;                    /* owned */
-    char *value;                   /* owned; the value the child sees (user's for KEPT, "" for SKIPPED) */
+    char *name;  /* owned */
+    char *value; /* owned; the value the child sees (user's for KEPT, "" for SKIPPED) */
     enum fr_env_action action;
-    bool make_dir;                 /* value is a directory fr_env_make_dirs() must create */
+    bool make_dir; /* value is a directory fr_env_make_dirs() must create */
     char reason[FR_ENV_REASON_MAX];
 };
 
 struct fr_env_export {
-    int threads;                   /* the thread count fitrun computed (before KEPT/FORCED) */
+    int threads; /* the thread count fitrun computed (before KEPT/FORCED) */
     size_t n;
     struct fr_env_entry e[FR_ENV_MAX];
 };
@@ -77,12 +77,12 @@ struct fr_env_forced {
     int n;
     char *const *name;
     char *const *value;
-    const char *origin;            /* for reasons: "profile my.ini"; NULL = "profile" */
+    const char *origin; /* for reasons: "profile my.ini"; NULL = "profile" */
 };
 
 struct fr_env_opts {
-    uint64_t shm_threshold;        /* bytes; 0 = FR_ENV_SHM_THRESHOLD_DEFAULT */
-    uid_t uid;                     /* names the per-user joblib directory */
+    uint64_t shm_threshold; /* bytes; 0 = FR_ENV_SHM_THRESHOLD_DEFAULT */
+    uid_t uid;              /* names the per-user joblib directory */
 };
 
 /* Compute the export list into *out (which must be fr_env_free()d, even on
@@ -92,9 +92,8 @@ struct fr_env_opts {
  * whole allocation. The plan rounds and counts; this only exports. plan
  * is required; forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or
  * EINVAL for no plan or a forced name that is empty or contains '='). */
-int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
-                   char *const *envp, const struct fr_env_forced *forced,
-                   const struct fr_env_opts *opts, struct fr_env_export *out);
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads, char *const *envp,
+                   const struct fr_env_forced *forced, const struct fr_env_opts *opts, struct fr_env_export *out);
 void fr_env_free(struct fr_env_export *ex);
 
 /* The entry for `name`, or NULL. */
@@ -145,8 +144,7 @@ enum fr_env_keep { FR_ENV_KEEP_NONE = 0, FR_ENV_KEEP_ALLOWED, FR_ENV_KEEP_FITRUN
 /* Whether the caller's variable `name` (its first len bytes: an envp entry
  * "NAME=value" may be passed with len = the name's length) reaches a job.
  * ex may be NULL (only the fixed lists), pass_env NULL-terminated or NULL. */
-enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len,
-                                  char *const *pass_env);
+enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len, char *const *pass_env);
 /* As fr_env_build_envp, with the scrub above applied to envp. */
 char **fr_env_build_job_envp(const struct fr_env_export *ex, char *const *envp, char *const *pass_env);
 /* The names in envp the scrub removes (each once), NULL-terminated, for

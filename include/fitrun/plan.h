@@ -18,8 +18,8 @@ enum fr_rounding { FR_ROUND_FLOOR = 0, FR_ROUND_CEIL, FR_ROUND_NEAREST };
 
 struct fr_plan_opts {
     enum fr_rounding rounding;
-    uint64_t memory_per_worker;  /* bytes; 0 = not configured */
-    int workers_override;        /* > 0: --workers N / profile workers = N */
+    uint64_t memory_per_worker; /* bytes; 0 = not configured */
+    int workers_override;       /* > 0: --workers N / profile workers = N */
     /* Threads one job can run at all: > 0 caps threads_per_job (the
      * python preset refuses thread creation: 1), 0 = no cap.
      * threads_why says why (for the reason), may be NULL. */
@@ -29,9 +29,9 @@ struct fr_plan_opts {
 
 struct fr_plan {
     int workers;
-    int threads_per_worker;      /* max(1, floor(effective_cpus / workers)) */
-    int threads_per_job;         /* what each job is told to use: min(threads_per_worker, job_threads_max) */
-    int threads_whole;           /* one process owning the whole allocation (the wrapper's CMD):
+    int threads_per_worker; /* max(1, floor(effective_cpus / workers)) */
+    int threads_per_job;    /* what each job is told to use: min(threads_per_worker, job_threads_max) */
+    int threads_whole;      /* one process owning the whole allocation (the wrapper's CMD):
                                     max(1, rounding(effective CPUs)), rounded as the workers are */
     enum fr_rounding rounding;
     int nreasons;

@@ -14,10 +14,10 @@
 /* fitrun merge ------------------------------------------------------------ */
 
 struct fr_merge_opts {
-    const char *jobs;            /* jobs file ("-" = stdin) */
-    const char *const *results;  /* result files */
+    const char *jobs;           /* jobs file ("-" = stdin) */
+    const char *const *results; /* result files */
     int nresults;
-    int shards;                  /* N from --shards; 0 = infer from file names */
+    int shards; /* N from --shards; 0 = infer from file names */
 };
 
 /* Merge: one result per valid job of `jobs`, in input order, to `out`; every
@@ -29,19 +29,19 @@ int fr_merge(const struct fr_merge_opts *o, FILE *out);
 /* fitrun submit ----------------------------------------------------------- */
 
 struct fr_submit {
-    const char *fitrun;      /* absolute path of the fitrun binary to run */
-    const char *profile;     /* absolute paths */
+    const char *fitrun;  /* absolute path of the fitrun binary to run */
+    const char *profile; /* absolute paths */
     const char *jobs;
-    const char *out_dir;     /* results.{shard}.jsonl and per-task logs go here */
-    const char *workdir;     /* where each task starts */
-    int shards;              /* N >= 1 */
-    int cpus_per_task;       /* >= 1 */
-    uint64_t mem_bytes;      /* whole task; 0 = ask for nothing (site default) */
-    const char *mem_origin;  /* where mem_bytes comes from, for a comment
+    const char *out_dir;    /* results.{shard}.jsonl and per-task logs go here */
+    const char *workdir;    /* where each task starts */
+    int shards;             /* N >= 1 */
+    int cpus_per_task;      /* >= 1 */
+    uint64_t mem_bytes;     /* whole task; 0 = ask for nothing (site default) */
+    const char *mem_origin; /* where mem_bytes comes from, for a comment
                                 ("profile memory_per_worker 512.0 MiB x 2 workers"); NULL = none */
-    uint64_t time_s;         /* 0 = no limit asked */
-    const char *partition;   /* NULL = default partition (slurm only) */
-    const char *job_name;    /* NULL = "fitrun" */
+    uint64_t time_s;        /* 0 = no limit asked */
+    const char *partition;  /* NULL = default partition (slurm only) */
+    const char *job_name;   /* NULL = "fitrun" */
 };
 
 /* Write the sbatch array script / the HTCondor submit description for s to f.

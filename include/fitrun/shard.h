@@ -15,8 +15,8 @@
 
 struct fr_shard {
     bool enabled;
-    int index;   /* K, 0-based */
-    int count;   /* N >= 1 */
+    int index; /* K, 0-based */
+    int count; /* N >= 1 */
 };
 
 /* Environment variable that pins N for `--shard auto`. The job scripts of

@@ -141,8 +141,10 @@ static json_t *json_cgroup(const struct fr_resources *r)
     json_t *ctl = json_object();
     for (int i = 0; i < FR_CTL_COUNT; i++) {
         const struct fr_cgroup_loc *l = &r->cgroup[i];
-        json_object_set_new(ctl, names[i], l->version ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
-                                                      : json_null());
+        json_object_set_new(ctl, names[i],
+                            l->version
+                                ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
+                                : json_null());
     }
     return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
 }
@@ -217,8 +219,10 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
     json_object_set_new(j, "threads_per_job", json_integer(p->threads_per_job));
     json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
-    json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
-    json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
+    json_object_set_new(j, "memory_per_worker",
+                        o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
+    json_object_set_new(j, "workers_override",
+                        o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
     json_object_set_new(j, "reasons", reasons);
     return j;
 }
@@ -239,7 +243,7 @@ static json_t *json_names(char *const *names)
 /* ---- sandbox: what a job of this profile gets on this machine ---- */
 
 struct sandbox_report {
-    bool built;                 /* false: the profile's [sandbox] does not build (error) */
+    bool built; /* false: the profile's [sandbox] does not build (error) */
     char error[1024];
     struct fr_policy_info in;
 };
@@ -308,14 +312,13 @@ struct report {
     const struct fr_plan_opts *popts;
     const struct fr_profile *prof;
     const char *sysroot;
-    json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
-    const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
-    char **scrubbed;            /* names of this environment a job would not see */
+    json_t *python;                       /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+    const struct fr_env_export *jobenv;   /* what a `fitrun run` job would get; NULL = out of memory */
+    char **scrubbed;                      /* names of this environment a job would not see */
     const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
 };
 
 /* ---- the job environment (what `fitrun run` jobs see) ---- */
-
 
 static json_t *json_env(const struct report *rep)
 {
@@ -493,9 +496,12 @@ static void print_python(json_t *py)
         row("error", err, NULL);
         return;
     }
-    row("version", json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?", NULL);
-    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)", ms(py, "total_ms", total, sizeof total),
-             ms(py, "boot_ms", boot, sizeof boot), ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
+    row("version",
+        json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?",
+        NULL);
+    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)",
+             ms(py, "total_ms", total, sizeof total), ms(py, "boot_ms", boot, sizeof boot),
+             ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
     row("total", line, NULL);
     const char *warning = json_string_value(json_object_get(py, "warning"));
     if (warning)
@@ -600,8 +606,8 @@ static void print_table(const struct report *rep)
     print_profile(rep->prof);
     if (rep->python)
         print_python(rep->python);
-    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
-           p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s",
+           p->threads_per_worker, p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
     if (p->threads_per_job != p->threads_per_worker)
         printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
     printf("\n");

@@ -42,9 +42,7 @@ int fr_cmd_merge(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":j:n:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            o.jobs = optarg;
-            break;
+        case 'j': o.jobs = optarg; break;
         case 'n':
             if (fr_parse_i64(optarg, &v) < 0 || v < 1 || v > 1000000000) {
                 fr_warn("merge: --shards '%s': expected a whole number >= 1", optarg);
@@ -52,14 +50,9 @@ int fr_cmd_merge(int argc, char **argv)
             }
             o.shards = (int)v;
             break;
-        case 'q':
-            fr_quiet = true;
-            break;
-        case 'h':
-            merge_usage(stdout);
-            return 0;
-        default:
-            return fr_cli_getopt_error("merge", c, argv);
+        case 'q': fr_quiet = true; break;
+        case 'h': merge_usage(stdout); return 0;
+        default: return fr_cli_getopt_error("merge", c, argv);
         }
     }
     if (!o.jobs || optind >= argc) {

@@ -73,14 +73,25 @@ enum { OPT_JOBS = 256, OPT_OUT, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET, 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        FR_CLI_OPT("profile"),     FR_CLI_OPT("workers"),   FR_CLI_OPT("cpus"),
-        FR_CLI_OPT("rounding"),    FR_CLI_OPT("memory-per-worker"),
-        FR_CLI_OPT("cpu-time"),    FR_CLI_OPT("wall-time"), FR_CLI_OPT("memory"),
-        FR_CLI_OPT("output"),      FR_CLI_OPT("preset"),    FR_CLI_OPT("set"),
-        {"jobs", required_argument, NULL, OPT_JOBS},         {"out", required_argument, NULL, OPT_OUT},
-        {"resume", no_argument, NULL, OPT_RESUME},           {"progress", required_argument, NULL, OPT_PROGRESS},
-        {"shard", required_argument, NULL, OPT_SHARD},       {"quiet", no_argument, NULL, OPT_QUIET},
-        {"help", no_argument, NULL, OPT_HELP},               {NULL, 0, NULL, 0},
+        FR_CLI_OPT("profile"),
+        FR_CLI_OPT("workers"),
+        FR_CLI_OPT("cpus"),
+        FR_CLI_OPT("rounding"),
+        FR_CLI_OPT("memory-per-worker"),
+        FR_CLI_OPT("cpu-time"),
+        FR_CLI_OPT("wall-time"),
+        FR_CLI_OPT("memory"),
+        FR_CLI_OPT("output"),
+        FR_CLI_OPT("preset"),
+        FR_CLI_OPT("set"),
+        {"jobs", required_argument, NULL, OPT_JOBS},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"resume", no_argument, NULL, OPT_RESUME},
+        {"progress", required_argument, NULL, OPT_PROGRESS},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     a->jobs = "-";
@@ -133,8 +144,8 @@ static int pick_shard(const struct run_args *a, struct fr_shard *shard)
         return -1;
     }
     if (shard->enabled)
-        fr_info("shard %d/%d: running input lines L with (L-1) mod %d = %d", shard->index, shard->count,
-                shard->count, shard->index);
+        fr_info("shard %d/%d: running input lines L with (L-1) mod %d = %d", shard->index, shard->count, shard->count,
+                shard->index);
     return 0;
 }
 
@@ -194,8 +205,7 @@ static int open_output(const char *name, bool resume, int in_fd)
  * job (the plan's threads per job) and the profile's [env] forced. The
  * runtimes take it as it is: the Python interpreter, its workers and every
  * prediction, and every exec command. */
-static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan,
-                              const struct fr_profile *p)
+static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan, const struct fr_profile *p)
 {
     static struct fr_env_export ex; /* ~35 KiB: keep it off the stack */
     char **envp = NULL;
@@ -226,8 +236,7 @@ static void sandbox_notes(const struct fr_policy *pol, const char *jobs, const c
     const char *files[2] = {jobs, out};
     for (int i = 0; i < 2; i++)
         if (files[i] && strcmp(files[i], "-") && fr_policy_may_read(pol, files[i]))
-            fr_warn("sandbox: %s is inside what [sandbox] read/write lets every job read: a job can read it",
-                    files[i]);
+            fr_warn("sandbox: %s is inside what [sandbox] read/write lets every job read: a job can read it", files[i]);
 }
 
 struct run_state {

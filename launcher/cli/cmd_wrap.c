@@ -131,8 +131,7 @@ static int compute(const struct wrap_opts *w, const struct fr_profile *prof, str
 
     char origin[PATH_MAX + 16];
     snprintf(origin, sizeof origin, "profile %s", prof->path[0] ? prof->path : "");
-    struct fr_env_forced forced = {
-        .n = prof->nenv, .name = prof->env_name, .value = prof->env_value, .origin = origin};
+    struct fr_env_forced forced = {.n = prof->nenv, .name = prof->env_name, .value = prof->env_value, .origin = origin};
     struct fr_env_opts eopts = {.shm_threshold = w->shm_threshold, .uid = geteuid()};
     if (fr_env_compute(res, plan, 0, environ, &forced, &eopts, ex) < 0) {
         fr_warn("cannot compute the environment to export: %s", strerror(errno));
@@ -223,8 +222,7 @@ static void announce(const struct fr_env_export *ex)
         fr_info("JOBLIB_TEMP_FOLDER=%s: %s", jb->value, jb->reason);
 }
 
-static int run(const struct wrap_opts *w, bool supervise, const struct fr_sigstate *st,
-               struct fr_env_export *ex)
+static int run(const struct wrap_opts *w, bool supervise, const struct fr_sigstate *st, struct fr_env_export *ex)
 {
     char err[1024];
     if (fr_env_make_dirs(ex, err, sizeof err) < 0)

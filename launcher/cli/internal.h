@@ -8,16 +8,19 @@
  * command that takes one lists it with FR_CLI_PROFILE_OPT as its value
  * and hands it to fr_cli_option() by name. */
 #define FR_CLI_PROFILE_OPT 0x1000
-#define FR_CLI_OPT(name) {name, required_argument, NULL, FR_CLI_PROFILE_OPT}
+#define FR_CLI_OPT(name)                                                                                               \
+    {                                                                                                                  \
+        name, required_argument, NULL, FR_CLI_PROFILE_OPT                                                              \
+    }
 
 #define FR_CLI_MAX_SETTINGS 64
 
 /* One setting from the command line: --cpus 2, --set sandbox.memory=1G. */
 struct fr_cli_setting {
-    char opt[48];               /* how the user wrote it: "--cpus", "--set" */
+    char opt[48]; /* how the user wrote it: "--cpus", "--set" */
     char section[32];
     char key[64];
-    const char *value;          /* points into argv */
+    const char *value; /* points into argv */
 };
 
 /* The profile a command line asks for: --profile FILE (NULL = the

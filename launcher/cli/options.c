@@ -17,14 +17,10 @@ static const struct {
     const char *name;
     const char *section, *key;
 } keys[] = {
-    {"cpus", "resources", "cpus"},
-    {"workers", "resources", "workers"},
-    {"rounding", "resources", "rounding"},
-    {"memory-per-worker", "resources", "memory_per_worker"},
-    {"cpu-time", "sandbox", "cpu_time"},
-    {"wall-time", "sandbox", "wall_time"},
-    {"memory", "sandbox", "memory"},
-    {"output", "sandbox", "output"},
+    {"cpus", "resources", "cpus"},         {"workers", "resources", "workers"},
+    {"rounding", "resources", "rounding"}, {"memory-per-worker", "resources", "memory_per_worker"},
+    {"cpu-time", "sandbox", "cpu_time"},   {"wall-time", "sandbox", "wall_time"},
+    {"memory", "sandbox", "memory"},       {"output", "sandbox", "output"},
     {"preset", "sandbox", "preset"},
 };
 

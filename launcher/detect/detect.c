@@ -44,7 +44,8 @@ static void combine(struct fr_dx *x, const char *override)
     if (r->shm_size.known && r->mem_limit.known && r->shm_size.value > r->mem_limit.value) {
         char a[32], b[32];
         fr_detect_note(r, "/dev/shm (%s) is larger than the memory limit (%s): tmpfs pages count against the limit",
-                       fr_format_size((uint64_t)r->shm_size.value, a, sizeof a), fr_format_size((uint64_t)r->mem_limit.value, b, sizeof b));
+                       fr_format_size((uint64_t)r->shm_size.value, a, sizeof a),
+                       fr_format_size((uint64_t)r->mem_limit.value, b, sizeof b));
     }
 }
 

@@ -126,7 +126,8 @@ static int slurm_cpus(struct fr_dx *x, double *v, char *src, size_t n)
     }
     long cpus = fr_parse_slurm_cpus_per_node(list, (long)idx);
     if (cpus < 0) {
-        fr_detect_note(x->res, "SLURM_JOB_CPUS_PER_NODE='%.60s' has no valid entry for node %lld: ignored", list, (long long)idx);
+        fr_detect_note(x->res, "SLURM_JOB_CPUS_PER_NODE='%.60s' has no valid entry for node %lld: ignored", list,
+                       (long long)idx);
         return -1;
     }
     *v = (double)cpus;
@@ -148,7 +149,8 @@ static char *condor_ad(struct fr_dx *x, const char **path)
     return text;
 }
 
-static int condor_value(struct fr_dx *x, const char *text, const char *path, const char *attr, double *v, char *src, size_t n)
+static int condor_value(struct fr_dx *x, const char *text, const char *path, const char *attr, double *v, char *src,
+                        size_t n)
 {
     int r = fr_parse_classad_number(text, attr, v);
     if (r < 0)

@@ -29,7 +29,7 @@ static int make_private_dir(const char *path, char *err, size_t errlen)
     }
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
         fr_seterr(err, errlen, "%s exists but is not a directory owned by uid %lu: refusing to use it", path,
-                 (unsigned long)geteuid());
+                  (unsigned long)geteuid());
         return -1;
     }
     if ((st.st_mode & 077) && chmod(path, 0700) < 0) {
@@ -57,4 +57,3 @@ int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen)
     }
     return rc;
 }
-

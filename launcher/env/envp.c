@@ -63,8 +63,7 @@ static bool name_matches(const char *name, size_t len, const char *pattern)
     return len == pl && !strncmp(name, pattern, pl);
 }
 
-enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len,
-                                  char *const *pass_env)
+enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len, char *const *pass_env)
 {
     for (const char *const *a = job_allow; *a; a++)
         if (name_matches(name, len, *a))
@@ -89,8 +88,9 @@ const char *fr_env_job_allowlist(char *buf, size_t n)
         k += r > 0 ? (size_t)r : 0;
     }
     if (k < n)
-        k += (size_t)snprintf(buf + k, n - k, ", the thread variables (OMP_NUM_THREADS ... PYTHON_CPU_COUNT) and "
-                                              "fitrun's other exports (JOBLIB_TEMP_FOLDER)");
+        k += (size_t)snprintf(buf + k, n - k,
+                              ", the thread variables (OMP_NUM_THREADS ... PYTHON_CPU_COUNT) and "
+                              "fitrun's other exports (JOBLIB_TEMP_FOLDER)");
     for (size_t i = 0; i < sizeof job_fixed / sizeof job_fixed[0] && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "; %s=%s unless passed", job_fixed[i].name, job_fixed[i].value);
     return buf;
@@ -192,4 +192,3 @@ void fr_envp_free(char **envp)
         free(*p);
     free(envp);
 }
-

@@ -42,7 +42,6 @@ bool fr_env_is_thread_var(const char *name, size_t len)
     return false;
 }
 
-
 /* What fitrun itself exported, as "NAME=VALUE NAME=VALUE ...", so that a
  * nested fitrun (the Docker image runs `fitrun -- fitrun run`, and a pool
  * job may run fitrun again) can tell its parent's values from the user's:
@@ -108,7 +107,7 @@ static struct fr_env_entry *put(struct fr_env_export *ex, const char *name, cons
  * a message is fine, and going through vsnprintf keeps -Wformat-truncation
  * quiet about it on purpose. */
 
-#define reason(e, ...) fr_seterr((e)->reason, sizeof (e)->reason, __VA_ARGS__)
+#define reason(e, ...) fr_seterr((e)->reason, sizeof(e)->reason, __VA_ARGS__)
 
 /* Does envp's FITRUN_EXPORTED record `name` with exactly `value`? */
 bool fr_env_from_outer(char *const *envp, const char *name, const char *value)
@@ -146,8 +145,8 @@ void fr_env_fitrun_cpus(char *const *envp, struct fr_detect_opts *o)
 
 /* Export `value` as `name` unless the user already set it. `why` explains
  * the value; it ends up in the reason either way. */
-static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name,
-                                  const char *value, const char *why)
+static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name, const char *value,
+                                  const char *why)
 {
     bool outer;
     const char *user = user_value(envp, name, &outer);
@@ -192,8 +191,8 @@ static void describe_cpus(const struct fr_resources *res, char *buf, size_t n)
               b.source ? b.source : "");
 }
 
-static int export_threads(struct fr_env_export *ex, const struct fr_resources *res,
-                          const struct fr_plan *plan, int threads, char *const *envp)
+static int export_threads(struct fr_env_export *ex, const struct fr_resources *res, const struct fr_plan *plan,
+                          int threads, char *const *envp)
 {
     char cpus[256], why[FR_ENV_REASON_MAX], val[32], cpuval[32];
     describe_cpus(res, cpus, sizeof cpus);
@@ -253,7 +252,7 @@ static int export_memory(struct fr_env_export *ex, const struct fr_resources *re
     snprintf(val, sizeof val, "%.0f", res->mem_limit.value);
     fr_format_size((uint64_t)res->mem_limit.value, human, sizeof human);
     fr_seterr(why, sizeof why, "memory limit %s in bytes%s%s", human, res->mem_limit.source[0] ? ", from " : "",
-             res->mem_limit.source);
+              res->mem_limit.source);
     return offer(ex, envp, "FITRUN_MEMORY_LIMIT", val, why) ? 0 : -1;
 }
 
@@ -291,16 +290,15 @@ static int export_joblib(struct fr_env_export *ex, const struct fr_resources *re
         fr_seterr(why, sizeof why, "/dev/shm is %s, not below the %s threshold: joblib may use it", have, lim);
         return joblib_leave(ex, envp, why);
     }
-    int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp),
-                     (unsigned long)(opts ? opts->uid : 0));
+    int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp), (unsigned long)(opts ? opts->uid : 0));
     if (r < 0 || (size_t)r >= sizeof dir) {
         errno = ENAMETOOLONG;
         return -1;
     }
     fr_seterr(why, sizeof why,
-             "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
-             "filling it (%s)",
-             have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
+              "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
+              "filling it (%s)",
+              have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
     struct fr_env_entry *e = offer(ex, envp, FR_ENV_JOBLIB_VAR, dir, why);
     if (!e)
         return -1;
@@ -376,9 +374,8 @@ static int export_marker(struct fr_env_export *ex)
     return 0;
 }
 
-int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
-                   char *const *envp, const struct fr_env_forced *forced,
-                   const struct fr_env_opts *opts, struct fr_env_export *out)
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads, char *const *envp,
+                   const struct fr_env_forced *forced, const struct fr_env_opts *opts, struct fr_env_export *out)
 {
     out->n = 0;
     out->threads = 0;

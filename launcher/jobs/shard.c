@@ -34,8 +34,9 @@ int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char 
     if (!strcmp(s, "auto")) {
         int r = fr_shard_auto(envp, out, err, errlen);
         if (r == 0)
-            fr_seterr(err, errlen, "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
-                         "use --shard K/N");
+            fr_seterr(err, errlen,
+                      "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
+                      "use --shard K/N");
         return r == 1 ? 0 : -1;
     }
     const char *slash = strchr(s, '/');
@@ -94,8 +95,8 @@ static int auto_pinned(const char *pinned, long id, struct fr_shard *out, char *
         return -1;
     }
     if (id >= n) {
-        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)",
-                     id, n, n - 1);
+        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)", id, n,
+                  n - 1);
         return -1;
     }
     *out = (struct fr_shard){.enabled = true, .index = (int)id, .count = (int)n};
@@ -128,17 +129,17 @@ int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t err
             return -1;
         if (max < min || (max - min) / step + 1 != count) {
             fr_seterr(err, errlen,
-                         "the SLURM array is not one evenly spaced range (MIN=%ld, MAX=%ld, STEP=%ld, COUNT=%ld, "
-                         "as with --array=1,3,7): shard numbers are ambiguous; set " FR_SHARD_COUNT_ENV
-                         "=N or use --shard K/N",
-                         min, max, step, count);
+                      "the SLURM array is not one evenly spaced range (MIN=%ld, MAX=%ld, STEP=%ld, COUNT=%ld, "
+                      "as with --array=1,3,7): shard numbers are ambiguous; set " FR_SHARD_COUNT_ENV
+                      "=N or use --shard K/N",
+                      min, max, step, count);
             return -1;
         }
     }
     long k = (id - min) / step;
     if (k >= count) {
         fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is beyond the array (MIN=%ld, STEP=%ld, COUNT=%ld)", id, min,
-                     step, count);
+                  step, count);
         return -1;
     }
     *out = (struct fr_shard){.enabled = true, .index = (int)k, .count = (int)count};

@@ -94,10 +94,13 @@ static void cpu_reason(const struct fr_resources *res, struct fr_plan *p, double
     fr_cpu_binding(res, true, &d);
     double det = res->cpu_detected > 0 ? res->cpu_detected : eff;
     if (res->cpu_override.known)
-        reason(p, "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s", eff,
-               cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, d.name, d.source);
+        reason(
+            p,
+            "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s",
+            eff, cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, d.name, d.source);
     else
-        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, d.name, d.source);
+        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff),
+               res->cpu_affinity, q, s, o, d.name, d.source);
     if (res->cpu_shares.known)
         reason(p, "cpu shares/weight %g ignored: a relative weight, not a number of CPUs", res->cpu_shares.value);
 }
@@ -158,11 +161,13 @@ static int pids_cap(const struct fr_resources *res, struct fr_plan *p, int w, in
     int cost = threads + 1;
     double cap = floor(budget / cost);
     if (cap < 1) {
-        reason(p, "pids: %g left [%.150s], %d kept as headroom: room for less than one worker: 1 worker anyway", room, src, PIDS_HEADROOM);
+        reason(p, "pids: %g left [%.150s], %d kept as headroom: room for less than one worker: 1 worker anyway", room,
+               src, PIDS_HEADROOM);
         return 1;
     }
     if (cap < w) {
-        reason(p, "pids: (%g left [%.150s] - %d headroom) / %d per worker = %g: %d -> %d workers", room, src, PIDS_HEADROOM, cost, cap, w, (int)cap);
+        reason(p, "pids: (%g left [%.150s] - %d headroom) / %d per worker = %g: %d -> %d workers", room, src,
+               PIDS_HEADROOM, cost, cap, w, (int)cap);
         return (int)cap;
     }
     reason(p, "pids: (%g left - %d headroom) / %d per worker = %g >= %d: no cap", room, PIDS_HEADROOM, cost, cap, w);
@@ -186,7 +191,8 @@ static void apply_override(const struct fr_resources *res, const struct fr_plan_
     if (o->memory_per_worker && limit > 0 && (double)o->memory_per_worker * n > limit) {
         char per[32], lim[32];
         reason(p, "warning: %d workers x %s exceed %s %s", n, fr_format_size(o->memory_per_worker, per, sizeof per),
-               res->mem_limit.known ? "the memory limit" : "MemTotal", fr_format_size((uint64_t)limit, lim, sizeof lim));
+               res->mem_limit.known ? "the memory limit" : "MemTotal",
+               fr_format_size((uint64_t)limit, lim, sizeof lim));
     }
     double room;
     const char *src;
@@ -215,8 +221,8 @@ void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opt
     if (o->workers_override > 0)
         apply_override(res, o, out, eff);
     out->threads_per_worker = threads_for(eff, out->workers);
-    reason(out, "%d thread%s per worker = max(1, floor(%g / %d))", out->threads_per_worker, out->threads_per_worker == 1 ? "" : "s",
-           eff, out->workers);
+    reason(out, "%d thread%s per worker = max(1, floor(%g / %d))", out->threads_per_worker,
+           out->threads_per_worker == 1 ? "" : "s", eff, out->workers);
     out->threads_per_job = out->threads_per_worker;
     if (o->job_threads_max > 0 && o->job_threads_max < out->threads_per_worker) {
         out->threads_per_job = o->job_threads_max;

@@ -123,7 +123,7 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     } else if (raw->kind == FR_RAW_CRASHED && sl->job.attempts < 2 && !h->stopping) {
         /* Retry once: a crash is about the worker, not (yet) about the job. */
         pool_say(h, "worker %d crashed running job %s (line %ld): %s; retrying it once", s, sl->job.id, sl->job.line,
-            raw->error_message ? raw->error_message : "no reason given");
+                 raw->error_message ? raw->error_message : "no reason given");
         h->retry[h->nretry++] = sl->job;
         keep_job = true;
     } else if (raw->kind != FR_RAW_FINISHED) {
@@ -149,4 +149,3 @@ const struct fr_host_ops pool_host_ops = {
     .watch_cpu = pool_watch_cpu,
     .vfail = host_vfail,
 };
-

@@ -90,9 +90,7 @@ void pool_intake(struct fr_host *h, bool readable)
         size_t len;
         long line;
         switch (input_next(&h->in, &text, &len, &line)) {
-        case INPUT_LINE:
-            handle_line(h, text, len, line);
-            continue;
+        case INPUT_LINE: handle_line(h, text, len, line); continue;
         case INPUT_TOO_LONG: {
             if ((h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line)) || resumed(h, line, NULL, 0))
                 continue;
@@ -101,11 +99,8 @@ void pool_intake(struct fr_host *h, bool readable)
             pool_emit_invalid(h, NULL, line, "InvalidJSON", msg);
             continue;
         }
-        case INPUT_END:
-            h->in_done = true;
-            continue;
-        case INPUT_MORE:
-            break;
+        case INPUT_END: h->in_done = true; continue;
+        case INPUT_MORE: break;
         }
         if (h->in.pollable && !readable)
             return;
@@ -135,4 +130,3 @@ void pool_input_interest(struct fr_host *h)
     else if (want)
         fr_host_fail(h, "cannot watch %s: %s", h->in.name, strerror(errno));
 }
-

@@ -30,13 +30,13 @@
 struct input {
     int fd;
     const char *name;
-    bool pollable;      /* pipe/tty/socket: read when epoll says so; else always ready */
+    bool pollable; /* pipe/tty/socket: read when epoll says so; else always ready */
     bool eof;
-    char *buf;          /* unconsumed bytes are buf[off, len) */
+    char *buf; /* unconsumed bytes are buf[off, len) */
     size_t off, len, cap;
-    long line;          /* physical lines handed out so far */
-    bool skipping;      /* inside an over-long line: drop bytes up to its '\n' */
-    bool use_pread;     /* read a regular file at pread_pos, leaving the descriptor's offset alone */
+    long line;      /* physical lines handed out so far */
+    bool skipping;  /* inside an over-long line: drop bytes up to its '\n' */
+    bool use_pread; /* read a regular file at pread_pos, leaving the descriptor's offset alone */
     off_t pread_pos;
 };
 
@@ -87,14 +87,14 @@ struct stats {
     uint64_t start_ns;
     int workers;
     long counts[STATUS_COUNT];
-    long done;          /* results written by this run */
-    long total;         /* expected results of this run; -1 = unknown (streamed input) */
-    long skipped;       /* already in the results file (--resume) */
+    long done;    /* results written by this run */
+    long total;   /* expected results of this run; -1 = unknown (streamed input) */
+    long skipped; /* already in the results file (--resume) */
     struct error_count *types;
     size_t ntypes, captypes;
-    enum fr_progress mode;      /* resolved: BAR, PLAIN or NONE */
-    uint64_t next_ns;           /* next progress output */
-    bool drawn;                 /* a bar is on screen */
+    enum fr_progress mode; /* resolved: BAR, PLAIN or NONE */
+    uint64_t next_ns;      /* next progress output */
+    bool drawn;            /* a bar is on screen */
 };
 
 void stats_init(struct stats *s, enum fr_progress mode, int workers, long total, long skipped);
@@ -117,24 +117,24 @@ struct slot {
     bool busy;
     struct fr_job job;
     uint64_t start_ns;
-    uint64_t deadline_ns;           /* wall time; 0 = none */
-    enum fr_abort_reason aborted;   /* 0 = not aborted */
-    bool completing;                /* inside fr_host_complete: not to be aborted */
-    pid_t sid;                      /* the job's session (orphans in it are spared) */
-    pid_t cpu_pid;                  /* CPU clock watched; 0 = none */
-    int cpu_pidfd;                  /* confirms cpu_pid is still that process; -1 = it is our child */
-    uint64_t cpu_seen_ns;           /* the last CPU time read from it */
+    uint64_t deadline_ns;         /* wall time; 0 = none */
+    enum fr_abort_reason aborted; /* 0 = not aborted */
+    bool completing;              /* inside fr_host_complete: not to be aborted */
+    pid_t sid;                    /* the job's session (orphans in it are spared) */
+    pid_t cpu_pid;                /* CPU clock watched; 0 = none */
+    int cpu_pidfd;                /* confirms cpu_pid is still that process; -1 = it is our child */
+    uint64_t cpu_seen_ns;         /* the last CPU time read from it */
     uint64_t cpu_check_ns;
 };
 
 struct watch {
     bool used;
     int slot;
-    uint32_t gen;   /* guards against a stale event for a closed and reused fd */
+    uint32_t gen; /* guards against a stale event for a closed and reused fd */
 };
 
 struct fr_host {
-    struct fr_host_base base;   /* first: the table runtimes call through (runtime.h) */
+    struct fr_host_base base; /* first: the table runtimes call through (runtime.h) */
     const struct fr_pool_opts *o;
     struct fr_runtime rt;
     int epfd, sigfd;
@@ -150,20 +150,20 @@ struct fr_host {
     uint32_t gen;
 
     struct input in;
-    bool in_watched;        /* registered with epoll (pipes, while we want jobs) */
-    bool in_done;           /* no more lines will come */
+    bool in_watched; /* registered with epoll (pipes, while we want jobs) */
+    bool in_done;    /* no more lines will come */
 
     struct fr_job *pending; /* FIFO ring of parsed jobs waiting for a slot */
     int pend_head, npending;
-    struct fr_job *retry;   /* crashed once, run again first */
+    struct fr_job *retry; /* crashed once, run again first */
     int nretry;
 
-    struct fr_idset *seen;  /* ids of this run (and of resumed results) */
+    struct fr_idset *seen; /* ids of this run (and of resumed results) */
     struct reaper reaper;
     struct stats stats;
     long invalid;
     long ncpus;
-    struct fr_oom oom;      /* OOM kills of our memory cgroup (oom.c) */
+    struct fr_oom oom; /* OOM kills of our memory cgroup (oom.c) */
 
     bool stopping;
     int stop_signal;

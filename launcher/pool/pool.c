@@ -54,7 +54,7 @@ static void on_signals(struct fr_host *h)
         else {
             if (!h->stopping)
                 pool_say(h, "SIG%s: stopping; running jobs are killed and will run again with --resume",
-                    sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?");
+                         sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?");
             pool_interrupt(h, (int)si.ssi_signo);
         }
     }

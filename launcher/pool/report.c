@@ -130,8 +130,8 @@ static void draw_bar(struct stats *s, double elapsed, double rate)
         for (int i = 0; i < barw; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[barw] = '\0';
-        snprintf(line, sizeof line, "%3d%% [%s] %ld/%ld [%s<%s, %.1f jobs/s] %s", (int)(frac * 100), bar,
-                 s->done, s->total, el, eta, rate, counts);
+        snprintf(line, sizeof line, "%3d%% [%s] %ld/%ld [%s<%s, %.1f jobs/s] %s", (int)(frac * 100), bar, s->done,
+                 s->total, el, eta, rate, counts);
     } else {
         snprintf(line, sizeof line, "%ld done [%s, %.1f jobs/s] %s", s->done, el, rate, counts);
     }

@@ -78,8 +78,8 @@ static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr
     if (json_is_array(expected) && (*passed = fr_passed_json(expected, raw->outputs, raw->outputs_len, status, &plen)))
         f[n++] = (struct fr_result_field){"passed", *passed, plen};
     if (raw->error_line > 0)
-        f[n++] = (struct fr_result_field){"error_line", line_buf,
-                                          (size_t)snprintf(line_buf, 32, "%ld", raw->error_line)};
+        f[n++] =
+            (struct fr_result_field){"error_line", line_buf, (size_t)snprintf(line_buf, 32, "%ld", raw->error_line)};
     return n;
 }
 
@@ -94,8 +94,7 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
         cpu_ms = sl->cpu_seen_ns / NS_PER_MS;
     /* The slot is still busy, so nbusy counts this job among those that
      * may claim a kill (oom.c). */
-    bool oom = raw->oom_killed ||
-               (fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
+    bool oom = raw->oom_killed || (fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
     const struct fr_profile *p = h->o->rtcfg->profile;
     struct fr_verdict_in in = {
         .raw = raw,
@@ -163,4 +162,3 @@ void pool_write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
         h->invalid++;
     emit(h, &r);
 }
-

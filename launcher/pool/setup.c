@@ -140,4 +140,3 @@ void pool_teardown(struct fr_host *h)
     sigaction(SIGPIPE, &h->old_pipe, NULL);
     sigaction(SIGCHLD, &h->old_chld, NULL);
 }
-

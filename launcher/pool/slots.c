@@ -75,7 +75,6 @@ void pool_interrupt(struct fr_host *h, int sig)
     }
 }
 
-
 void pool_release(struct fr_host *h, int s, bool free_job)
 {
     struct slot *sl = &h->slots[s];

@@ -119,4 +119,3 @@ int pool_next_timeout(const struct fr_host *h, uint64_t now)
     uint64_t ms = ms_between(now, next);
     return ms > 60000 ? 60000 : (int)ms;
 }
-

@@ -31,23 +31,23 @@ static void test_binding_table(void **state)
     static const struct {
         int affinity;
         double quota, scheduler, outer, override;
-        const char *detected;   /* name of the detected bound */
+        const char *detected; /* name of the detected bound */
         double detected_value;
-        const char *effective;  /* name of what sets cpu_effective */
+        const char *effective; /* name of what sets cpu_effective */
     } cases[] = {
         {4, NONE, NONE, NONE, NONE, "affinity", 4, "affinity"},
         {0, NONE, NONE, NONE, NONE, "affinity", 1, "affinity"}, /* unknown affinity: 1 */
         {4, 1.5, NONE, NONE, NONE, "quota", 1.5, "quota"},
-        {4, 8, NONE, NONE, NONE, "affinity", 4, "affinity"},     /* a looser quota does not bind */
-        {4, 4, NONE, NONE, NONE, "quota", 4, "quota"},           /* tie: the quota is named */
-        {4, 2, 2, NONE, NONE, "scheduler", 2, "scheduler"},      /* tie: the scheduler over the quota */
+        {4, 8, NONE, NONE, NONE, "affinity", 4, "affinity"}, /* a looser quota does not bind */
+        {4, 4, NONE, NONE, NONE, "quota", 4, "quota"},       /* tie: the quota is named */
+        {4, 2, 2, NONE, NONE, "scheduler", 2, "scheduler"},  /* tie: the scheduler over the quota */
         {4, 2, 3, NONE, NONE, "quota", 2, "quota"},
         {4, 3, 2, NONE, NONE, "scheduler", 2, "scheduler"},
-        {4, NONE, NONE, 1, NONE, "outer", 1, "outer"},           /* the outer bound binds when tightest */
-        {4, NONE, NONE, 4, NONE, "affinity", 4, "affinity"},     /* ... and is never named on a tie */
+        {4, NONE, NONE, 1, NONE, "outer", 1, "outer"},       /* the outer bound binds when tightest */
+        {4, NONE, NONE, 4, NONE, "affinity", 4, "affinity"}, /* ... and is never named on a tie */
         {4, 2, NONE, 2, NONE, "quota", 2, "quota"},
         {4, 2, 1, 0.5, NONE, "outer", 0.5, "outer"},
-        {4, 0.5, NONE, NONE, 3, "quota", 0.5, "override"},       /* an override wins, above too */
+        {4, 0.5, NONE, NONE, 3, "quota", 0.5, "override"}, /* an override wins, above too */
         {4, NONE, NONE, 1, 2, "outer", 1, "override"},
     };
     struct fr_resources *r = malloc(sizeof *r);
@@ -63,7 +63,8 @@ static void test_binding_table(void **state)
         struct fr_cpu_limit d, e;
         fr_cpu_binding(r, true, &d);
         fr_cpu_binding(r, false, &e);
-        if (strcmp(d.name, cases[i].detected) || d.value != cases[i].detected_value || strcmp(e.name, cases[i].effective))
+        if (strcmp(d.name, cases[i].detected) || d.value != cases[i].detected_value ||
+            strcmp(e.name, cases[i].effective))
             fail_msg("case %zu: detected %s %g, effective %s; want %s %g, %s", i, d.name, d.value, e.name,
                      cases[i].detected, cases[i].detected_value, cases[i].effective);
         /* Every bound carries its words and its source. */

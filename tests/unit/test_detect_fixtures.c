@@ -98,7 +98,8 @@ static void strings(struct obj *o, const char *key, int n, const char *(*item)(c
         const char *want = (size_t)i < json_array_size(a) ? json_string_value(json_array_get(a, i)) : "(nothing)";
         const char *got = i < n ? item(ctx, i) : "(nothing)";
         if (!want || strcmp(want, got))
-            fail_msg("%s: %s.%s[%d]: got '%s', want '%s'", o->fixture, o->name, key, i, got, want ? want : "(not a string)");
+            fail_msg("%s: %s.%s[%d]: got '%s', want '%s'", o->fixture, o->name, key, i, got,
+                     want ? want : "(not a string)");
     }
 }
 
@@ -270,7 +271,8 @@ static char **load_env(const char *dir, char **text)
     char **envp = calloc(64, sizeof *envp);
     assert_non_null(envp);
     int n = 0;
-    for (char *save = NULL, *line = *text ? strtok_r(*text, "\n", &save) : NULL; line && n < 63; line = strtok_r(NULL, "\n", &save))
+    for (char *save = NULL, *line = *text ? strtok_r(*text, "\n", &save) : NULL; line && n < 63;
+         line = strtok_r(NULL, "\n", &save))
         envp[n++] = line;
     return envp;
 }
@@ -329,8 +331,9 @@ static void test_required_fixtures_exist(void **state)
 {
     (void)state;
     static const char *required[] = {
-        "v1-host", "hybrid-host", "v2-host", "docker-v1-cpus-1.5", "docker-v2-cgroupns-cpus-0.5", "k8s-nested-v2",
-        "systemd-slice", "slurm-cpuset", "htcondor", "escaped-paths", "missing", "garbage", "host-256",
+        "v1-host",       "hybrid-host",   "v2-host",      "docker-v1-cpus-1.5", "docker-v2-cgroupns-cpus-0.5",
+        "k8s-nested-v2", "systemd-slice", "slurm-cpuset", "htcondor",           "escaped-paths",
+        "missing",       "garbage",       "host-256",
     };
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
         char path[4096];

@@ -18,9 +18,9 @@
 #include "fitrun/envexport.h"
 
 static const char *const thread_names[] = {
-    "OMP_NUM_THREADS",  "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "RAYON_NUM_THREADS", "GOMAXPROCS",
-    "JULIA_NUM_THREADS", "LOKY_MAX_CPU_COUNT", "PYTHON_CPU_COUNT",
+    "OMP_NUM_THREADS",        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",   "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS",     "RAYON_NUM_THREADS", "GOMAXPROCS",
+    "JULIA_NUM_THREADS",      "LOKY_MAX_CPU_COUNT",   "PYTHON_CPU_COUNT",
 };
 #define NTHREAD_NAMES (sizeof thread_names / sizeof thread_names[0])
 
@@ -58,8 +58,7 @@ static const struct fr_env_entry *must_find(const struct fr_env_export *ex, cons
     return e;
 }
 
-static void assert_entry(const struct fr_env_export *ex, const char *name, enum fr_env_action action,
-                         const char *value)
+static void assert_entry(const struct fr_env_export *ex, const char *name, enum fr_env_action action, const char *value)
 {
     const struct fr_env_entry *e = must_find(ex, name);
     if (e->action != action)
@@ -274,8 +273,8 @@ static struct fr_resources res_with_shm(uint64_t shm)
     return r;
 }
 
-static void check_shm(uint64_t shm, uint64_t threshold, char *const *envp, enum fr_env_action action,
-                      const char *value, bool make_dir)
+static void check_shm(uint64_t shm, uint64_t threshold, char *const *envp, enum fr_env_action action, const char *value,
+                      bool make_dir)
 {
     struct fr_resources r = res_with_shm(shm);
     struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
@@ -351,8 +350,7 @@ static void test_build_envp(void **state)
     (void)state;
     struct fr_resources r = res_with_cpus(2);
     struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
-    char *envp[] = {"PATH=/usr/bin", "OMP_NUM_THREADS=8", "MKL_NUM_THREADS=4", "OMP_NUM_THREADS=9",
-                    "HOME=/root", NULL};
+    char *envp[] = {"PATH=/usr/bin", "OMP_NUM_THREADS=8", "MKL_NUM_THREADS=4", "OMP_NUM_THREADS=9", "HOME=/root", NULL};
     char *names[] = {"OMP_NUM_THREADS"};
     char *values[] = {"3"};
     struct fr_env_forced f = {.n = 1, .name = names, .value = values};
@@ -362,9 +360,9 @@ static void test_build_envp(void **state)
     assert_non_null(out);
     assert_true(has(out, "PATH=/usr/bin"));
     assert_true(has(out, "HOME=/root"));
-    assert_true(has(out, "OMP_NUM_THREADS=3"));           /* forced, both user copies gone */
+    assert_true(has(out, "OMP_NUM_THREADS=3")); /* forced, both user copies gone */
     assert_int_equal(count_prefix(out, "OMP_NUM_THREADS="), 1);
-    assert_true(has(out, "MKL_NUM_THREADS=4"));           /* kept, exactly once */
+    assert_true(has(out, "MKL_NUM_THREADS=4")); /* kept, exactly once */
     assert_int_equal(count_prefix(out, "MKL_NUM_THREADS="), 1);
     assert_true(has(out, "GOMAXPROCS=2"));
     assert_true(has(out, "FITRUN_CPUS=2"));
@@ -438,8 +436,8 @@ static void test_nested_fitrun_recomputes_outer_values(void **state)
     assert_entry(&inner, "OMP_NUM_THREADS", FR_ENV_SET, "1");
     assert_non_null(strstr(must_find(&inner, "OMP_NUM_THREADS")->reason, "outer fitrun"));
     assert_entry(&inner, "FITRUN_CPUS", FR_ENV_SET, "1");
-    assert_entry(&inner, "BLIS_NUM_THREADS", FR_ENV_KEPT, "3");   /* changed by the user */
-    assert_entry(&inner, "GOMAXPROCS", FR_ENV_KEPT, "16");        /* the user's from the start */
+    assert_entry(&inner, "BLIS_NUM_THREADS", FR_ENV_KEPT, "3"); /* changed by the user */
+    assert_entry(&inner, "GOMAXPROCS", FR_ENV_KEPT, "16");      /* the user's from the start */
     /* The inner record replaces the outer one. */
     char **env2 = fr_env_build_envp(&inner, env);
     assert_int_equal(count_prefix(env2, "FITRUN_EXPORTED="), 1);
@@ -557,7 +555,7 @@ static void test_from_outer(void **state)
     assert_true(fr_env_from_outer(envp, "FITRUN_WORKERS", "1"));
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", "20")); /* a changed value is the user's */
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", ""));
-    assert_false(fr_env_from_outer(envp, "CPUS", "2"));         /* whole names only */
+    assert_false(fr_env_from_outer(envp, "CPUS", "2")); /* whole names only */
     assert_false(fr_env_from_outer(envp, "GOMAXPROCS", "2"));
     assert_false(fr_env_from_outer(envp, NULL, "2"));
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", NULL));
@@ -606,19 +604,30 @@ static void test_job_envp_is_scrubbed(void **state)
 
     char **job = fr_env_build_job_envp(&ex, envp, pass);
     assert_non_null(job);
-    const char *kept[] = {"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "LC_TIME=en_DK", "TZ=UTC", "FITRUN_SEED=1",
+    const char *kept[] = {"PATH=/usr/bin",
+                          "LANG=C.UTF-8",
+                          "LC_ALL=C",
+                          "LC_TIME=en_DK",
+                          "TZ=UTC",
+                          "FITRUN_SEED=1",
                           "OMP_NUM_THREADS=3", /* the user's own value: kept */
-                          "JOBLIB_TEMP_FOLDER=/scratch/j", "HF_TOKEN=hf", "MY_A=1", "MY_B=2",
-                          "SECRET=from the profile", "GOMAXPROCS=5", /* [env] wins */
-                          "OPENBLAS_NUM_THREADS=1", "FITRUN_CPUS=1", "FITRUN_WORKERS=2"};
+                          "JOBLIB_TEMP_FOLDER=/scratch/j",
+                          "HF_TOKEN=hf",
+                          "MY_A=1",
+                          "MY_B=2",
+                          "SECRET=from the profile",
+                          "GOMAXPROCS=5", /* [env] wins */
+                          "OPENBLAS_NUM_THREADS=1",
+                          "FITRUN_CPUS=1",
+                          "FITRUN_WORKERS=2"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (!has(job, kept[i]))
             fail_msg("the job lost %s", kept[i]);
     /* the caller's HOME is scrubbed; jobs get a neutral one */
     assert_true(has(job, "HOME=/nonexistent"));
     assert_int_equal(count_prefix(job, "HOME="), 1);
-    const char *gone[] = {"AWS_SECRET_ACCESS_KEY=", "LANGUAGEX=", "HF_TOKENS=", "MYC=", "PYTHONPATH=",
-                          "VIRTUAL_ENV=", "LD_LIBRARY_PATH=", "not-a-variable"};
+    const char *gone[] = {"AWS_SECRET_ACCESS_KEY=", "LANGUAGEX=",       "HF_TOKENS=",    "MYC=", "PYTHONPATH=",
+                          "VIRTUAL_ENV=",           "LD_LIBRARY_PATH=", "not-a-variable"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         if (count_prefix(job, gone[i]))
             fail_msg("%s reached the job", gone[i]);
@@ -628,8 +637,8 @@ static void test_job_envp_is_scrubbed(void **state)
     /* The same list, named, for detect and --explain. */
     char **scrubbed = fr_env_scrubbed(&ex, envp, pass);
     assert_non_null(scrubbed);
-    const char *want[] = {"AWS_SECRET_ACCESS_KEY", "HOME", "LANGUAGEX", "HF_TOKENS", "MYC", "PYTHONPATH", "VIRTUAL_ENV",
-                          "LD_LIBRARY_PATH"};
+    const char *want[] = {"AWS_SECRET_ACCESS_KEY", "HOME",           "LANGUAGEX", "HF_TOKENS", "MYC", "PYTHONPATH",
+                          "VIRTUAL_ENV",           "LD_LIBRARY_PATH"};
     size_t n = 0;
     for (char **g = scrubbed; *g; g++)
         n++;
