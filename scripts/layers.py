@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """layers.py — check that fitrun's layering goes one way.
 
-    scripts/layers.py [BUILD_DIR]        (default: build)
+    scripts/layers.py [--src DIR] [BUILD_DIR]    (defaults: this checkout, its build/)
 
 Reads the object files of a build (the code the binary really links) and
 the sources' quoted #include lines, and builds a file-level graph: an edge
@@ -156,7 +156,12 @@ def sccs(nodes, edges):
 
 
 def main(argv):
-    build = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(SRC, "build"))
+    global SRC
+    args = argv[1:]
+    if args[:1] == ["--src"] and len(args) > 1:
+        SRC = os.path.abspath(args[1])
+        args = args[2:]
+    build = os.path.abspath(args[0] if args else os.path.join(SRC, "build"))
     objs = objects(build)
     if not objs:
         print(f"layers.py: no object files under {build} (build first)", file=sys.stderr)
