@@ -31,17 +31,30 @@ static bool only_space(const char *s)
     return *skip_space(s) == '\0';
 }
 
-int fr_parse_i64(const char *s, int64_t *out)
+/* The start of a number in s (leading space skipped), or NULL when there
+ * is none; errno cleared for the strto* call that follows. */
+static const char *number_start(const char *s)
 {
     if (!s)
-        return -1;
+        return NULL;
     s = skip_space(s);
-    if (!*s)
-        return -1;
-    char *end;
     errno = 0;
+    return *s ? s : NULL;
+}
+
+/* Did the strto* call that read [s, end) take the whole string? */
+static bool whole(const char *s, const char *end)
+{
+    return !errno && end != s && only_space(end);
+}
+
+int fr_parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    if (!(s = number_start(s)))
+        return -1;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || !only_space(end))
+    if (!whole(s, end))
         return -1;
     *out = v;
     return 0;
@@ -49,15 +62,11 @@ int fr_parse_i64(const char *s, int64_t *out)
 
 int fr_parse_u64(const char *s, uint64_t *out)
 {
-    if (!s)
-        return -1;
-    s = skip_space(s);
-    if (!*s || *s == '-')
-        return -1;
     char *end;
-    errno = 0;
+    if (!(s = number_start(s)) || *s == '-') /* strtoull would wrap "-1" */
+        return -1;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || !only_space(end))
+    if (!whole(s, end))
         return -1;
     *out = v;
     return 0;
@@ -65,15 +74,11 @@ int fr_parse_u64(const char *s, uint64_t *out)
 
 int fr_parse_double(const char *s, double *out)
 {
-    if (!s)
-        return -1;
-    s = skip_space(s);
-    if (!*s)
-        return -1;
     char *end;
-    errno = 0;
+    if (!(s = number_start(s)))
+        return -1;
     double v = strtod(s, &end);
-    if (errno || end == s || !only_space(end) || !isfinite(v))
+    if (!whole(s, end) || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -176,12 +181,6 @@ static unsigned __int128 pow10_u128(int n)
     return r;
 }
 
-/* A unit and what one of it is worth (bytes, or microseconds). */
-struct unit {
-    const char *name;
-    uint64_t mult;
-};
-
 /* Split "1.5GiB" into an exact non-negative decimal and a lower-cased unit. */
 static int number_and_unit(const char *s, struct decimal *num, char *unit, size_t unitlen, const char **why)
 {
@@ -209,19 +208,47 @@ static int number_and_unit(const char *s, struct decimal *num, char *unit, size_
     return 0;
 }
 
-/* "1.5GiB" -> *d = 1.5 and the multiplier of its unit among units[n]
- * (returned, > 0); 0 with *why when s is not a number with one of them
- * (`unknown` names the units). */
-static uint64_t parse_with_unit(const char *s, const struct unit *units, size_t n, const char *unknown,
+/* "1.5GiB" -> *d = 1.5 and what one of its unit is worth, from mult(the
+ * unit, lower-cased) (> 0); 0 with *why when s is not a number with a unit
+ * mult knows (`unknown` names the units). */
+static uint64_t parse_with_unit(const char *s, uint64_t (*mult)(const char *unit), const char *unknown,
                                 struct decimal *d, const char **why)
 {
     char unit[8];
     if (number_and_unit(s, d, unit, sizeof unit, why) < 0)
         return 0;
-    for (size_t i = 0; i < n; i++)
+    uint64_t m = mult(unit);
+    if (!m)
+        *why = unknown;
+    return m;
+}
+
+/* Bytes in a size unit: none or "b", then binary multiples, each as "k",
+ * "kb" or "kib" (K = 1024), up to "t". 0 for anything else. */
+static uint64_t size_unit(const char *unit)
+{
+    static const char prefixes[] = "kmgt";
+    if (!unit[0] || !strcmp(unit, "b"))
+        return 1;
+    const char *p = strchr(prefixes, unit[0]);
+    if (!p || (unit[1] && strcmp(unit + 1, "b") && strcmp(unit + 1, "ib")))
+        return 0;
+    return 1ull << (10 * (p - prefixes + 1));
+}
+
+/* Microseconds in a duration unit (none = seconds); 0 for anything else. */
+static uint64_t duration_unit(const char *unit)
+{
+    static const struct {
+        const char *name;
+        uint64_t us;
+    } units[] = {
+        {"", 1000000}, {"s", 1000000},  {"sec", 1000000},  {"ms", 1000},
+        {"us", 1},     {"m", 60000000}, {"min", 60000000}, {"h", 3600000000ull},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(unit, units[i].name))
-            return units[i].mult;
-    *why = unknown;
+            return units[i].us;
     return 0;
 }
 
@@ -234,26 +261,10 @@ static int fail_why(const char **out, const char *why)
 
 int fr_parse_size_why(const char *s, uint64_t *out, const char **why)
 {
-    static const struct unit units[] = {
-        {"", 1},
-        {"b", 1},
-        {"k", 1ull << 10},
-        {"kb", 1ull << 10},
-        {"kib", 1ull << 10},
-        {"m", 1ull << 20},
-        {"mb", 1ull << 20},
-        {"mib", 1ull << 20},
-        {"g", 1ull << 30},
-        {"gb", 1ull << 30},
-        {"gib", 1ull << 30},
-        {"t", 1ull << 40},
-        {"tb", 1ull << 40},
-        {"tib", 1ull << 40},
-    };
     struct decimal d;
     const char *w;
-    uint64_t mult = parse_with_unit(s, units, sizeof units / sizeof units[0],
-                                    "unknown unit (B, K, M, G, T; KiB, MB, ... are the same binary units)", &d, &w);
+    uint64_t mult =
+        parse_with_unit(s, size_unit, "unknown unit (B, K, M, G, T; KiB, MB, ... are the same binary units)", &d, &w);
     if (!mult)
         return fail_why(why, w);
     unsigned __int128 bytes = d.digits * mult, den = pow10_u128(d.frac);
@@ -272,14 +283,9 @@ int fr_parse_size(const char *s, uint64_t *out)
 
 int fr_parse_duration_why(const char *s, uint64_t *out, const char **why)
 {
-    static const struct unit units[] = {
-        /* microseconds */
-        {"", 1000000}, {"s", 1000000},  {"sec", 1000000},  {"ms", 1000},
-        {"us", 1},     {"m", 60000000}, {"min", 60000000}, {"h", 3600000000ull},
-    };
     struct decimal d;
     const char *w;
-    uint64_t us = parse_with_unit(s, units, sizeof units / sizeof units[0], "unknown unit (ms, s, m, h, us)", &d, &w);
+    uint64_t us = parse_with_unit(s, duration_unit, "unknown unit (ms, s, m, h, us)", &d, &w);
     if (!us)
         return fail_why(why, w);
     /* ms = ceil(digits x us / (10^frac x 1000)): the resolution is 1 ms,

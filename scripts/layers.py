@@ -23,24 +23,25 @@ import subprocess
 import sys
 from collections import defaultdict
 
-# Lowest first. A source belongs to the first entry whose prefix matches.
+# Lowest first: a layer's name and its folder (docs/architecture.md draws
+# the same order). A source belongs to the first entry whose prefix matches.
 # Files of one layer may depend on each other (without circles) and on
 # anything below; never on anything above.
-LAYERS = [
-    ("common", ["common/"]),
-    ("detect", ["launcher/detect/"]),
-    ("plan", ["launcher/plan/"]),
-    ("env", ["launcher/env/"]),
-    ("sandbox", ["sandbox/"]),
-    ("profile", ["launcher/profile/"]),
-    ("jobs", ["launcher/jobs/"]),
-    ("verdict", ["launcher/verdict/"]),
-    ("runtimes", ["launcher/runtime/"]),
-    ("init", ["launcher/init/"]),
-    ("pool", ["launcher/pool/"]),
-    ("scaleout", ["launcher/scaleout/"]),
-    ("cli", ["launcher/cli/"]),
-]
+LAYERS = [line.split() for line in """
+    common    common/
+    detect    launcher/detect/
+    plan      launcher/plan/
+    env       launcher/env/
+    sandbox   sandbox/
+    profile   launcher/profile/
+    jobs      launcher/jobs/
+    verdict   launcher/verdict/
+    runtimes  launcher/runtime/
+    init      launcher/init/
+    pool      launcher/pool/
+    scaleout  launcher/scaleout/
+    cli       launcher/cli/
+""".strip().splitlines()]
 
 # The folders whose every source must belong to a layer.
 CHECKED = ("common/", "launcher/", "sandbox/")
@@ -49,8 +50,8 @@ SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def layer_of(path):
-    for i, (name, prefixes) in enumerate(LAYERS):
-        if any(path.startswith(p) for p in prefixes):
+    for i, (name, prefix) in enumerate(LAYERS):
+        if path.startswith(prefix):
             return i, name
     return None, None
 

@@ -74,11 +74,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
         {"json", no_argument, NULL, O_JSON},
         {"sysroot", required_argument, NULL, O_SYSROOT},
         {"help", no_argument, NULL, O_HELP},
-        FR_CLI_OPT("profile"),
-        FR_CLI_OPT("cpus"),
-        FR_CLI_OPT("rounding"),
-        FR_CLI_OPT("memory-per-worker"),
-        FR_CLI_OPT("workers"),
+        FR_CLI_PLAN_OPTS,
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own messages, naming fitrun */
@@ -106,11 +102,7 @@ static int parse_args(int argc, char **argv, struct detect_args *a)
         default: return fr_cli_getopt_error("detect", c, argv);
         }
     }
-    if (optind < argc) {
-        fr_warn("detect: unexpected argument '%s' (see fitrun detect --help)", argv[optind]);
-        return FR_EXIT_USAGE;
-    }
-    return -1;
+    return fr_cli_no_operands("detect", argc, argv);
 }
 
 /* ---- JSON ---- */
@@ -149,6 +141,16 @@ static json_t *json_cgroup(const struct fr_resources *r)
     return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
 }
 
+/* o[key] = the value (a number, or an integer when `integer`; null when
+ * unknown) and o[key_source] = where it came from. */
+static void set_value(json_t *o, const char *key, const struct fr_value *v, bool integer)
+{
+    char source[64];
+    json_object_set_new(o, key, integer ? jint(v) : jnum(v));
+    snprintf(source, sizeof source, "%s_source", key);
+    json_object_set_new(o, source, jsrc(v));
+}
+
 static json_t *json_cpu(const struct fr_resources *r)
 {
     json_t *o = json_object();
@@ -159,16 +161,11 @@ static json_t *json_cpu(const struct fr_resources *r)
     json_object_set_new(o, "cpuset", jint(&r->cpu_cpuset));
     json_object_set_new(o, "cpuset_list", r->cpu_cpuset.known ? json_string(r->cpu_cpuset_list) : json_null());
     json_object_set_new(o, "cpuset_source", jsrc(&r->cpu_cpuset));
-    json_object_set_new(o, "quota", jnum(&r->cpu_quota));
-    json_object_set_new(o, "quota_source", jsrc(&r->cpu_quota));
-    json_object_set_new(o, "scheduler", jnum(&r->cpu_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->cpu_scheduler));
-    json_object_set_new(o, "outer", jnum(&r->cpu_outer));
-    json_object_set_new(o, "outer_source", jsrc(&r->cpu_outer));
-    json_object_set_new(o, "override", jnum(&r->cpu_override));
-    json_object_set_new(o, "override_source", jsrc(&r->cpu_override));
-    json_object_set_new(o, "shares", jint(&r->cpu_shares));
-    json_object_set_new(o, "shares_source", jsrc(&r->cpu_shares));
+    set_value(o, "quota", &r->cpu_quota, false);
+    set_value(o, "scheduler", &r->cpu_scheduler, false);
+    set_value(o, "outer", &r->cpu_outer, false);
+    set_value(o, "override", &r->cpu_override, false);
+    set_value(o, "shares", &r->cpu_shares, true);
     json_object_set_new(o, "detected", json_real(r->cpu_detected));
     json_object_set_new(o, "effective", json_real(r->cpu_effective));
     return o;
@@ -178,24 +175,18 @@ static json_t *json_memory(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "total", json_integer((json_int_t)r->mem_total));
-    json_object_set_new(o, "limit", jint(&r->mem_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->mem_limit));
-    json_object_set_new(o, "high", jint(&r->mem_high));
-    json_object_set_new(o, "high_source", jsrc(&r->mem_high));
-    json_object_set_new(o, "scheduler", jint(&r->mem_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->mem_scheduler));
+    set_value(o, "limit", &r->mem_limit, true);
+    set_value(o, "high", &r->mem_high, true);
+    set_value(o, "scheduler", &r->mem_scheduler, true);
     return o;
 }
 
 static json_t *json_pids(const struct fr_resources *r)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "limit", jint(&r->pids_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->pids_limit));
-    json_object_set_new(o, "current", jint(&r->pids_current));
-    json_object_set_new(o, "current_source", jsrc(&r->pids_current));
-    json_object_set_new(o, "available", jint(&r->pids_available));
-    json_object_set_new(o, "available_source", jsrc(&r->pids_available));
+    set_value(o, "limit", &r->pids_limit, true);
+    set_value(o, "current", &r->pids_current, true);
+    set_value(o, "available", &r->pids_available, true);
     return o;
 }
 
@@ -203,8 +194,7 @@ static json_t *json_shm(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string("/dev/shm"));
-    json_object_set_new(o, "size", jint(&r->shm_size));
-    json_object_set_new(o, "size_source", jsrc(&r->shm_size));
+    set_value(o, "size", &r->shm_size, true);
     json_object_set_new(o, "free", jint(&r->shm_free));
     return o;
 }

@@ -73,11 +73,7 @@ enum { OPT_JOBS = 256, OPT_OUT, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET, 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        FR_CLI_OPT("profile"),
-        FR_CLI_OPT("workers"),
-        FR_CLI_OPT("cpus"),
-        FR_CLI_OPT("rounding"),
-        FR_CLI_OPT("memory-per-worker"),
+        FR_CLI_PLAN_OPTS,
         FR_CLI_OPT("cpu-time"),
         FR_CLI_OPT("wall-time"),
         FR_CLI_OPT("memory"),
@@ -122,11 +118,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         default: return fr_cli_getopt_error("run", c, argv);
         }
     }
-    if (optind < argc) {
-        fr_warn("run: unexpected argument '%s' (see fitrun run --help)", argv[optind]);
-        return FR_EXIT_USAGE;
-    }
-    return -1;
+    return fr_cli_no_operands("run", argc, argv);
 }
 
 /* --shard, or the SLURM array task we are in. */

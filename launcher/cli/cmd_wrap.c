@@ -70,11 +70,7 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
         {"grace", required_argument, NULL, OPT_GRACE},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
         {"shm-threshold", required_argument, NULL, OPT_SHM},
-        FR_CLI_OPT("cpus"),
-        FR_CLI_OPT("workers"),
-        FR_CLI_OPT("rounding"),
-        FR_CLI_OPT("memory-per-worker"),
-        FR_CLI_OPT("profile"),
+        FR_CLI_PLAN_OPTS,
         {NULL, 0, NULL, 0},
     };
     memset(w, 0, sizeof *w);

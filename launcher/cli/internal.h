@@ -8,10 +8,14 @@
  * command that takes one lists it with FR_CLI_PROFILE_OPT as its value
  * and hands it to fr_cli_option() by name. */
 #define FR_CLI_PROFILE_OPT 0x1000
-#define FR_CLI_OPT(name)                                                                                               \
-    {                                                                                                                  \
-        name, required_argument, NULL, FR_CLI_PROFILE_OPT                                                              \
-    }
+/* clang-format off */
+#define FR_CLI_OPT(name) {name, required_argument, NULL, FR_CLI_PROFILE_OPT}
+/* clang-format on */
+
+/* The options of every command that plans (detect, run, the wrapper). */
+#define FR_CLI_PLAN_OPTS                                                                                               \
+    FR_CLI_OPT("profile"), FR_CLI_OPT("cpus"), FR_CLI_OPT("workers"), FR_CLI_OPT("rounding"),                          \
+        FR_CLI_OPT("memory-per-worker")
 
 #define FR_CLI_MAX_SETTINGS 64
 
@@ -43,6 +47,11 @@ int fr_cli_set(struct fr_cli_profile *c, const char *arg);
  * every command: "fitrun: --cpus 0: bad value '0' for cpus (...)" or
  * "fitrun: my.ini:3: ...". *p must be fr_profile_free()d either way. */
 int fr_cli_load_profile(const struct fr_cli_profile *c, struct fr_profile *p);
+
+/* After getopt_long: refuse operands (argv[optind] on) of a command that
+ * takes none. Returns -1 when there are none, else FR_EXIT_USAGE after the
+ * message. */
+int fr_cli_no_operands(const char *cmd, int argc, char **argv);
 
 /* getopt_long returned ':' (a value is missing) or '?' (unknown option):
  * say so, naming the option and the command's help ("detect"; NULL = the

@@ -88,6 +88,14 @@ int fr_cli_load_profile(const struct fr_cli_profile *c, struct fr_profile *p)
     return 0;
 }
 
+int fr_cli_no_operands(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return -1;
+    fr_warn("%s: unexpected argument '%s' (see fitrun %s --help)", cmd, argv[optind], cmd);
+    return FR_EXIT_USAGE;
+}
+
 int fr_cli_getopt_error(const char *cmd, int c, char **argv)
 {
     /* optopt is 0 for an unknown long option: name it from argv. */
