@@ -1,6 +1,6 @@
 /* cmd_merge.c — `fitrun merge --jobs JOBS [--shards N] RESULTS...`:
  * merged results on stdout in input order, completeness on stderr and in
- * the exit status (see launcher/shard/merge.c). */
+ * the exit status (see launcher/scaleout/merge.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
