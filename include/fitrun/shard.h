@@ -28,18 +28,15 @@ struct fr_shard {
 /* "K/N" or "auto" (auto reads SLURM_ARRAY_TASK_ID/_MIN/_COUNT from envp).
  * Returns 0, or -1 with a message in err. */
 int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char *err, size_t errlen);
-/* Inside a SLURM array task with no --shard: fill *out and return 1; 0 if not in an array task. */
-int fr_shard_from_env(char *const *envp, struct fr_shard *out);
 /* Does input line `line` (1-based) belong to this shard? (line-1) mod N == K. */
 bool fr_shard_selects(const struct fr_shard *s, long line);
 /* Replace "{shard}" in pattern with K. Returns 0 or -1 (too long). */
 int fr_shard_expand(const char *pattern, const struct fr_shard *s, char *buf, size_t n);
 
-/* fr_shard_from_env with the reason: 1 = in a SLURM array task, *out filled;
- * 0 = not in an array task (no SLURM_ARRAY_TASK_ID); -1 = in an array task
- * whose variables are missing, not numbers or describe a non-contiguous
- * array (`--array=1,3,7`), message in err. fr_shard_from_env() returns 0 in
- * that last case; callers that can report an error should prefer this. */
+/* Inside a SLURM array task with no --shard: 1 = in an array task, *out
+ * filled; 0 = not in an array task (no SLURM_ARRAY_TASK_ID); -1 = in an
+ * array task whose variables are missing, not numbers or describe a
+ * non-contiguous array (`--array=1,3,7`), message in err. */
 int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t errlen);
 /* The shard (0-based) of 1-based input line `line` among `count` shards. */
 int fr_shard_of_line(long line, int count);

@@ -146,12 +146,6 @@ int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t err
     return 1;
 }
 
-int fr_shard_from_env(char *const *envp, struct fr_shard *out)
-{
-    char err[8];
-    return fr_shard_auto(envp, out, err, sizeof err) == 1;
-}
-
 int fr_shard_of_line(long line, int count)
 {
     if (line < 1 || count < 1)

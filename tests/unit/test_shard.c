@@ -155,28 +155,26 @@ static void test_auto_errors(void **state)
     parse_bad("auto", beyond, "beyond the array");
 }
 
-static void test_from_env(void **state)
+static void test_auto_in_and_out_of_arrays(void **state)
 {
     (void)state;
     struct fr_shard sh = {.enabled = false};
     char err[256];
     char *none[] = {"HOME=/root", NULL};
-    assert_int_equal(fr_shard_from_env(none, &sh), 0);
-    assert_int_equal(fr_shard_from_env(NULL, &sh), 0);
     assert_int_equal(fr_shard_auto(none, &sh, err, sizeof err), 0);
+    assert_int_equal(fr_shard_auto(NULL, &sh, err, sizeof err), 0);
     char *in[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2", NULL};
-    assert_int_equal(fr_shard_from_env(in, &sh), 1);
+    assert_int_equal(fr_shard_auto(in, &sh, err, sizeof err), 1);
     assert_true(sh.enabled);
     assert_int_equal(sh.index, 0);
     assert_int_equal(sh.count, 2);
-    /* In an array task with nonsense: not "sharded", and fr_shard_auto says why. */
+    /* In an array task with nonsense: an error that says why. */
     char *bad[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=x", NULL};
-    assert_int_equal(fr_shard_from_env(bad, &sh), 0);
     assert_int_equal(fr_shard_auto(bad, &sh, err, sizeof err), -1);
     assert_non_null(strstr(err, "SLURM_ARRAY_TASK_COUNT='x'"));
     /* a prefix of the name is not the name */
     char *prefix[] = {"SLURM_ARRAY_TASK_IDX=1", NULL};
-    assert_int_equal(fr_shard_from_env(prefix, &sh), 0);
+    assert_int_equal(fr_shard_auto(prefix, &sh, err, sizeof err), 0);
 }
 
 /* selection ------------------------------------------------------------------ */
@@ -397,7 +395,7 @@ int main(void)
         cmocka_unit_test(test_auto_from_array),
         cmocka_unit_test(test_auto_pinned_count),
         cmocka_unit_test(test_auto_errors),
-        cmocka_unit_test(test_from_env),
+        cmocka_unit_test(test_auto_in_and_out_of_arrays),
         cmocka_unit_test(test_selects),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_from_filename),
