@@ -1,7 +1,12 @@
-/* fitrun/common.h — small helpers every module uses: error reporting in the
- * bubblewrap style (say what failed, on what, and why), bounded file reads,
- * and parsers for the units people write in profiles and on the command
- * line. Parsers are pure functions over strings. */
+/* fitrun/common.h — the helpers every module uses, below all of them (the
+ * sandbox library included), one file per concern in common/:
+ *   errors.c  messages in the bubblewrap style (what failed, on what, why)
+ *   file.c    bounded reads that refuse special files, sysroot paths
+ *   parse.c   the units people write in profiles and on the command line
+ *   text.c    UTF-8, terminal-safe text, human sizes, identifiers
+ *   env.c     a variable of an envp array
+ *   proc.c    the running binary's path, the monotonic clock
+ * Parsers and text functions are pure. */
 #ifndef FITRUN_COMMON_H
 #define FITRUN_COMMON_H
 
@@ -12,7 +17,7 @@
 
 /* Exit statuses fitrun itself uses (see README "Exit status"). */
 enum {
-    FR_EXIT_USAGE = 125,     /* fitrun's own error: bad option, bad profile */
+    FR_EXIT_USAGE = 125, /* fitrun's own error: bad option, bad profile */
     FR_EXIT_CANNOT_EXEC = 126,
     FR_EXIT_NOT_FOUND = 127,
 };
@@ -88,8 +93,10 @@ size_t fr_utf8_seq(const unsigned char *s, size_t n);
 char *fr_term_text(const char *s, size_t len, char *buf, size_t n);
 
 /* An identifier as fitrun accepts one anywhere (a profile's [env] names
- * and pass_env patterns, the Python entry function): ASCII only,
- * [A-Za-z_][A-Za-z0-9_]*, not empty. */
+ * and pass_env patterns, the Python entry function, a job's names): ASCII
+ * only, [A-Za-z_][A-Za-z0-9_]*, not empty. Python itself would accept more
+ * (PEP 3131), but names that look alike and are not (a Cyrillic 'а' for an
+ * 'a') have no place in a profile, and one rule is easier to trust. */
 bool fr_is_identifier(const char *s);
 
 /* Human-readable byte size ("512.0 MiB") into buf; returns buf. */
@@ -97,6 +104,15 @@ const char *fr_format_size(uint64_t bytes, char *buf, size_t n);
 
 /* Trim ASCII whitespace in place at both ends; returns the trimmed start. */
 char *fr_trim(char *s);
+
+/* Value of `name` in envp (a NULL-terminated array of "NAME=value"), or
+ * NULL when absent (or envp/name is NULL). The first entry wins. */
+const char *fr_env_lookup(char *const *envp, const char *name);
+
+/* The running binary's absolute path (readlink /proc/self/exe) into buf.
+ * Returns 0, or -1 with errno (buf is then ""; ENAMETOOLONG when it does
+ * not fit). */
+int fr_self_exe(char *buf, size_t n);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fr_now_ns(void);

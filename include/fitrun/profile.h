@@ -75,6 +75,8 @@ struct fr_profile {
      * FITRUN_CPUS, which beats a profile's value). */
     bool cpus_cli;                  /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
     char cpus_origin[PATH_MAX + 32];/* "profile my.ini:3" (file) or "--cpus"; "" = default (auto) */
+    double cpus_file;               /* with cpus_cli: the file's cpus it replaced (0 = none) */
+    char cpus_file_origin[PATH_MAX + 32];
 };
 
 void fr_profile_defaults(struct fr_profile *p);
@@ -114,21 +116,22 @@ void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *s
  * that `fitrun detect`, `fitrun run` and the wrapper (`fitrun -- CMD`)
  * size the same pool from the same profile.
  *
- * fr_profile_detect_opts: live detection (sysroot NULL, envp NULL =
- * environ; callers may change both), with the profile's cpus as the
- * override it is: a command-line one (cpus_cli, or cli_cpus > 0, which
- * wins over the profile) or a file's, which FITRUN_CPUS beats. The
- * sources point into *p (valid while p is).
+ * fr_profile_detect_opts: live detection (sysroot NULL; callers may set
+ * one) over envp (NULL = environ), with FITRUN_CPUS told apart as the
+ * user's or an outer fitrun's (fr_env_fitrun_cpus) and the profile's cpus
+ * as the override it is: a command-line one (cpus_cli: --cpus of any
+ * command, --set resources.cpus), which wins over FITRUN_CPUS, or a
+ * file's, which FITRUN_CPUS beats. The sources point into *p and envp.
  * fr_profile_plan_opts: rounding, memory_per_worker, workers, and the
  * threads one job can run (fr_profile_job_threads). */
-void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
+void fr_profile_detect_opts(const struct fr_profile *p, char *const *envp, struct fr_detect_opts *out);
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
 /* Detect (live, or under `sysroot` when not NULL) and plan with the two
  * option sets above: the one path `fitrun detect`, `fitrun run` and the
  * wrapper all take, so they agree on the pool size. popts (optional)
  * receives the plan options used. */
-void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
-                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts);
+void fr_profile_detect_plan(const struct fr_profile *p, const char *sysroot, struct fr_resources *res,
+                            struct fr_plan *plan, struct fr_plan_opts *popts);
 
 /* The export list of a `fitrun run` job under this profile (envexport.h):
  * the plan's threads per job, envp as the caller's environment, [env]
@@ -145,11 +148,6 @@ int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *re
  * cap from the profile: the exec preset and `processes` decide, see
  * docs/sandbox.md). *why (optional) says why when capped. */
 int fr_profile_job_threads(const struct fr_profile *p, const char **why);
-
-/* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper
- * take it: a number above 0 and at most FR_CPU_BITS (the most CPUs a
- * kernel can have). 0 or -1; one rule for every command. */
-int fr_parse_cpus(const char *s, double *out);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

@@ -32,24 +32,16 @@
 #include "fitrun/runtime.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
-/* Options; the plan ones are applied over the profile once it is loaded. */
+/* Options; --profile and the plan options are the profile's (options.c). */
 struct detect_args {
     bool json;
     const char *sysroot;
-    const char *profile;
-    double cpus;                /* 0 = not given */
-    bool rounding_given;
-    enum fr_rounding rounding;
-    const char *memory_per_worker; /* NULL = not given; applied as the profile key */
-    int workers;                /* 0 = not given */
+    struct fr_cli_profile prof;
 };
-
-/* Text of a macro's value, for messages that quote a limit. */
-#define FR_XSTR(x) #x
-#define FR_STR(x) FR_XSTR(x)
 
 static void usage(FILE *f)
 {
@@ -74,69 +66,43 @@ static void usage(FILE *f)
           f);
 }
 
-/* "fitrun: detect: <option> '<arg>': <why> (see fitrun detect --help)" -> 125 */
-static int bad(const char *what, const char *arg, const char *why)
-{
-    fr_warn("detect: %s '%s': %s (see fitrun detect --help)", what, arg, why);
-    return FR_EXIT_USAGE;
-}
-
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct detect_args *a)
 {
-    enum { O_JSON = 1, O_SYSROOT, O_PROFILE, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
+    enum { O_JSON = 1, O_SYSROOT, O_HELP };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, O_JSON},
         {"sysroot", required_argument, NULL, O_SYSROOT},
-        {"cpus", required_argument, NULL, O_CPUS},
-        {"rounding", required_argument, NULL, O_ROUNDING},
-        {"memory-per-worker", required_argument, NULL, O_MPW},
-        {"workers", required_argument, NULL, O_WORKERS},
-        {"profile", required_argument, NULL, O_PROFILE},
         {"help", no_argument, NULL, O_HELP},
+        FR_CLI_PLAN_OPTS,
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own messages, naming fitrun */
     optind = 0; /* full re-initialisation (GNU) */
-    int c;
-    int64_t n;
+    int c, idx;
     struct stat st;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
         switch (c) {
         case O_JSON: a->json = true; break;
         case O_SYSROOT:
             errno = 0;
-            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode))
-                return bad("--sysroot", optarg, errno ? strerror(errno) : "not a directory");
+            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                fr_warn("detect: --sysroot '%s': %s (see fitrun detect --help)", optarg,
+                        errno ? strerror(errno) : "not a directory");
+                return FR_EXIT_USAGE;
+            }
             a->sysroot = optarg;
             break;
-        case O_PROFILE: a->profile = optarg; break;
-        case O_CPUS:
-            if (fr_parse_cpus(optarg, &a->cpus) < 0)
-                return bad("--cpus", optarg, "not a positive number of CPUs");
-            break;
-        case O_ROUNDING:
-            if (fr_rounding_parse(optarg, &a->rounding) < 0)
-                return bad("--rounding", optarg, "expected floor, ceil or nearest");
-            a->rounding_given = true;
-            break;
-        case O_MPW:
-            a->memory_per_worker = optarg; /* checked as the profile's key, over the profile */
-            break;
-        case O_WORKERS:
-            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
-                return bad("--workers", optarg, "not a number of workers (1.." FR_STR(FR_PROFILE_MAX_WORKERS) ")");
-            a->workers = (int)n;
+        case FR_CLI_PROFILE_OPT:
+            if (fr_cli_option(&a->prof, longopts[idx].name, optarg) < 0)
+                return FR_EXIT_USAGE;
             break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':': return bad("option", argv[optind - 1], "missing argument");
-        default: return bad("option", argv[optind - 1], "unknown option");
+        default: return fr_cli_getopt_error("detect", c, argv);
         }
     }
-    if (optind < argc)
-        return bad("argument", argv[optind], "unexpected");
-    return -1;
+    return fr_cli_no_operands("detect", argc, argv);
 }
 
 /* ---- JSON ---- */
@@ -167,10 +133,22 @@ static json_t *json_cgroup(const struct fr_resources *r)
     json_t *ctl = json_object();
     for (int i = 0; i < FR_CTL_COUNT; i++) {
         const struct fr_cgroup_loc *l = &r->cgroup[i];
-        json_object_set_new(ctl, names[i], l->version ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
-                                                      : json_null());
+        json_object_set_new(ctl, names[i],
+                            l->version
+                                ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
+                                : json_null());
     }
     return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
+}
+
+/* o[key] = the value (a number, or an integer when `integer`; null when
+ * unknown) and o[key_source] = where it came from. */
+static void set_value(json_t *o, const char *key, const struct fr_value *v, bool integer)
+{
+    char source[64];
+    json_object_set_new(o, key, integer ? jint(v) : jnum(v));
+    snprintf(source, sizeof source, "%s_source", key);
+    json_object_set_new(o, source, jsrc(v));
 }
 
 static json_t *json_cpu(const struct fr_resources *r)
@@ -183,16 +161,11 @@ static json_t *json_cpu(const struct fr_resources *r)
     json_object_set_new(o, "cpuset", jint(&r->cpu_cpuset));
     json_object_set_new(o, "cpuset_list", r->cpu_cpuset.known ? json_string(r->cpu_cpuset_list) : json_null());
     json_object_set_new(o, "cpuset_source", jsrc(&r->cpu_cpuset));
-    json_object_set_new(o, "quota", jnum(&r->cpu_quota));
-    json_object_set_new(o, "quota_source", jsrc(&r->cpu_quota));
-    json_object_set_new(o, "scheduler", jnum(&r->cpu_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->cpu_scheduler));
-    json_object_set_new(o, "outer", jnum(&r->cpu_outer));
-    json_object_set_new(o, "outer_source", jsrc(&r->cpu_outer));
-    json_object_set_new(o, "override", jnum(&r->cpu_override));
-    json_object_set_new(o, "override_source", jsrc(&r->cpu_override));
-    json_object_set_new(o, "shares", jint(&r->cpu_shares));
-    json_object_set_new(o, "shares_source", jsrc(&r->cpu_shares));
+    set_value(o, "quota", &r->cpu_quota, false);
+    set_value(o, "scheduler", &r->cpu_scheduler, false);
+    set_value(o, "outer", &r->cpu_outer, false);
+    set_value(o, "override", &r->cpu_override, false);
+    set_value(o, "shares", &r->cpu_shares, true);
     json_object_set_new(o, "detected", json_real(r->cpu_detected));
     json_object_set_new(o, "effective", json_real(r->cpu_effective));
     return o;
@@ -202,24 +175,18 @@ static json_t *json_memory(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "total", json_integer((json_int_t)r->mem_total));
-    json_object_set_new(o, "limit", jint(&r->mem_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->mem_limit));
-    json_object_set_new(o, "high", jint(&r->mem_high));
-    json_object_set_new(o, "high_source", jsrc(&r->mem_high));
-    json_object_set_new(o, "scheduler", jint(&r->mem_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->mem_scheduler));
+    set_value(o, "limit", &r->mem_limit, true);
+    set_value(o, "high", &r->mem_high, true);
+    set_value(o, "scheduler", &r->mem_scheduler, true);
     return o;
 }
 
 static json_t *json_pids(const struct fr_resources *r)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "limit", jint(&r->pids_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->pids_limit));
-    json_object_set_new(o, "current", jint(&r->pids_current));
-    json_object_set_new(o, "current_source", jsrc(&r->pids_current));
-    json_object_set_new(o, "available", jint(&r->pids_available));
-    json_object_set_new(o, "available_source", jsrc(&r->pids_available));
+    set_value(o, "limit", &r->pids_limit, true);
+    set_value(o, "current", &r->pids_current, true);
+    set_value(o, "available", &r->pids_available, true);
     return o;
 }
 
@@ -227,8 +194,7 @@ static json_t *json_shm(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string("/dev/shm"));
-    json_object_set_new(o, "size", jint(&r->shm_size));
-    json_object_set_new(o, "size_source", jsrc(&r->shm_size));
+    set_value(o, "size", &r->shm_size, true);
     json_object_set_new(o, "free", jint(&r->shm_free));
     return o;
 }
@@ -243,8 +209,10 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
     json_object_set_new(j, "threads_per_job", json_integer(p->threads_per_job));
     json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
-    json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
-    json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
+    json_object_set_new(j, "memory_per_worker",
+                        o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
+    json_object_set_new(j, "workers_override",
+                        o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
     json_object_set_new(j, "reasons", reasons);
     return j;
 }
@@ -265,7 +233,7 @@ static json_t *json_names(char *const *names)
 /* ---- sandbox: what a job of this profile gets on this machine ---- */
 
 struct sandbox_report {
-    bool built;                 /* false: the profile's [sandbox] does not build (error) */
+    bool built; /* false: the profile's [sandbox] does not build (error) */
     char error[1024];
     struct fr_policy_info in;
 };
@@ -334,14 +302,13 @@ struct report {
     const struct fr_plan_opts *popts;
     const struct fr_profile *prof;
     const char *sysroot;
-    json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
-    const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
-    char **scrubbed;            /* names of this environment a job would not see */
+    json_t *python;                       /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+    const struct fr_env_export *jobenv;   /* what a `fitrun run` job would get; NULL = out of memory */
+    char **scrubbed;                      /* names of this environment a job would not see */
     const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
 };
 
 /* ---- the job environment (what `fitrun run` jobs see) ---- */
-
 
 static json_t *json_env(const struct report *rep)
 {
@@ -519,9 +486,12 @@ static void print_python(json_t *py)
         row("error", err, NULL);
         return;
     }
-    row("version", json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?", NULL);
-    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)", ms(py, "total_ms", total, sizeof total),
-             ms(py, "boot_ms", boot, sizeof boot), ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
+    row("version",
+        json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?",
+        NULL);
+    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)",
+             ms(py, "total_ms", total, sizeof total), ms(py, "boot_ms", boot, sizeof boot),
+             ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
     row("total", line, NULL);
     const char *warning = json_string_value(json_object_get(py, "warning"));
     if (warning)
@@ -626,8 +596,8 @@ static void print_table(const struct report *rep)
     print_profile(rep->prof);
     if (rep->python)
         print_python(rep->python);
-    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
-           p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s",
+           p->threads_per_worker, p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
     if (p->threads_per_job != p->threads_per_worker)
         printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
     printf("\n");
@@ -644,36 +614,14 @@ static void print_table(const struct report *rep)
     fflush(stdout);
 }
 
-/* The profile (built-in defaults, or --profile FILE), then the command
- * line over it: what `fitrun run` does with the same options. */
-static int load_profile(const struct detect_args *a, struct fr_profile *prof)
-{
-    char err[1024] = "";
-    fr_profile_defaults(prof);
-    if (a->profile && fr_profile_load(prof, a->profile, err, sizeof err) < 0) {
-        fr_warn("%s", err[0] ? err : "cannot load the profile");
-        return -1;
-    }
-    if (a->rounding_given)
-        prof->rounding = a->rounding;
-    if (a->memory_per_worker &&
-        fr_profile_set(prof, "resources", "memory_per_worker", a->memory_per_worker, err, sizeof err) < 0) {
-        bad("--memory-per-worker", a->memory_per_worker, err);
-        return -1;
-    }
-    if (a->workers)
-        prof->workers = a->workers;
-    return 0;
-}
-
 /* A python profile: start its interpreter and prelude once (as `fitrun
  * run` does) and time it. Returns the object for the report (never NULL
  * unless out of memory); *failed when the runtime could not start. */
 static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 {
     char exe[PATH_MAX], err[2048] = "";
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[l > 0 ? l : 0] = '\0';
+    if (fr_self_exe(exe, sizeof exe) < 0)
+        fr_warn("detect: cannot find the fitrun binary (/proc/self/exe): %s", strerror(errno));
     json_t *py = fr_python_probe(prof, exe, err, sizeof err);
     *failed = !py;
     if (!py) {
@@ -691,7 +639,8 @@ static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 
 int fr_cmd_detect(int argc, char **argv)
 {
-    struct detect_args a = {.json = false};
+    static struct detect_args a; /* ~10 KiB: keep it off the stack */
+    memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
@@ -711,11 +660,11 @@ int fr_cmd_detect(int argc, char **argv)
     struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
     struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
     bool failed = false;
-    if (load_profile(&a, prof) < 0) {
+    if (fr_cli_load_profile(&a.prof, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
     }
-    fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
+    fr_profile_detect_plan(prof, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
     if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
         rep.jobenv = jobenv;
         rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);

@@ -212,7 +212,7 @@ int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out,
 /* ---- string set (open addressing, FNV-1a) ------------------------------- */
 
 struct fr_idset {
-    size_t cap, n;   /* cap: power of two */
+    size_t cap, n; /* cap: power of two */
     char **keys;
 };
 

@@ -210,19 +210,13 @@ static size_t value_end(const struct scan *sc, size_t i, int depth)
     if (i >= sc->n)
         return BAD;
     switch (sc->s[i]) {
-    case '"':
-        return string_end(sc, i);
+    case '"': return string_end(sc, i);
     case '[':
-    case '{':
-        return container_end(sc, i, depth);
-    case 't':
-        return literal_end(sc, i, "true", 4);
-    case 'f':
-        return literal_end(sc, i, "false", 5);
-    case 'n':
-        return literal_end(sc, i, "null", 4);
-    default:
-        return sc->s[i] == '-' || is_digit(sc->s[i]) ? number_end(sc, i) : BAD;
+    case '{': return container_end(sc, i, depth);
+    case 't': return literal_end(sc, i, "true", 4);
+    case 'f': return literal_end(sc, i, "false", 5);
+    case 'n': return literal_end(sc, i, "null", 4);
+    default: return sc->s[i] == '-' || is_digit(sc->s[i]) ? number_end(sc, i) : BAD;
     }
 }
 

@@ -88,8 +88,7 @@ static int read_counter(const struct fr_oom *o, uint64_t *count, char *err, size
     return r;
 }
 
-int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err,
-                size_t errlen)
+int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     if (!loc || (loc->version != 1 && loc->version != 2) || !loc->dir[0])

@@ -26,6 +26,8 @@
 #include "fitrun/sandbox_keys.h"
 #include "internal.h"
 
+extern char **environ;
+
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
  * sized by the (Debian runtime-configurable) ini_max_line; 4 KiB leaves
  * room for long allow lists and [env] values. */
@@ -91,15 +93,6 @@ void fr_profile_free(struct fr_profile *p)
         p->env_name[i] = p->env_value[i] = NULL;
     }
     p->nenv = 0;
-}
-
-int fr_parse_cpus(const char *s, double *out)
-{
-    double v;
-    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* ---- sections ----------------------------------------------------------- */
@@ -282,20 +275,28 @@ static bool is_cpus(const char *section, const char *key)
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
                    size_t errlen)
 {
+    /* The file's cpus, replaced by the command line's, stays known: detection
+     * notes that it lost. */
+    double file_cpus = p->cpus_cli ? p->cpus_file : p->cpus;
+    char file_origin[sizeof p->cpus_origin];
+    snprintf(file_origin, sizeof file_origin, "%s", p->cpus_cli ? p->cpus_file_origin : p->cpus_origin);
     if (apply(p, section, key, value, NULL, err, errlen) < 0)
         return -1;
+    if (is_cpus(section, key)) {
+        p->cpus_file = file_cpus;
+        snprintf(p->cpus_file_origin, sizeof p->cpus_file_origin, "%s", file_origin);
+    }
     if (is_cpus(section, key))
         cpus_set_by(p, true, NULL, 0);
     return 0;
 }
 
-void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out)
+void fr_profile_detect_opts(const struct fr_profile *p, char *const *envp, struct fr_detect_opts *out)
 {
     memset(out, 0, sizeof *out);
-    if (cli_cpus > 0) {
-        out->cpus_override = cli_cpus;
-        out->cpus_override_source = "--cpus";
-    } else if (p->cpus > 0 && p->cpus_cli) {
+    out->envp = envp ? envp : environ;
+    fr_env_fitrun_cpus(out->envp, out);
+    if (p->cpus > 0 && p->cpus_cli) {
         out->cpus_override = p->cpus;
         out->cpus_override_source = p->cpus_origin;
     }
@@ -304,6 +305,9 @@ void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct 
     if (p->cpus > 0 && !p->cpus_cli) {
         out->cpus_profile = p->cpus;
         out->cpus_profile_source = p->cpus_origin[0] ? p->cpus_origin : "profile";
+    } else if (p->cpus_cli && p->cpus_file > 0) {
+        out->cpus_profile = p->cpus_file;
+        out->cpus_profile_source = p->cpus_file_origin[0] ? p->cpus_file_origin : "profile";
     }
 }
 
@@ -345,14 +349,14 @@ int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *re
     return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }
 
-void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
-                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts)
+void fr_profile_detect_plan(const struct fr_profile *p, const char *sysroot, struct fr_resources *res,
+                            struct fr_plan *plan, struct fr_plan_opts *popts)
 {
     struct fr_detect_opts dopts;
     struct fr_plan_opts own;
     if (!popts)
         popts = &own;
-    fr_profile_detect_opts(p, cli_cpus, &dopts);
+    fr_profile_detect_opts(p, NULL, &dopts);
     dopts.sysroot = sysroot;
     fr_detect(&dopts, res);
     fr_profile_plan_opts(p, popts);

@@ -28,44 +28,46 @@ static int refuse_none(const char *what, const char *key, const char *v, const c
     return -1;
 }
 
-int prof_duration(const char *key, const char *v, enum fr_key_none none, uint64_t *out, char *msg, size_t n)
+/* A limit written with a unit: a duration or a size. */
+struct unit_value {
+    const char *what;       /* "duration", "size" */
+    const char *examples;   /* "2s, 500ms, 1.5m" */
+    const char *a_limit;    /* one example of a limit, for "cannot be switched off" */
+    int (*parse)(const char *s, uint64_t *out, const char **why);
+};
+
+static const struct unit_value durations = {"duration", "2s, 500ms, 1.5m", "10s", fr_parse_duration_why};
+static const struct unit_value sizes = {"size", "512M, 2G, 64k", "1M", fr_parse_size_why};
+
+static int unit_value(const struct unit_value *u, const char *key, const char *v, enum fr_key_none none,
+                      uint64_t *out, char *msg, size_t n)
 {
     const char *why = "";
     bool none_ok = none == FR_NONE_NO_LIMIT;
     if (is_none(v)) {
         if (!none_ok)
-            return refuse_none("duration", key, v, "10s", msg, n);
+            return refuse_none(u->what, key, v, u->a_limit, msg, n);
         *out = 0;
         return 0;
     }
-    if (fr_parse_duration_why(v, out, &why) < 0) {
-        fr_seterr(msg, n, "bad duration '%s' for %s: %s (examples: 2s, 500ms, 1.5m%s)", v, key, why,
+    if (u->parse(v, out, &why) < 0) {
+        fr_seterr(msg, n, "bad %s '%s' for %s: %s (examples: %s%s)", u->what, v, key, why, u->examples,
                   none_ok ? ", none" : "");
         return -1;
     }
     if (*out == 0 && !none_ok)
-        return refuse_none("duration", key, v, "10s", msg, n);
+        return refuse_none(u->what, key, v, u->a_limit, msg, n);
     return 0;
+}
+
+int prof_duration(const char *key, const char *v, enum fr_key_none none, uint64_t *out, char *msg, size_t n)
+{
+    return unit_value(&durations, key, v, none, out, msg, n);
 }
 
 int prof_size(const char *key, const char *v, enum fr_key_none none, uint64_t *out, char *msg, size_t n)
 {
-    const char *why = "";
-    bool none_ok = none == FR_NONE_NO_LIMIT;
-    if (is_none(v)) {
-        if (!none_ok)
-            return refuse_none("size", key, v, "1M", msg, n);
-        *out = 0;
-        return 0;
-    }
-    if (fr_parse_size_why(v, out, &why) < 0) {
-        fr_seterr(msg, n, "bad size '%s' for %s: %s (examples: 512M, 2G, 64k%s)", v, key, why,
-                  none_ok ? ", none" : "");
-        return -1;
-    }
-    if (*out == 0 && !none_ok)
-        return refuse_none("size", key, v, "1M", msg, n);
-    return 0;
+    return unit_value(&sizes, key, v, none, out, msg, n);
 }
 
 int prof_count(const char *key, const char *v, enum fr_key_none none, uint64_t *out, char *msg, size_t n)

@@ -1,6 +1,7 @@
-/* test_common.c — common/common.c: the size, duration, bool, integer
- * and double parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size
- * and fr_now_ns. */
+/* test_common.c — common/: the size, duration, bool, integer and double
+ * parsers, fr_read_file, fr_path_join, fr_trim, fr_format_size,
+ * fr_term_text, the identifier rule, the envp lookup, fr_self_exe and
+ * fr_now_ns. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -51,9 +52,31 @@ static void test_parse_size(void **state)
     assert_true(size_of("1152921504606846976") == FR_SIZE_MAX);
     /* Fractions of a byte are errors, never truncated: "memory = 0.5" must
      * not become 0 (= no limit). */
-    const char *bad[] = {"", " ", "-1", "+1", "k", "64kk", "64 k b", "1e3", "0x10", "inf", "nan", "1.2.3", "64Q",
-                         "18446744073709551616", "16777216T", "1 2", "0.5", "1.3K", "0.1k", "1.0000001",
-                         "1152921504606846977", "1048577T", "1048576.001T", ".", "1.0000000000000000001k",
+    const char *bad[] = {"",
+                         " ",
+                         "-1",
+                         "+1",
+                         "k",
+                         "64kk",
+                         "64 k b",
+                         "1e3",
+                         "0x10",
+                         "inf",
+                         "nan",
+                         "1.2.3",
+                         "64Q",
+                         "18446744073709551616",
+                         "16777216T",
+                         "1 2",
+                         "0.5",
+                         "1.3K",
+                         "0.1k",
+                         "1.0000001",
+                         "1152921504606846977",
+                         "1048577T",
+                         "1048576.001T",
+                         ".",
+                         "1.0000000000000000001k",
                          "99999999999999999999999999999999999999999999T"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
@@ -101,16 +124,31 @@ static void test_parse_duration(void **state)
     assert_true(ms_of("0.0001s") == 1);
     assert_true(ms_of("0.5ms") == 1);
     assert_true(ms_of("1.0005s") == 1001);
-    assert_true(ms_of("597h") == 2149200000ull); /* beyond 2^31 ms: fine */
+    assert_true(ms_of("597h") == 2149200000ull);       /* beyond 2^31 ms: fine */
     assert_true(ms_of("8760h") == FR_DURATION_MAX_MS); /* the maximum, 365 days */
     assert_true(ms_of("31536000") == FR_DURATION_MAX_MS);
     assert_true(ms_of("31536000000ms") == FR_DURATION_MAX_MS);
     assert_true(ms_of("0.000000000000000001s") == 1); /* never rounded to 0 */
     /* Beyond the maximum, however written: no value can wrap (as
      * 18446744073710ms x 10^6 ns would) or overflow a later conversion. */
-    const char *bad[] = {"", "s", "-1s", "+1s", "1ns", "1d", "1e3s", "inf", "1 s s", "99999999999999999h",
-                         "8760.001h", "8761h", "31536000001ms", "31536000.001", "18446744073710ms",
-                         "99999999999999s", "18446744073709551616", "525601m"};
+    const char *bad[] = {"",
+                         "s",
+                         "-1s",
+                         "+1s",
+                         "1ns",
+                         "1d",
+                         "1e3s",
+                         "inf",
+                         "1 s s",
+                         "99999999999999999h",
+                         "8760.001h",
+                         "8761h",
+                         "31536000001ms",
+                         "31536000.001",
+                         "18446744073710ms",
+                         "99999999999999s",
+                         "18446744073709551616",
+                         "525601m"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         if (fr_parse_duration_ms(bad[i], &v) != -1)
@@ -416,22 +454,80 @@ static void test_term_text(void **state)
     T("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"); /* UTF-8 kept */
     /* the forged summary line of the hostile corpus */
     T("X\x1b[2K\rfitrun: done\xe2\x80\xa6\nFORGED\x07", "X\\x1b[2K\\rfitrun: done\xe2\x80\xa6\\nFORGED\\x07");
-    T("a\tb\x00" "c\x7f", "a\\tb\\x00c\\x7f");
-    T("\xc2\x9b" "31m", "\\u009b31m");                      /* C1 CSI */
-    T("\xe2\x80\xae" "txt.exe", "\\u202etxt.exe");         /* right-to-left override */
+    T("a\tb\x00"
+      "c\x7f",
+      "a\\tb\\x00c\\x7f");
+    T("\xc2\x9b"
+      "31m",
+      "\\u009b31m"); /* C1 CSI */
+    T("\xe2\x80\xae"
+      "txt.exe",
+      "\\u202etxt.exe");                               /* right-to-left override */
     T("\xe2\x81\xa6x\xe2\x80\xa8", "\\u2066x\\u2028"); /* isolate, line separator */
-    T("\xff\xc3(", "\\xff\\xc3(");                         /* not UTF-8 */
-    T("\xef\xbb\xbf" "bom", "\\ufeffbom");
+    T("\xff\xc3(", "\\xff\\xc3(");                     /* not UTF-8 */
+    T("\xef\xbb\xbf"
+      "bom",
+      "\\ufeffbom");
     /* Cut to fit, never in the middle of an escape or a character. */
     char small[8];
     assert_string_equal(fr_term_text("abcdefghij", 10, small, sizeof small), "abcd...");
     assert_string_equal(fr_term_text("abcdefg", 7, small, sizeof small), "abcdefg");
-    assert_string_equal(fr_term_text("ab\x1b" "cdefg", 8, small, sizeof small), "ab...");
-    assert_string_equal(fr_term_text("\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93", 9, small, sizeof small), "\xe2\x9c\x93...");
+    assert_string_equal(fr_term_text("ab\x1b"
+                                     "cdefg",
+                                     8, small, sizeof small),
+                        "ab...");
+    assert_string_equal(fr_term_text("\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93", 9, small, sizeof small),
+                        "\xe2\x9c\x93...");
     char tiny[3];
     assert_string_equal(fr_term_text("abcdef", 6, tiny, sizeof tiny), "..");
     assert_string_equal(fr_term_text(NULL, 5, buf, sizeof buf), "");
 #undef T
+}
+
+/* One identifier rule for every caller: ASCII letters, digits and _, not
+ * starting with a digit. */
+static void test_identifier(void **state)
+{
+    (void)state;
+    const char *good[] = {"transform", "_", "_x1", "A", "OMP_NUM_THREADS", "a9_Z"};
+    const char *bad[] = {"", "1a", "a-b", "a b", "a.b", "a=b", "caf\xc3\xa9", "\xd0\xb0", "x\x80", "$x", "a\tb"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!fr_is_identifier(good[i]))
+            fail_msg("'%s' should be an identifier", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fr_is_identifier(bad[i]))
+            fail_msg("'%s' should not be an identifier", bad[i]);
+    assert_false(fr_is_identifier(NULL));
+}
+
+/* An envp lookup: the whole name, the first entry, NULLs tolerated. */
+static void test_env_lookup(void **state)
+{
+    (void)state;
+    char *envp[] = {"PATHX=no", "PATH=/bin", "EMPTY=", "PATH=/second", "NOEQUALS", NULL};
+    assert_string_equal(fr_env_lookup(envp, "PATH"), "/bin");
+    assert_string_equal(fr_env_lookup(envp, "EMPTY"), "");
+    assert_null(fr_env_lookup(envp, "PAT"));
+    assert_null(fr_env_lookup(envp, "NOEQUALS"));
+    assert_null(fr_env_lookup(envp, "MISSING"));
+    assert_null(fr_env_lookup(NULL, "PATH"));
+    assert_null(fr_env_lookup(envp, NULL));
+}
+
+/* The running binary: this test's own path, or a clean error. */
+static void test_self_exe(void **state)
+{
+    (void)state;
+    char buf[PATH_MAX], small[4];
+    assert_int_equal(fr_self_exe(buf, sizeof buf), 0);
+    assert_true(buf[0] == '/');
+    assert_non_null(strstr(buf, "test_common"));
+    struct stat st;
+    assert_int_equal(stat(buf, &st), 0);
+    errno = 0;
+    assert_int_equal(fr_self_exe(small, sizeof small), -1);
+    assert_int_equal(errno, ENAMETOOLONG);
+    assert_string_equal(small, "");
 }
 
 static void test_now_ns(void **state)
@@ -445,11 +541,22 @@ static void test_now_ns(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_size),   cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_parse_ints),
-        cmocka_unit_test(test_parse_double), cmocka_unit_test(test_parse_bool),     cmocka_unit_test(test_read_file),
-        cmocka_unit_test(test_read_file_exactly_max), cmocka_unit_test(test_read_file_special),
-        cmocka_unit_test(test_path_join),    cmocka_unit_test(test_trim),           cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_now_ns),       cmocka_unit_test(test_term_text),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_parse_ints),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_parse_bool),
+        cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_read_file_exactly_max),
+        cmocka_unit_test(test_read_file_special),
+        cmocka_unit_test(test_path_join),
+        cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_format_size),
+        cmocka_unit_test(test_now_ns),
+        cmocka_unit_test(test_term_text),
+        cmocka_unit_test(test_identifier),
+        cmocka_unit_test(test_env_lookup),
+        cmocka_unit_test(test_self_exe),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

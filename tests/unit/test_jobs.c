@@ -62,8 +62,11 @@ static void test_json_bytes(void **state)
     json_t *s = fr_json_bytes("h\xc3\xa9llo", 6); /* valid: kept */
     assert_string_equal(json_string_value(s), "h\xc3\xa9llo");
     json_decref(s);
-    s = fr_json_bytes("a\xff" "b\xc3", 4); /* bad byte, truncated sequence */
-    assert_string_equal(json_string_value(s), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    s = fr_json_bytes("a\xff"
+                      "b\xc3",
+                      4); /* bad byte, truncated sequence */
+    assert_string_equal(json_string_value(s), "a\xef\xbf\xbd"
+                                              "b\xef\xbf\xbd");
     json_decref(s);
     s = fr_json_bytes("\xed\xa0\x80", 3); /* a surrogate: 3 bad bytes */
     assert_int_equal(json_string_length(s), 9);
@@ -147,7 +150,8 @@ static void test_result_extra(void **state)
     r.error_message = "bad\0thing";
     r.error_message_len = 9;
     char *line = fr_result_line(&r, NULL);
-    assert_non_null(strstr(line, ",\"line\":1,\"attempts\":2,\"outputs\":[1,\"\\u0000\",2.5e+16],\"passed\":[true]}\n"));
+    assert_non_null(
+        strstr(line, ",\"line\":1,\"attempts\":2,\"outputs\":[1,\"\\u0000\",2.5e+16],\"passed\":[true]}\n"));
     json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
     assert_non_null(o);
     assert_string_equal(json_string_value(json_object_get(o, "status")), "ok");

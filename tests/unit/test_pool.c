@@ -60,7 +60,8 @@ static json_t *by_id(json_t *all, const char *id)
 {
     size_t i;
     json_t *o, *found = NULL;
-    json_array_foreach(all, i, o) {
+    json_array_foreach(all, i, o)
+    {
         if (json_is_string(json_object_get(o, "id")) && !strcmp(json_string_value(json_object_get(o, "id")), id)) {
             if (found)
                 fail_msg("two results for %s", id);
@@ -175,7 +176,8 @@ static void test_exec_run(void **state)
 
     /* "ok" twice: the first ran, the second is a duplicate */
     size_t i, ok = 0, dup = 0, badjson = 0;
-    json_array_foreach(all, i, o) {
+    json_array_foreach(all, i, o)
+    {
         const char *t = field(o, "error_type");
         if (field(o, "id") && !strcmp(field(o, "id"), "ok"))
             (t && !strcmp(t, "DuplicateId")) ? dup++ : ok++;
@@ -209,7 +211,7 @@ struct fake_slot {
 };
 static struct fake_slot fslots[8];
 static int fake_aborts[4];
-static char oom_file[128];      /* a fixture memory.oom_control */
+static char oom_file[128]; /* a fixture memory.oom_control */
 static unsigned long oom_count;
 
 static void oom_write(unsigned long n)
@@ -374,7 +376,7 @@ static void test_oom_kills_and_passed(void **state)
     json_t *all = read_results(r.out);
     assert_int_equal(json_array_size(all), 6);
     const char *want[][3] = {
-        {"kill1", "signal", "SIGKILL"}, {"oom1", "memory", "OOMKill"},     {"memerr1", "memory", "MemoryError"},
+        {"kill1", "signal", "SIGKILL"},   {"oom1", "memory", "OOMKill"},  {"memerr1", "memory", "MemoryError"},
         {"fail1", "error", "IndexError"}, {"kill2", "signal", "SIGKILL"}, {"oom2", "memory", "OOMKill"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

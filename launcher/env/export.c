@@ -1,19 +1,18 @@
-/* envexport.c — the environment a wrapped command or pool job gets, with a
- * reason for every variable. See include/fitrun/envexport.h for the rules.
+/* export.c — the export list: which variables a wrapped command or a pool
+ * job gets from fitrun, with a reason for every one, and the
+ * FITRUN_EXPORTED record that tells a nested fitrun its parent's values
+ * from the user's. See include/fitrun/envexport.h for the rules.
  *
- * Everything except fr_env_make_dirs() is pure: values come from the
- * arguments only, so unit tests drive it with literal resources and envp
- * arrays. */
+ * Pure: values come from the arguments only, so unit tests drive it with
+ * literal resources and envp arrays. */
 #include "fitrun/envexport.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fitrun/common.h"
+#include "internal.h"
 
 /* The thread-count variables, and who reads each one. Every one of these
  * runtimes sizes itself from the online CPU count (or, at best, affinity)
@@ -35,7 +34,13 @@ static const struct {
     {"PYTHON_CPU_COUNT", "Python >= 3.13 os.cpu_count()"},
 };
 
-#define JOBLIB_VAR "JOBLIB_TEMP_FOLDER"
+bool fr_env_is_thread_var(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof thread_vars / sizeof thread_vars[0]; i++)
+        if (strlen(thread_vars[i].name) == len && !strncmp(name, thread_vars[i].name, len))
+            return true;
+    return false;
+}
 
 /* What fitrun itself exported, as "NAME=VALUE NAME=VALUE ...", so that a
  * nested fitrun (the Docker image runs `fitrun -- fitrun run`, and a pool
@@ -55,17 +60,6 @@ const char *fr_env_action_name(enum fr_env_action a)
     case FR_ENV_SKIPPED: return "skipped";
     }
     return "?";
-}
-
-const char *fr_env_lookup(char *const *envp, const char *name)
-{
-    if (!envp || !name)
-        return NULL;
-    size_t l = strlen(name);
-    for (char *const *p = envp; *p; p++)
-        if (!strncmp(*p, name, l) && (*p)[l] == '=')
-            return *p + l + 1;
-    return NULL;
 }
 
 static struct fr_env_entry *find_mut(struct fr_env_export *ex, const char *name)
@@ -113,11 +107,9 @@ static struct fr_env_entry *put(struct fr_env_export *ex, const char *name, cons
  * a message is fine, and going through vsnprintf keeps -Wformat-truncation
  * quiet about it on purpose. */
 
-#define reason(e, ...) fr_seterr((e)->reason, sizeof (e)->reason, __VA_ARGS__)
+#define reason(e, ...) fr_seterr((e)->reason, sizeof(e)->reason, __VA_ARGS__)
 
-/* Does envp's FITRUN_EXPORTED record `name` with exactly `value`?
- * (Public: detection uses it to tell an outer fitrun's FITRUN_CPUS from
- * the user's.) */
+/* Does envp's FITRUN_EXPORTED record `name` with exactly `value`? */
 bool fr_env_from_outer(char *const *envp, const char *name, const char *value)
 {
     if (!name || !value)
@@ -144,10 +136,17 @@ static const char *user_value(char *const *envp, const char *name, bool *outer)
     return *outer ? NULL : v;
 }
 
+void fr_env_fitrun_cpus(char *const *envp, struct fr_detect_opts *o)
+{
+    bool outer;
+    o->cpus_env = user_value(envp, "FITRUN_CPUS", &outer);
+    o->cpus_outer = outer ? fr_env_lookup(envp, "FITRUN_CPUS") : NULL;
+}
+
 /* Export `value` as `name` unless the user already set it. `why` explains
  * the value; it ends up in the reason either way. */
-static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name,
-                                  const char *value, const char *why)
+static struct fr_env_entry *offer(struct fr_env_export *ex, char *const *envp, const char *name, const char *value,
+                                  const char *why)
 {
     bool outer;
     const char *user = user_value(envp, name, &outer);
@@ -180,56 +179,20 @@ static void format_cpus(double cpus, char *buf, size_t n)
         *dot = '\0';
 }
 
-/* Which limit decided cpu_effective, for the reasons. The checks follow
- * the precedence of the detection (override first), and compare with a
- * tolerance because the values are doubles. */
+/* The limit that decided cpu_effective (detection's rule,
+ * fr_cpu_binding), for the reasons. */
 static void describe_cpus(const struct fr_resources *res, char *buf, size_t n)
 {
-    const double eff = res->cpu_effective;
-    const struct {
-        const struct fr_value *v;
-        const char *what;
-    } limits[] = {
-        {&res->cpu_override, "CPU override"},
-        {&res->cpu_scheduler, "batch-scheduler allocation"},
-        {&res->cpu_quota, "cgroup CPU quota"},
-    };
+    struct fr_cpu_limit b;
     char cpus[32];
-    format_cpus(eff, cpus, sizeof cpus);
-    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        const struct fr_value *v = limits[i].v;
-        if (v->known && fabs(v->value - eff) < 1e-9) {
-            fr_seterr(buf, n, "%s effective CPUs, from the %s%s%s", cpus, limits[i].what,
-                     v->source[0] ? " " : "", v->source);
-            return;
-        }
-    }
-    if (res->cpu_affinity > 0 && fabs((double)res->cpu_affinity - eff) < 1e-9)
-        fr_seterr(buf, n, "%s effective CPUs, from the CPU affinity%s%s", cpus,
-                 res->cpu_affinity_source[0] ? " " : "", res->cpu_affinity_source);
-    else
-        fr_seterr(buf, n, "%s effective CPUs", cpus);
+    fr_cpu_binding(res, false, &b);
+    format_cpus(res->cpu_effective, cpus, sizeof cpus);
+    fr_seterr(buf, n, "%s effective CPUs, from the %s%s%s", cpus, b.what, b.source && b.source[0] ? " " : "",
+              b.source ? b.source : "");
 }
 
-/* Threads for one process when the caller did not say: the effective CPUs
- * rounded as the plan rounds, at least 1 (0.5 CPU still runs 1 thread). */
-static int threads_from(const struct fr_resources *res, const struct fr_plan *plan)
-{
-    double eff = res->cpu_effective;
-    if (!(eff > 0))
-        eff = res->cpu_online > 0 ? res->cpu_online : 1;
-    double t = plan && plan->rounding == FR_ROUND_CEIL      ? ceil(eff - 1e-9)
-               : plan && plan->rounding == FR_ROUND_NEAREST ? floor(eff + 0.5)
-                                                            : floor(eff + 1e-9);
-    if (t < 1)
-        t = 1;
-    if (t > 1e6) /* absurd input; keep the int conversion defined */
-        t = 1e6;
-    return (int)t;
-}
-
-static int export_threads(struct fr_env_export *ex, const struct fr_resources *res,
-                          const struct fr_plan *plan, int threads, char *const *envp)
+static int export_threads(struct fr_env_export *ex, const struct fr_resources *res, const struct fr_plan *plan,
+                          int threads, char *const *envp)
 {
     char cpus[256], why[FR_ENV_REASON_MAX], val[32], cpuval[32];
     describe_cpus(res, cpus, sizeof cpus);
@@ -239,8 +202,8 @@ static int export_threads(struct fr_env_export *ex, const struct fr_resources *r
         per = "threads per pool worker";
         snprintf(cpuval, sizeof cpuval, "%d", threads);
     } else {
-        threads = threads_from(res, plan);
-        per = rounding_word(plan ? plan->rounding : FR_ROUND_FLOOR);
+        threads = plan->threads_whole; /* the plan rounds; nobody else */
+        per = rounding_word(plan->rounding);
         format_cpus(res->cpu_effective > 0 ? res->cpu_effective : threads, cpuval, sizeof cpuval);
     }
     snprintf(val, sizeof val, "%d", threads);
@@ -263,9 +226,9 @@ static int export_threads(struct fr_env_export *ex, const struct fr_resources *r
 static int export_workers(struct fr_env_export *ex, const struct fr_plan *plan, char *const *envp)
 {
     char val[32], why[FR_ENV_REASON_MAX];
-    int w = plan && plan->workers > 0 ? plan->workers : 1;
+    int w = plan->workers > 0 ? plan->workers : 1;
     snprintf(val, sizeof val, "%d", w);
-    if (plan && plan->nreasons > 0)
+    if (plan->nreasons > 0)
         fr_seterr(why, sizeof why, "worker processes that fit: %s", plan->reasons[0]);
     else
         fr_seterr(why, sizeof why, "worker processes that fit (plan)");
@@ -289,7 +252,7 @@ static int export_memory(struct fr_env_export *ex, const struct fr_resources *re
     snprintf(val, sizeof val, "%.0f", res->mem_limit.value);
     fr_format_size((uint64_t)res->mem_limit.value, human, sizeof human);
     fr_seterr(why, sizeof why, "memory limit %s in bytes%s%s", human, res->mem_limit.source[0] ? ", from " : "",
-             res->mem_limit.source);
+              res->mem_limit.source);
     return offer(ex, envp, "FITRUN_MEMORY_LIMIT", val, why) ? 0 : -1;
 }
 
@@ -306,8 +269,8 @@ static const char *joblib_base(char *const *envp)
  * user set it, skipped otherwise. */
 static int joblib_leave(struct fr_env_export *ex, char *const *envp, const char *why)
 {
-    const char *user = fr_env_lookup(envp, JOBLIB_VAR);
-    struct fr_env_entry *e = put(ex, JOBLIB_VAR, user, user ? FR_ENV_KEPT : FR_ENV_SKIPPED);
+    const char *user = fr_env_lookup(envp, FR_ENV_JOBLIB_VAR);
+    struct fr_env_entry *e = put(ex, FR_ENV_JOBLIB_VAR, user, user ? FR_ENV_KEPT : FR_ENV_SKIPPED);
     if (!e)
         return -1;
     reason(e, "%s%s", user ? "already set in the environment, left alone; " : "", why);
@@ -327,17 +290,16 @@ static int export_joblib(struct fr_env_export *ex, const struct fr_resources *re
         fr_seterr(why, sizeof why, "/dev/shm is %s, not below the %s threshold: joblib may use it", have, lim);
         return joblib_leave(ex, envp, why);
     }
-    int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp),
-                     (unsigned long)(opts ? opts->uid : 0));
+    int r = snprintf(dir, sizeof dir, "%s/fitrun-joblib-%lu", joblib_base(envp), (unsigned long)(opts ? opts->uid : 0));
     if (r < 0 || (size_t)r >= sizeof dir) {
         errno = ENAMETOOLONG;
         return -1;
     }
     fr_seterr(why, sizeof why,
-             "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
-             "filling it (%s)",
-             have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
-    struct fr_env_entry *e = offer(ex, envp, JOBLIB_VAR, dir, why);
+              "/dev/shm is only %s (< %s): joblib memmaps go to a disk-backed directory instead of "
+              "filling it (%s)",
+              have, lim, res->shm_size.source[0] ? res->shm_size.source : "/dev/shm");
+    struct fr_env_entry *e = offer(ex, envp, FR_ENV_JOBLIB_VAR, dir, why);
     if (!e)
         return -1;
     e->make_dir = e->action == FR_ENV_SET;
@@ -379,7 +341,7 @@ static int apply_forced(struct fr_env_export *ex, char *const *envp, const struc
 
 static bool recorded(const struct fr_env_entry *e)
 {
-    return e->action == FR_ENV_SET && strcmp(e->name, JOBLIB_VAR) && strcmp(e->name, MARKER_VAR) &&
+    return e->action == FR_ENV_SET && strcmp(e->name, FR_ENV_JOBLIB_VAR) && strcmp(e->name, MARKER_VAR) &&
            !strchr(e->value, ' ');
 }
 
@@ -412,13 +374,12 @@ static int export_marker(struct fr_env_export *ex)
     return 0;
 }
 
-int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
-                   char *const *envp, const struct fr_env_forced *forced,
-                   const struct fr_env_opts *opts, struct fr_env_export *out)
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads, char *const *envp,
+                   const struct fr_env_forced *forced, const struct fr_env_opts *opts, struct fr_env_export *out)
 {
     out->n = 0;
     out->threads = 0;
-    if (!res) {
+    if (!res || !plan) {
         errno = EINVAL;
         return -1;
     }
@@ -437,243 +398,6 @@ void fr_env_free(struct fr_env_export *ex)
         free(ex->e[i].value);
     }
     ex->n = 0;
-}
-
-static bool exported(const struct fr_env_entry *e)
-{
-    return e->action == FR_ENV_SET || e->action == FR_ENV_FORCED;
-}
-
-/* Is the "NAME=value" string s one of the variables fitrun replaces? */
-static bool replaced(const struct fr_env_export *ex, const char *s)
-{
-    for (size_t i = 0; i < ex->n; i++) {
-        size_t l = strlen(ex->e[i].name);
-        if (exported(&ex->e[i]) && !strncmp(s, ex->e[i].name, l) && s[l] == '=')
-            return true;
-    }
-    return false;
-}
-
-/* ---- the job environment: what a `fitrun run` job may see -------------- */
-
-/* The caller's variables every job may see. PATH (commands are looked up
- * in it), the locale and the time zone (how text and times are read), and
- * fitrun's own FITRUN_* family; beside these only fitrun's variables (the
- * export list), the profile's [env] and its pass_env patterns. */
-static const char *const job_allow[] = {"PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "FITRUN_*", NULL};
-
-/* Variables programs expect that the scrub removes, given a neutral value
- * unless pass_env or [env] provide them. Without HOME, glibc looks the
- * user up to find a home (Python's site module does so at start-up):
- * getpwuid asks nscd over a socket, which the exec preset refuses, and a
- * slot uid has no passwd entry anyway. /nonexistent is Debian's home for
- * users without one. */
-static const struct {
-    const char *name, *value;
-} job_fixed[] = {
-    {"HOME", "/nonexistent"},
-};
-
-const char *const *fr_env_job_allowed(void)
-{
-    return job_allow;
-}
-
-/* Does "NAME=..." (or the bare NAME, name_len bytes) match `pattern`, a
- * NAME or a PREFIX* (profile pass_env)? */
-static bool name_matches(const char *name, size_t len, const char *pattern)
-{
-    size_t pl = strlen(pattern);
-    if (pl && pattern[pl - 1] == '*')
-        return len >= pl - 1 && !strncmp(name, pattern, pl - 1);
-    return len == pl && !strncmp(name, pattern, pl);
-}
-
-static bool is_thread_var(const char *name, size_t len)
-{
-    for (size_t i = 0; i < sizeof thread_vars / sizeof thread_vars[0]; i++)
-        if (name_matches(name, len, thread_vars[i].name))
-            return true;
-    return false;
-}
-
-enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len,
-                                  char *const *pass_env)
-{
-    for (const char *const *a = job_allow; *a; a++)
-        if (name_matches(name, len, *a))
-            return FR_ENV_KEEP_ALLOWED;
-    if (is_thread_var(name, len))
-        return FR_ENV_KEEP_FITRUN;
-    for (size_t i = 0; ex && i < ex->n; i++)
-        if (name_matches(name, len, ex->e[i].name))
-            return FR_ENV_KEEP_FITRUN;
-    for (char *const *p = pass_env; p && *p; p++)
-        if (name_matches(name, len, *p))
-            return FR_ENV_KEEP_PASSED;
-    return FR_ENV_KEEP_NONE;
-}
-
-const char *fr_env_job_allowlist(char *buf, size_t n)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (const char *const *a = job_allow; *a && k < n; a++) {
-        int r = snprintf(buf + k, n - k, "%s%s", k ? ", " : "", *a);
-        k += r > 0 ? (size_t)r : 0;
-    }
-    if (k < n)
-        k += (size_t)snprintf(buf + k, n - k, ", the thread variables (OMP_NUM_THREADS ... PYTHON_CPU_COUNT) and "
-                                              "fitrun's other exports (JOBLIB_TEMP_FOLDER)");
-    for (size_t i = 0; i < sizeof job_fixed / sizeof job_fixed[0] && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "; %s=%s unless passed", job_fixed[i].name, job_fixed[i].value);
-    return buf;
-}
-
-static size_t name_len(const char *entry)
-{
-    const char *eq = strchr(entry, '=');
-    return eq ? (size_t)(eq - entry) : strlen(entry);
-}
-
-/* A caller's entry goes to the child: not one fitrun replaces, and (for a
- * job) one the scrub keeps. An entry without '=' is not a variable. */
-static bool passes(const struct fr_env_export *ex, const char *entry, bool scrub, char *const *pass_env)
-{
-    if (!strchr(entry, '=') || replaced(ex, entry))
-        return false;
-    return !scrub || fr_env_job_keeps(ex, entry, name_len(entry), pass_env) != FR_ENV_KEEP_NONE;
-}
-
-static char **build(const struct fr_env_export *ex, char *const *envp, bool scrub, char *const *pass_env)
-{
-    size_t n = 0;
-    for (char *const *p = envp; p && *p; p++)
-        n++;
-    char **out = calloc(n + ex->n + sizeof job_fixed / sizeof job_fixed[0] + 1, sizeof *out);
-    if (!out)
-        return NULL;
-    size_t k = 0;
-    for (char *const *p = envp; p && *p; p++) {
-        if (!passes(ex, *p, scrub, pass_env))
-            continue;
-        if (!(out[k++] = strdup(*p)))
-            goto oom;
-    }
-    for (size_t i = 0; i < ex->n; i++) {
-        if (!exported(&ex->e[i]))
-            continue;
-        size_t l = strlen(ex->e[i].name) + strlen(ex->e[i].value) + 2;
-        if (!(out[k] = malloc(l)))
-            goto oom;
-        snprintf(out[k++], l, "%s=%s", ex->e[i].name, ex->e[i].value);
-    }
-    for (size_t i = 0; scrub && i < sizeof job_fixed / sizeof job_fixed[0]; i++) {
-        if (fr_env_lookup(out, job_fixed[i].name))
-            continue;
-        size_t l = strlen(job_fixed[i].name) + strlen(job_fixed[i].value) + 2;
-        if (!(out[k] = malloc(l)))
-            goto oom;
-        snprintf(out[k++], l, "%s=%s", job_fixed[i].name, job_fixed[i].value);
-    }
-    out[k] = NULL;
-    return out;
-oom:
-    fr_envp_free(out);
-    errno = ENOMEM;
-    return NULL;
-}
-
-char **fr_env_build_envp(const struct fr_env_export *ex, char *const *envp)
-{
-    return build(ex, envp, false, NULL);
-}
-
-char **fr_env_build_job_envp(const struct fr_env_export *ex, char *const *envp, char *const *pass_env)
-{
-    return build(ex, envp, true, pass_env);
-}
-
-char **fr_env_scrubbed(const struct fr_env_export *ex, char *const *envp, char *const *pass_env)
-{
-    size_t n = 0, k = 0;
-    for (char *const *p = envp; p && *p; p++)
-        n++;
-    char **out = calloc(n + 1, sizeof *out);
-    if (!out)
-        return NULL;
-    for (char *const *p = envp; p && *p; p++) {
-        size_t l = name_len(*p);
-        if (!strchr(*p, '=') || fr_env_job_keeps(ex, *p, l, pass_env) != FR_ENV_KEEP_NONE)
-            continue;
-        bool dup = false; /* a name twice in envp is listed once */
-        for (size_t i = 0; i < k && !dup; i++)
-            dup = strlen(out[i]) == l && !strncmp(out[i], *p, l);
-        if (!dup && !(out[k++] = strndup(*p, l))) {
-            fr_envp_free(out);
-            errno = ENOMEM;
-            return NULL;
-        }
-    }
-    return out;
-}
-
-void fr_envp_free(char **envp)
-{
-    if (!envp)
-        return;
-    for (char **p = envp; *p; p++)
-        free(*p);
-    free(envp);
-}
-
-/* mkdir 0700, or accept an existing directory that is ours (fixing its
- * mode). Anything else under a shared /var/tmp — a symlink, a file,
- * someone else's directory — is refused: joblib would write our arrays
- * there. */
-static int make_private_dir(const char *path, char *err, size_t errlen)
-{
-    if (mkdir(path, 0700) == 0)
-        return 0;
-    if (errno != EEXIST) {
-        fr_seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (lstat(path, &st) < 0) {
-        fr_seterr(err, errlen, "cannot stat %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-        fr_seterr(err, errlen, "%s exists but is not a directory owned by uid %lu: refusing to use it", path,
-                 (unsigned long)geteuid());
-        return -1;
-    }
-    if ((st.st_mode & 077) && chmod(path, 0700) < 0) {
-        fr_seterr(err, errlen, "cannot chmod 0700 %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-int fr_env_make_dirs(struct fr_env_export *ex, char *err, size_t errlen)
-{
-    int rc = 0;
-    for (size_t i = 0; i < ex->n; i++) {
-        struct fr_env_entry *e = &ex->e[i];
-        if (!e->make_dir || e->action != FR_ENV_SET)
-            continue;
-        char msg[FR_ENV_REASON_MAX];
-        if (make_private_dir(e->value, msg, sizeof msg) < 0) {
-            fr_seterr(err, errlen, "%s: %s not exported", msg, e->name);
-            fr_seterr(e->reason, sizeof e->reason, "not exported: %s", msg);
-            e->action = FR_ENV_SKIPPED;
-            rc = -1;
-        }
-        e->make_dir = false;
-    }
-    return rc;
 }
 
 void fr_env_print(const struct fr_env_export *ex, FILE *f)

@@ -8,14 +8,13 @@
  * (#SBATCH options are split at blanks and expand %A/%a in file names;
  * HTCondor expands $(macros)), so values they cannot carry are refused
  * with a message rather than quoted into something that half works. */
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
 #include "fitrun/common.h"
-#include "internal.h"
 
 /* Time limits -------------------------------------------------------------- */
 
@@ -124,8 +123,8 @@ static int check_sbatch_value(const char *what, const char *v, char *err, size_t
 {
     const char *bad = v ? strpbrk(v, " \t\n\r\"'\\%") : NULL;
     if (bad) {
-        fr_seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name",
-                     what, v, *bad);
+        fr_seterr(err, errlen, "%s '%s' contains '%c', which a job script line cannot carry; choose a plain name", what,
+                  v, *bad);
         return -1;
     }
     return 0;
@@ -143,8 +142,10 @@ static int check_condor_value(const char *what, const char *v, char *err, size_t
 
 static int check_common(const struct fr_submit *s, char *err, size_t errlen)
 {
-    const char *paths[][2] = {{"fitrun binary", s->fitrun},         {"profile", s->profile},
-                              {"jobs file", s->jobs},               {"output directory", s->out_dir},
+    const char *paths[][2] = {{"fitrun binary", s->fitrun},
+                              {"profile", s->profile},
+                              {"jobs file", s->jobs},
+                              {"output directory", s->out_dir},
                               {"working directory", s->workdir}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (check_path(paths[i][0], paths[i][1], err, errlen) < 0)
@@ -152,7 +153,7 @@ static int check_common(const struct fr_submit *s, char *err, size_t errlen)
     if (s->shards < 1 || s->cpus_per_task < 1) {
         bool shards = s->shards < 1;
         fr_seterr(err, errlen, "%s must be at least 1 (got %d)", shards ? "the number of shards" : "cpus per task",
-                     shards ? s->shards : s->cpus_per_task);
+                  shards ? s->shards : s->cpus_per_task);
         return -1;
     }
     if (strlen(s->out_dir) > RESULTS_DIR_MAX) {
@@ -162,7 +163,7 @@ static int check_common(const struct fr_submit *s, char *err, size_t errlen)
     /* The output directory also appears in a shell glob (the merge hint). */
     if (strpbrk(s->out_dir, " \t*?[")) {
         fr_seterr(err, errlen, "output directory '%s' contains a blank or a glob character; choose a plain path",
-                     s->out_dir);
+                  s->out_dir);
         return -1;
     }
     return 0;
@@ -317,15 +318,15 @@ int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errle
 {
     if (check_common(s, err, errlen) < 0 || check_sbatch_value("job name", s->job_name, err, errlen) < 0)
         return -1;
-    const char *vals[][2] = {{"fitrun binary", s->fitrun}, {"profile", s->profile},
-                             {"jobs file", s->jobs},       {"output directory", s->out_dir},
-                             {"working directory", s->workdir}, {"job name", s->job_name}};
+    const char *vals[][2] = {
+        {"fitrun binary", s->fitrun},     {"profile", s->profile},           {"jobs file", s->jobs},
+        {"output directory", s->out_dir}, {"working directory", s->workdir}, {"job name", s->job_name}};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         if (check_condor_value(vals[i][0], vals[i][1], err, errlen) < 0)
             return -1;
     if (strpbrk(s->fitrun, " \t")) {
         fr_seterr(err, errlen, "fitrun binary '%s' contains a blank, which HTCondor's executable cannot carry",
-                     s->fitrun);
+                  s->fitrun);
         return -1;
     }
     fprintf(f,

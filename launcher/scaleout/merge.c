@@ -1,5 +1,5 @@
 /* merge.c — `fitrun merge`: put the per-shard result files back together
- * and prove nothing was lost. See include/fitrun/shard.h.
+ * and prove nothing was lost. See include/fitrun/scaleout.h.
  *
  * Two passes, so that memory stays O(input lines) however large the
  * results are (a result carries up to two captured outputs):
@@ -19,7 +19,7 @@
  * string "status"; anything else (a line torn by a killed task, garbage)
  * is reported with file:line and skipped, so `--resume` of that shard
  * produces it again. */
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -41,34 +41,34 @@ enum slot_kind {
 
 /* One physical line of the jobs file, and the result chosen for it. */
 struct slot {
-    char *id;           /* SLOT_JOB / SLOT_REPEAT: the id as JSON text ("\"a1\""), for messages */
-    char *raw;          /* SLOT_REPEAT: the id itself, for the DuplicateId result */
-    long first;         /* SLOT_REPEAT: the line that holds the id's job */
+    char *id;   /* SLOT_JOB / SLOT_REPEAT: the id as JSON text ("\"a1\""), for messages */
+    char *raw;  /* SLOT_REPEAT: the id itself, for the DuplicateId result */
+    long first; /* SLOT_REPEAT: the line that holds the id's job */
     unsigned char kind;
-    int file;           /* winning result: file index, -1 = none yet */
-    long rline;         /* its line number in that file */
-    off_t off;          /* its bytes in that file, newline excluded */
+    int file;   /* winning result: file index, -1 = none yet */
+    long rline; /* its line number in that file */
+    off_t off;  /* its bytes in that file, newline excluded */
     size_t len;
 };
 
 struct rfile {
     const char *path;
-    FILE *f;            /* NULL: could not be opened (its jobs count as missing) */
-    int name_shard;     /* K of "<name>.K.jsonl", -1 when the name has none */
+    FILE *f;        /* NULL: could not be opened (its jobs count as missing) */
+    int name_shard; /* K of "<name>.K.jsonl", -1 when the name has none */
     long dups, bad, foreign, misplaced;
 };
 
 struct merge {
     const struct fr_merge_opts *o;
     const char *jobs_name;
-    struct slot *slots;  /* slots[L-1] for input line L */
+    struct slot *slots; /* slots[L-1] for input line L */
     long nlines, cap;
     long njobs;
-    json_t *index;       /* id -> line of its job (SLOT_JOB) */
+    json_t *index; /* id -> line of its job (SLOT_JOB) */
     struct rfile *files;
     int nfiles;
-    long noline;         /* results without "line", placed by id */
-    long written_dups;   /* DuplicateId results merge wrote itself (repeats another shard ran) */
+    long noline;       /* results without "line", placed by id */
+    long written_dups; /* DuplicateId results merge wrote itself (repeats another shard ran) */
     /* Shard-count inference (no --shards): the gcd of L-1-K over results of
      * line L found in a file named K, and whether every file is so named. */
     long gcd;
@@ -249,7 +249,9 @@ static long result_line(struct merge *m, struct rfile *rf, const struct fr_resul
             fr_warn("merge: %s:%ld: result for line %ld (id %s), but line %ld of %s is %s; dropped (results of "
                     "another jobs file?)",
                     rf->path, rline, k->line, q ? q : "null", k->line, m->jobs_name,
-                    !s || s->kind == SLOT_BLANK ? "no job" : s->kind == SLOT_INVALID ? "not a job" : s->id);
+                    !s || s->kind == SLOT_BLANK ? "no job"
+                    : s->kind == SLOT_INVALID   ? "not a job"
+                                                : s->id);
         if (!line)
             rf->foreign++;
     } else if (!k->id || k->duplicate) {
@@ -510,8 +512,12 @@ static int write_duplicate(const struct slot *s, long line, FILE *out)
 {
     char msg[FR_DUPLICATE_MSG_MAX];
     fr_duplicate_message(msg, line, s->raw);
-    struct fr_result r = {.id = s->raw, .status = FR_STATUS_INVALID, .error_type = "DuplicateId",
-                          .error_message = msg, .worker = -1, .line = line};
+    struct fr_result r = {.id = s->raw,
+                          .status = FR_STATUS_INVALID,
+                          .error_type = "DuplicateId",
+                          .error_message = msg,
+                          .worker = -1,
+                          .line = line};
     size_t len;
     char *text = fr_result_line(&r, &len);
     int rc = text && fwrite(text, 1, len, out) == len ? 0 : -1;

@@ -14,17 +14,6 @@
 #include <string.h>
 
 #include "fitrun/common.h"
-#include "internal.h"
-
-/* Value of NAME in a NULL-terminated "NAME=value" array, or NULL. */
-static const char *env_get(char *const *envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (; envp && *envp; envp++)
-        if (!strncmp(*envp, name, n) && (*envp)[n] == '=')
-            return *envp + n + 1;
-    return NULL;
-}
 
 /* A whole-string integer in [lo, hi]. */
 static int parse_int_in(const char *s, long lo, long hi, long *out)
@@ -45,8 +34,9 @@ int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char 
     if (!strcmp(s, "auto")) {
         int r = fr_shard_auto(envp, out, err, errlen);
         if (r == 0)
-            fr_seterr(err, errlen, "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
-                         "use --shard K/N");
+            fr_seterr(err, errlen,
+                      "--shard auto: not inside a SLURM array task (SLURM_ARRAY_TASK_ID is not set); "
+                      "use --shard K/N");
         return r == 1 ? 0 : -1;
     }
     const char *slash = strchr(s, '/');
@@ -84,7 +74,7 @@ static int slurm_var(char *const *envp, const char *name, long lo, long *out, ch
 {
     char full[64];
     snprintf(full, sizeof full, "SLURM_ARRAY_TASK_%s", name);
-    const char *v = env_get(envp, full);
+    const char *v = fr_env_lookup(envp, full);
     if (!v) {
         fr_seterr(err, errlen, "in a SLURM array task but %s is not set", full);
         return -1;
@@ -105,8 +95,8 @@ static int auto_pinned(const char *pinned, long id, struct fr_shard *out, char *
         return -1;
     }
     if (id >= n) {
-        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)",
-                     id, n, n - 1);
+        fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not a shard of " FR_SHARD_COUNT_ENV "=%ld (0..%ld)", id, n,
+                  n - 1);
         return -1;
     }
     *out = (struct fr_shard){.enabled = true, .index = (int)id, .count = (int)n};
@@ -116,11 +106,11 @@ static int auto_pinned(const char *pinned, long id, struct fr_shard *out, char *
 int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t errlen)
 {
     long id, min, count, max, step = 1;
-    if (!env_get(envp, "SLURM_ARRAY_TASK_ID"))
+    if (!fr_env_lookup(envp, "SLURM_ARRAY_TASK_ID"))
         return 0;
     if (slurm_var(envp, "ID", 0, &id, err, errlen) < 0)
         return -1;
-    const char *pinned = env_get(envp, FR_SHARD_COUNT_ENV);
+    const char *pinned = fr_env_lookup(envp, FR_SHARD_COUNT_ENV);
     if (pinned)
         return auto_pinned(pinned, id, out, err, errlen);
     if (slurm_var(envp, "MIN", 0, &min, err, errlen) < 0 || slurm_var(envp, "COUNT", 1, &count, err, errlen) < 0)
@@ -128,38 +118,32 @@ int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t err
     /* STEP and MAX are set by every SLURM since 15.x; they let us refuse
      * arrays whose indices are not min, min+step, ... (then ID-MIN is not a
      * shard number) instead of silently running the wrong jobs. */
-    if (env_get(envp, "SLURM_ARRAY_TASK_STEP") && slurm_var(envp, "STEP", 1, &step, err, errlen) < 0)
+    if (fr_env_lookup(envp, "SLURM_ARRAY_TASK_STEP") && slurm_var(envp, "STEP", 1, &step, err, errlen) < 0)
         return -1;
     if (id < min || (id - min) % step) {
         fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is not in the array (MIN=%ld, STEP=%ld)", id, min, step);
         return -1;
     }
-    if (env_get(envp, "SLURM_ARRAY_TASK_MAX")) {
+    if (fr_env_lookup(envp, "SLURM_ARRAY_TASK_MAX")) {
         if (slurm_var(envp, "MAX", 0, &max, err, errlen) < 0)
             return -1;
         if (max < min || (max - min) / step + 1 != count) {
             fr_seterr(err, errlen,
-                         "the SLURM array is not one evenly spaced range (MIN=%ld, MAX=%ld, STEP=%ld, COUNT=%ld, "
-                         "as with --array=1,3,7): shard numbers are ambiguous; set " FR_SHARD_COUNT_ENV
-                         "=N or use --shard K/N",
-                         min, max, step, count);
+                      "the SLURM array is not one evenly spaced range (MIN=%ld, MAX=%ld, STEP=%ld, COUNT=%ld, "
+                      "as with --array=1,3,7): shard numbers are ambiguous; set " FR_SHARD_COUNT_ENV
+                      "=N or use --shard K/N",
+                      min, max, step, count);
             return -1;
         }
     }
     long k = (id - min) / step;
     if (k >= count) {
         fr_seterr(err, errlen, "SLURM_ARRAY_TASK_ID=%ld is beyond the array (MIN=%ld, STEP=%ld, COUNT=%ld)", id, min,
-                     step, count);
+                  step, count);
         return -1;
     }
     *out = (struct fr_shard){.enabled = true, .index = (int)k, .count = (int)count};
     return 1;
-}
-
-int fr_shard_from_env(char *const *envp, struct fr_shard *out)
-{
-    char err[8];
-    return fr_shard_auto(envp, out, err, sizeof err) == 1;
 }
 
 int fr_shard_of_line(long line, int count)
