@@ -42,8 +42,8 @@ struct mode {
     const char *label;
     const char *kv;
     enum how how;
-    int base;           /* index of the mode this one adds least privilege to, -1 = none */
-    bool slot;          /* apply with slot 0 (per-slot uid) */
+    int base;  /* index of the mode this one adds least privilege to, -1 = none */
+    bool slot; /* apply with slot 0 (per-slot uid) */
     bool needs_root;
     struct fr_policy *pol;
     uint64_t *cyc, *app;
@@ -52,18 +52,18 @@ struct mode {
 #define LIMITS "cpu_time=10s;memory=1G;nofile=256"
 
 static struct mode g_modes[] = {
-    { "bare fork+exit (peer)", NULL, BARE, -1, false, false, NULL, NULL, NULL },
-    { "python, no supervisor (kill)", "preset=python;" LIMITS, KILL, -1, false, false, NULL, NULL, NULL },
-    { "python notify", "preset=python;" LIMITS, NOTIFY, -1, false, false, NULL, NULL, NULL },
-    { "python notify +landlock", "preset=python;fs=libs;read=/usr;" LIMITS, NOTIFY, 2, false, false, NULL, NULL, NULL },
-    { "python notify +uid", "preset=python;user=slot;slots=1;uid_base=61900;" LIMITS, NOTIFY, 2, true, true, NULL, NULL,
-      NULL },
-    { "python notify +landlock +uid", "preset=python;fs=libs;read=/usr;user=slot;slots=1;uid_base=61900;" LIMITS,
-      NOTIFY, 2, true, true, NULL, NULL, NULL },
-    { "python relay", "preset=python;" LIMITS, RELAY, -1, false, false, NULL, NULL, NULL },
-    { "exec relay", "preset=exec;" LIMITS, RELAY, -1, false, false, NULL, NULL, NULL },
-    { "exec relay +landlock +uid", "preset=exec;fs=system;user=slot;slots=1;uid_base=61900;" LIMITS, RELAY, 7, true,
-      true, NULL, NULL, NULL },
+    {"bare fork+exit (peer)", NULL, BARE, -1, false, false, NULL, NULL, NULL},
+    {"python, no supervisor (kill)", "preset=python;" LIMITS, KILL, -1, false, false, NULL, NULL, NULL},
+    {"python notify", "preset=python;" LIMITS, NOTIFY, -1, false, false, NULL, NULL, NULL},
+    {"python notify +landlock", "preset=python;fs=libs;read=/usr;" LIMITS, NOTIFY, 2, false, false, NULL, NULL, NULL},
+    {"python notify +uid", "preset=python;user=slot;slots=1;uid_base=61900;" LIMITS, NOTIFY, 2, true, true, NULL, NULL,
+     NULL},
+    {"python notify +landlock +uid", "preset=python;fs=libs;read=/usr;user=slot;slots=1;uid_base=61900;" LIMITS, NOTIFY,
+     2, true, true, NULL, NULL, NULL},
+    {"python relay", "preset=python;" LIMITS, RELAY, -1, false, false, NULL, NULL, NULL},
+    {"exec relay", "preset=exec;" LIMITS, RELAY, -1, false, false, NULL, NULL, NULL},
+    {"exec relay +landlock +uid", "preset=exec;fs=system;user=slot;slots=1;uid_base=61900;" LIMITS, RELAY, 7, true,
+     true, NULL, NULL, NULL},
 };
 #define NMODES (sizeof g_modes / sizeof g_modes[0])
 
@@ -84,14 +84,10 @@ static int child_apply(const struct mode *m, int sock)
 {
     int slot = m->slot ? 0 : -1;
     switch (m->how) {
-    case BARE:
-        return 0;
-    case NOTIFY:
-        return fr_policy_apply_notify(m->pol, sock, slot);
-    case RELAY:
-        return fr_policy_apply_slot(m->pol, sock, slot); /* sock: a pipe's write end, the report fd */
-    case KILL:
-        return fr_policy_apply_slot(m->pol, -1, slot);
+    case BARE: return 0;
+    case NOTIFY: return fr_policy_apply_notify(m->pol, sock, slot);
+    case RELAY: return fr_policy_apply_slot(m->pol, sock, slot); /* sock: a pipe's write end, the report fd */
+    case KILL: return fr_policy_apply_slot(m->pol, -1, slot);
     }
     return -1;
 }

@@ -32,7 +32,7 @@
 
 int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen)
 {
-    *out = (struct fr_caps_plan){ 0 };
+    *out = (struct fr_caps_plan){0};
     /* cap_max_bits() asks the running kernel (not the headers) how many
      * capabilities exist, so new kernels' capabilities are dropped too. */
     out->last_cap = (int)cap_max_bits() - 1;
@@ -53,9 +53,9 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
      * must SIGKILL a job that runs under another uid (a slot's). */
     out->relay = cap_init();
     cap_value_t kill_cap = CAP_KILL;
-    if (!out->relay || (cap_get_bound(CAP_KILL) > 0 &&
-                        (cap_set_flag(out->relay, CAP_EFFECTIVE, 1, &kill_cap, CAP_SET) < 0 ||
-                         cap_set_flag(out->relay, CAP_PERMITTED, 1, &kill_cap, CAP_SET) < 0))) {
+    if (!out->relay ||
+        (cap_get_bound(CAP_KILL) > 0 && (cap_set_flag(out->relay, CAP_EFFECTIVE, 1, &kill_cap, CAP_SET) < 0 ||
+                                         cap_set_flag(out->relay, CAP_PERMITTED, 1, &kill_cap, CAP_SET) < 0))) {
         fr_seterr(err, errlen, "sandbox: preparing the relay's capabilities: %s", strerror(errno));
         fr_caps_plan_free(out);
         return -1;
@@ -63,8 +63,7 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
     for (size_t i = 0; keep && keep[i]; i++) {
         cap_value_t cap;
         if (cap_from_name(keep[i], &cap) < 0 || cap < 0 || cap > out->last_cap) {
-            fr_seterr(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)",
-                      keep[i]);
+            fr_seterr(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)", keep[i]);
             fr_caps_plan_free(out);
             return -1;
         }

@@ -36,13 +36,12 @@
  * sendmsg and closed, exiting is exit_group; read and write carry the jobs'
  * own pipes): denying them would turn every job into a hang or an
  * unreported kill. */
-static const char *const g_reserved[] = { "read", "write", "close", "sendmsg", "exit", "exit_group", NULL };
+static const char *const g_reserved[] = {"read", "write", "close", "sendmsg", "exit", "exit_group", NULL};
 
 #define FR_NAMES_MAX 256
 
 /* Resolve a NULL-terminated list of names; `what` is "allow" or "deny". */
-static int resolve_names(const char *const *names, const char *what, int *nrs, size_t *n, char *err,
-                         size_t errlen)
+static int resolve_names(const char *const *names, const char *what, int *nrs, size_t *n, char *err, size_t errlen)
 {
     *n = 0;
     for (size_t i = 0; names && names[i]; i++) {
@@ -74,8 +73,7 @@ static int check_lists(const struct fr_policy_spec *spec, const int *deny, size_
     for (size_t i = 0; i < ndeny; i++) {
         for (size_t r = 0; g_reserved[r]; r++) {
             if (deny[i] == seccomp_syscall_resolve_name(g_reserved[r])) {
-                fr_seterr(err, errlen,
-                          "cannot deny '%s': the sandbox's own violation reporting and exit need it",
+                fr_seterr(err, errlen, "cannot deny '%s': the sandbox's own violation reporting and exit need it",
                           spec->deny[i]);
                 return -1;
             }
@@ -107,7 +105,8 @@ static int export_program(scmp_filter_ctx ctx, struct fr_filter *out, char *err,
     off_t size = lseek(fd, 0, SEEK_END);
     if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
         size / (off_t)sizeof(struct sock_filter) > FR_BPF_MAX_INSNS) {
-        fr_seterr(err, errlen, "sandbox: compiled seccomp program has %lld bytes (want a multiple of %zu, at most %d instructions)",
+        fr_seterr(err, errlen,
+                  "sandbox: compiled seccomp program has %lld bytes (want a multiple of %zu, at most %d instructions)",
                   (long long)size, sizeof(struct sock_filter), FR_BPF_MAX_INSNS);
         close(fd);
         return -1;
@@ -189,10 +188,10 @@ static int add_lists(scmp_filter_ctx ctx, const struct fr_policy_spec *spec, con
     return 0;
 }
 
-int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out,
-                    char *err, size_t errlen)
+int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out, char *err,
+                    size_t errlen)
 {
-    *out = (struct fr_filter){ 0 };
+    *out = (struct fr_filter){0};
     out->arch = seccomp_arch_native();
     int deny[FR_NAMES_MAX], allow[FR_NAMES_MAX];
     size_t ndeny, nallow;
@@ -213,12 +212,8 @@ int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ct
         def = SCMP_ACT_ALLOW;
         break;
     case FR_PRESET_PYTHON:
-    case FR_PRESET_EXEC:
-        def = SCMP_ACT_NOTIFY;
-        break;
-    default:
-        fr_seterr(err, errlen, "sandbox: unknown preset %d", (int)spec->preset);
-        return -1;
+    case FR_PRESET_EXEC: def = SCMP_ACT_NOTIFY; break;
+    default: fr_seterr(err, errlen, "sandbox: unknown preset %d", (int)spec->preset); return -1;
     }
     out->mode = FR_FILTER_NOTIFY;
 
@@ -280,11 +275,10 @@ int fr_filter_install(const struct fr_filter *f, int pid, int sock, bool listene
         flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
     } else {
         for (unsigned short i = 0; i < f->len; i++)
-            if (insns[i].code == (BPF_RET | BPF_K) &&
-                (insns[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF)
+            if (insns[i].code == (BPF_RET | BPF_K) && (insns[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF)
                 insns[i].k = SECCOMP_RET_KILL_PROCESS;
     }
-    struct sock_fprog prog = { .len = f->len, .filter = insns };
+    struct sock_fprog prog = {.len = f->len, .filter = insns};
     long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
     if (rc < 0)
         return -errno;

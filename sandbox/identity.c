@@ -54,7 +54,7 @@ static int id_range_mapped(const char *map_path, uint64_t first, uint64_t count)
 int fr_identity_plan(const struct fr_policy_spec *spec, bool keep_caps, struct fr_identity_plan *out, char *err,
                      size_t errlen)
 {
-    *out = (struct fr_identity_plan){ 0 };
+    *out = (struct fr_identity_plan){0};
     out->builder_uid = (unsigned)geteuid();
     out->base = spec->uid_base ? spec->uid_base : FR_UID_BASE_DEFAULT;
     out->slots = spec->slots > 0 ? spec->slots : FR_SLOTS_DEFAULT;

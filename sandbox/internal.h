@@ -66,12 +66,12 @@ int fr_caps_prepare_worker(struct fr_caps_plan *plan);
 
 /* ---- identity.c ----------------------------------------------------------- */
 struct fr_identity_plan {
-    bool enabled;          /* switch uid/gid in the child */
-    bool keep_caps;        /* kept capabilities must survive the switch (PR_SET_KEEPCAPS) */
-    uint32_t base;         /* slot k -> uid = gid = base + k */
-    int slots;             /* slots checked against the namespace's id maps */
-    unsigned builder_uid;  /* euid of the builder */
-    char why[200];         /* !enabled: why not */
+    bool enabled;         /* switch uid/gid in the child */
+    bool keep_caps;       /* kept capabilities must survive the switch (PR_SET_KEEPCAPS) */
+    uint32_t base;        /* slot k -> uid = gid = base + k */
+    int slots;            /* slots checked against the namespace's id maps */
+    unsigned builder_uid; /* euid of the builder */
+    char why[200];        /* !enabled: why not */
 };
 int fr_identity_plan(const struct fr_policy_spec *spec, bool keep_caps, struct fr_identity_plan *out, char *err,
                      size_t errlen);
@@ -81,13 +81,13 @@ int fr_identity_apply(const struct fr_identity_plan *plan, int slot);
 
 /* ---- landlock.c ------------------------------------------------------------ */
 struct fr_landlock {
-    int abi;               /* running kernel's ABI, 0 = none */
-    int fd;                /* the prepared ruleset (O_CLOEXEC), -1 = none */
-    uint64_t handled_fs;   /* access rights the ruleset handles (all of the ABI's) */
-    uint64_t scoped;       /* LANDLOCK_SCOPE_* (ABI >= 6) */
+    int abi;             /* running kernel's ABI, 0 = none */
+    int fd;              /* the prepared ruleset (O_CLOEXEC), -1 = none */
+    uint64_t handled_fs; /* access rights the ruleset handles (all of the ABI's) */
+    uint64_t scoped;     /* LANDLOCK_SCOPE_* (ABI >= 6) */
     unsigned nread, nwrite;
-    char **granted;        /* realpaths with read access, NULL-terminated (fr_policy_may_read) */
-    char why[200];         /* fs != off and fd < 0: why */
+    char **granted; /* realpaths with read access, NULL-terminated (fr_policy_may_read) */
+    char why[200];  /* fs != off and fd < 0: why */
 };
 /* Parent side: build the ruleset for spec (fs, read_paths, write_paths).
  * Landlock missing is not an error unless spec->require_landlock; a
@@ -110,15 +110,15 @@ enum fr_open_mode {
 struct fr_preset_ctx {
     enum fr_preset preset;
     enum fr_open_mode open;
-    bool procs;            /* processes != 1: shells and pipelines (exec) */
-    bool kill_any;         /* signals cannot leave the job (Landlock scope, per-slot uid) */
+    bool procs;    /* processes != 1: shells and pipelines (exec) */
+    bool kill_any; /* signals cannot leave the job (Landlock scope, per-slot uid) */
 };
 /* Add the preset's rules to ctx, skipping the syscall numbers in
  * skip[0..nskip) (the caller's allow and deny lists). Rules that must
  * compare against the child's own pid use FR_PID_PLACEHOLDER (see
  * filter.c). Returns 0 or -1 with err set. */
-int fr_presets_add(scmp_filter_ctx ctx, const struct fr_preset_ctx *pc, const int *skip, size_t nskip,
-                   char *err, size_t errlen);
+int fr_presets_add(scmp_filter_ctx ctx, const struct fr_preset_ctx *pc, const int *skip, size_t nskip, char *err,
+                   size_t errlen);
 
 /* ---- filter.c ------------------------------------------------------------- */
 /* Values no process or descriptor can have (pid_max is at most 2^22, a
@@ -133,8 +133,8 @@ int fr_presets_add(scmp_filter_ctx ctx, const struct fr_preset_ctx *pc, const in
 #define FR_PATCH_SLOTS_MAX 16
 
 enum fr_filter_mode {
-    FR_FILTER_OFF = 0,   /* preset none without a deny list: no filter */
-    FR_FILTER_NOTIFY,    /* denied -> SECCOMP_RET_USER_NOTIF -> a supervisor (relay.c, notify.c) */
+    FR_FILTER_OFF = 0, /* preset none without a deny list: no filter */
+    FR_FILTER_NOTIFY,  /* denied -> SECCOMP_RET_USER_NOTIF -> a supervisor (relay.c, notify.c) */
 };
 
 struct fr_filter {
@@ -144,12 +144,12 @@ struct fr_filter {
     unsigned int flags;                        /* SECCOMP_FILTER_FLAG_* (spec_allow) */
     unsigned short pid_at[FR_PATCH_SLOTS_MAX]; /* instructions whose k is FR_PID_PLACEHOLDER */
     int npid;
-    unsigned short fd_at[FR_PATCH_SLOTS_MAX];  /* instructions whose k is FR_FD_PLACEHOLDER */
+    unsigned short fd_at[FR_PATCH_SLOTS_MAX]; /* instructions whose k is FR_FD_PLACEHOLDER */
     int nfd;
-    uint32_t arch;                             /* native AUDIT_ARCH_* the filter accepts */
+    uint32_t arch; /* native AUDIT_ARCH_* the filter accepts */
 };
-int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out,
-                    char *err, size_t errlen);
+int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out, char *err,
+                    size_t errlen);
 void fr_filter_free(struct fr_filter *f);
 /* Child side: install f with `pid` and `sock` (the hand-off socket, -1 =
  * none) patched in. With listener, asks for a user-notification descriptor
@@ -170,9 +170,9 @@ int fr_violation_nr(uint32_t arch, int nr, uint32_t native_arch);
 #define FR_REPORT_MAGIC 0x46525632u /* "FRV2" */
 struct fr_report_record {
     uint32_t magic;
-    uint32_t arch;      /* AUDIT_ARCH_* of the denied call */
-    int32_t nr;         /* syscall number */
-    uint32_t check;     /* ~magic ^ arch ^ nr: rejects torn or shifted reads */
+    uint32_t arch;  /* AUDIT_ARCH_* of the denied call */
+    int32_t nr;     /* syscall number */
+    uint32_t check; /* ~magic ^ arch ^ nr: rejects torn or shifted reads */
 };
 /* AS-safe: fill and write one record. Returns 0 or -errno. */
 int fr_report_write(int fd, uint32_t arch, int nr);
@@ -183,14 +183,14 @@ _Noreturn void fr_die_by_signal(int sig);
 struct fr_policy {
     enum fr_preset preset;
     bool spec_allow;
-    struct fr_policy_spec limits;  /* scalar fields only (lists are NULL), for describe */
+    struct fr_policy_spec limits; /* scalar fields only (lists are NULL), for describe */
     struct fr_rlimit_plan rl;
     struct fr_caps_plan caps;
     struct fr_identity_plan id;
     struct fr_landlock ll;
     struct fr_preset_ctx pc;
     struct fr_filter filter;
-    char **allow, **deny, **keep;  /* owned copies, NULL-terminated (may be NULL) */
+    char **allow, **deny, **keep; /* owned copies, NULL-terminated (may be NULL) */
 };
 
 /* ---- steps.c / relay.c ------------------------------------------------------ */

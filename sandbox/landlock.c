@@ -53,7 +53,7 @@
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
 
-static const char *const g_fs_names[] = { [FR_FS_OFF] = "off", [FR_FS_LIBS] = "libs", [FR_FS_SYSTEM] = "system" };
+static const char *const g_fs_names[] = {[FR_FS_OFF] = "off", [FR_FS_LIBS] = "libs", [FR_FS_SYSTEM] = "system"};
 
 int fr_fs_base_parse(const char *s, enum fr_fs_base *out)
 {
@@ -80,13 +80,13 @@ struct ll_ruleset_attr {
 };
 
 #define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_EXECUTE)
-#define LL_WRITE                                                                                                  \
-    (LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_TRUNCATE | LANDLOCK_ACCESS_FS_MAKE_REG |                        \
-     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_MAKE_FIFO |                   \
-     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |              \
+#define LL_WRITE                                                                                                       \
+    (LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_TRUNCATE | LANDLOCK_ACCESS_FS_MAKE_REG |                             \
+     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_MAKE_FIFO |                        \
+     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                   \
      LANDLOCK_ACCESS_FS_REFER)
-#define LL_FILE_RIGHTS                                                                                            \
-    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | LL_TRUNCATE |    \
+#define LL_FILE_RIGHTS                                                                                                 \
+    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | LL_TRUNCATE |         \
      LL_IOCTL_DEV)
 #define LL_DEV_READ (LANDLOCK_ACCESS_FS_READ_FILE | LL_IOCTL_DEV)
 #define LL_DEV_RW (LL_DEV_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_TRUNCATE)
@@ -111,15 +111,23 @@ struct ll_path {
  *                       not other processes' cmdline, environ or fds
  *   /dev/null, /dev/zero, /dev/urandom */
 static const struct ll_path g_libs[] = {
-    { "/lib", LL_READ },          { "/lib32", LL_READ },
-    { "/lib64", LL_READ },        { "/libx32", LL_READ },
-    { "/usr/lib", LL_READ },      { "/usr/lib32", LL_READ },
-    { "/usr/lib64", LL_READ },    { "/usr/libx32", LL_READ },
-    { "/usr/local/lib", LL_READ }, { "/etc/ld.so.cache", LL_READ },
-    { "/etc/localtime", LL_READ }, { "/usr/share/zoneinfo", LL_READ },
-    { "/sys/devices/system/cpu", LL_READ }, { "/proc/cpuinfo", LL_READ },
-    { "/dev/null", LL_DEV_RW },   { "/dev/zero", LL_DEV_READ },
-    { "/dev/urandom", LL_DEV_READ },
+    {"/lib", LL_READ},
+    {"/lib32", LL_READ},
+    {"/lib64", LL_READ},
+    {"/libx32", LL_READ},
+    {"/usr/lib", LL_READ},
+    {"/usr/lib32", LL_READ},
+    {"/usr/lib64", LL_READ},
+    {"/usr/libx32", LL_READ},
+    {"/usr/local/lib", LL_READ},
+    {"/etc/ld.so.cache", LL_READ},
+    {"/etc/localtime", LL_READ},
+    {"/usr/share/zoneinfo", LL_READ},
+    {"/sys/devices/system/cpu", LL_READ},
+    {"/proc/cpuinfo", LL_READ},
+    {"/dev/null", LL_DEV_RW},
+    {"/dev/zero", LL_DEV_READ},
+    {"/dev/urandom", LL_DEV_READ},
 };
 
 /* FR_FS_SYSTEM adds, for exec jobs:
@@ -135,11 +143,11 @@ static const struct ll_path g_libs[] = {
  * Symlinks in /etc/alternatives need no rule: Landlock checks the file a
  * path resolves to, not the links on the way. */
 static const struct ll_path g_system[] = {
-    { "/usr", LL_READ },
-    { "/bin", LL_READ },
-    { "/sbin", LL_READ },
-    { "/etc/ld.so.preload", LL_READ },
-    { "/etc/locale.alias", LL_READ },
+    {"/usr", LL_READ},
+    {"/bin", LL_READ},
+    {"/sbin", LL_READ},
+    {"/etc/ld.so.preload", LL_READ},
+    {"/etc/locale.alias", LL_READ},
 };
 static const char g_system_glob[] = "/etc/python3*";
 
@@ -185,10 +193,8 @@ static const char *why_absent(int err)
                "runtime) answers them with ENOSYS";
     case EOPNOTSUPP:
         return "Landlock is built into the kernel but not enabled (add landlock to the lsm= boot parameter)";
-    case EPERM:
-        return "a seccomp profile (container runtime) denies the Landlock system calls";
-    default:
-        return strerror(err);
+    case EPERM: return "a seccomp profile (container runtime) denies the Landlock system calls";
+    default: return strerror(err);
     }
 }
 
@@ -231,7 +237,7 @@ static int add_path(struct fr_landlock *ll, const char *path, uint64_t access, b
     }
     if (!S_ISDIR(st.st_mode))
         access &= LL_FILE_RIGHTS;
-    struct landlock_path_beneath_attr pb = { .allowed_access = access & ll->handled_fs, .parent_fd = fd };
+    struct landlock_path_beneath_attr pb = {.allowed_access = access & ll->handled_fs, .parent_fd = fd};
     long rc = syscall(SYS_landlock_add_rule, ll->fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
     int saved = errno;
     close(fd);
@@ -340,7 +346,7 @@ static int check_paths(const char *const *paths, const char *what, char *err, si
 
 int fr_landlock_build(const struct fr_policy_spec *spec, struct fr_landlock *out, char *err, size_t errlen)
 {
-    *out = (struct fr_landlock){ .fd = -1 };
+    *out = (struct fr_landlock){.fd = -1};
     if (check_paths(spec->read_paths, "read", err, errlen) < 0 ||
         check_paths(spec->write_paths, "write", err, errlen) < 0)
         return -1;
@@ -359,7 +365,7 @@ int fr_landlock_build(const struct fr_policy_spec *spec, struct fr_landlock *out
     out->handled_fs = handled_for_abi(out->abi);
     if (out->abi >= 6)
         out->scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
-    struct ll_ruleset_attr attr = { .handled_access_fs = out->handled_fs, .scoped = out->scoped };
+    struct ll_ruleset_attr attr = {.handled_access_fs = out->handled_fs, .scoped = out->scoped};
     size_t size = out->abi >= 6 ? sizeof attr : out->abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
     long fd = ll_create_ruleset(&attr, size, 0);
     if (fd < 0) {

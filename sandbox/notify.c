@@ -38,13 +38,13 @@
 int fr_notify_send(int sock, int listener)
 {
     char tag = listener >= 0 ? FR_HANDOFF_LISTENER : FR_HANDOFF_NONE;
-    struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+    struct iovec iov = {.iov_base = &tag, .iov_len = 1};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     if (listener >= 0) {
         msg.msg_control = ctl.buf;
         msg.msg_controllen = sizeof ctl.buf;
@@ -70,13 +70,13 @@ int fr_notify_send(int sock, int listener)
 int fr_notify_receive(int notify_sock)
 {
     char tag = 0;
-    struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+    struct iovec iov = {.iov_base = &tag, .iov_len = 1};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     ssize_t n;
     while ((n = recvmsg(notify_sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }

@@ -67,7 +67,7 @@ static int put_list(struct writer *w, const char *const *list)
 
 static const char *const *spec_list(const struct fr_policy_spec *s, int i)
 {
-    const char *const *lists[PACK_NLISTS] = { s->allow, s->deny, s->keep_caps, s->read_paths, s->write_paths };
+    const char *const *lists[PACK_NLISTS] = {s->allow, s->deny, s->keep_caps, s->read_paths, s->write_paths};
     return lists[i];
 }
 
@@ -77,18 +77,18 @@ long fr_policy_spec_pack(const struct fr_policy_spec *spec, void *buf, size_t le
         errno = EINVAL;
         return -1;
     }
-    struct writer w = { buf, buf ? len : 0, 0 };
+    struct writer w = {buf, buf ? len : 0, 0};
     put(&w, PACK_MAGIC, 4);
     put_u32(&w, 0); /* the total, patched below */
     put_u32(&w, (uint32_t)spec->preset);
     put_u32(&w, (uint32_t)spec->fs);
     put_u32(&w, spec->uid_base);
     put_u32(&w, (uint32_t)spec->slots);
-    const uint64_t limits[] = { spec->cpu_ms, spec->as_bytes, spec->fsize_bytes, spec->nofile,
-                                spec->nproc,  spec->stack_bytes, spec->core_bytes };
+    const uint64_t limits[] = {spec->cpu_ms, spec->as_bytes,    spec->fsize_bytes, spec->nofile,
+                               spec->nproc,  spec->stack_bytes, spec->core_bytes};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
         put_u64(&w, limits[i]);
-    const unsigned char flags[4] = { spec->spec_allow, spec->require_landlock, spec->slot_identity, 0 };
+    const unsigned char flags[4] = {spec->spec_allow, spec->require_landlock, spec->slot_identity, 0};
     put(&w, flags, sizeof flags);
     for (int i = 0; i < PACK_NLISTS; i++)
         if (put_list(&w, spec_list(spec, i)) < 0) {
@@ -193,8 +193,8 @@ static void unpack_scalars(struct reader *r, struct fr_policy_spec *s)
     s->spec_allow = flags[0] != 0;
     s->require_landlock = flags[1] != 0;
     s->slot_identity = flags[2] != 0;
-    if (!r->what && (preset > FR_PRESET_PYTHON || fs > FR_FS_SYSTEM || flags[0] > 1 || flags[1] > 1 ||
-                     flags[2] > 1 || flags[3] != 0 || s->slots < 0))
+    if (!r->what && (preset > FR_PRESET_PYTHON || fs > FR_FS_SYSTEM || flags[0] > 1 || flags[1] > 1 || flags[2] > 1 ||
+                     flags[3] != 0 || s->slots < 0))
         r->what = "a value out of range";
     s->preset = (enum fr_preset)preset;
     s->fs = (enum fr_fs_base)fs;
@@ -205,7 +205,7 @@ int fr_policy_build_packed(const void *packed, size_t len, const char *const *mo
 {
     if (out)
         *out = NULL;
-    struct reader r = { packed, (const unsigned char *)packed + (packed ? len : 0), NULL };
+    struct reader r = {packed, (const unsigned char *)packed + (packed ? len : 0), NULL};
     char magic[4];
     get(&r, magic, sizeof magic);
     uint32_t total = get_u32(&r);
@@ -216,7 +216,7 @@ int fr_policy_build_packed(const void *packed, size_t len, const char *const *mo
     struct fr_policy_spec spec;
     memset(&spec, 0, sizeof spec);
     unpack_scalars(&r, &spec);
-    const char **lists[PACK_NLISTS] = { NULL };
+    const char **lists[PACK_NLISTS] = {NULL};
     for (int i = 0; i < PACK_NLISTS && !r.what; i++)
         lists[i] = get_list(&r, i == 3 ? count(more_read) : 0);
     if (!r.what && r.p != r.end)

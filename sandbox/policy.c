@@ -54,8 +54,8 @@ static void plan_presets(const struct fr_policy_spec *spec, struct fr_policy *p)
     p->pc.preset = spec->preset;
     p->pc.open = p->ll.fd < 0 ? FR_OPEN_READ_ONLY : p->ll.abi >= 3 ? FR_OPEN_ANY : FR_OPEN_NO_TRUNC;
     p->pc.procs = spec->nproc != 1;
-    p->pc.kill_any = spec->preset == FR_PRESET_EXEC && p->pc.procs &&
-                     ((p->ll.fd >= 0 && p->ll.scoped) || p->id.enabled);
+    p->pc.kill_any =
+        spec->preset == FR_PRESET_EXEC && p->pc.procs && ((p->ll.fd >= 0 && p->ll.scoped) || p->id.enabled);
 }
 
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen)
@@ -157,10 +157,10 @@ static void sb_list(struct sbuf *b, const char *name, char *const *list)
 
 int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
 {
-    struct sbuf b = { buf, len, 0 };
+    struct sbuf b = {buf, len, 0};
     if (len)
         buf[0] = '\0';
-    static const char *const modes[] = { "off", "notify" };
+    static const char *const modes[] = {"off", "notify"};
     sb_printf(&b, "preset=%s seccomp=%s", fr_preset_name(p->preset), modes[p->filter.mode]);
     if (p->filter.mode != FR_FILTER_OFF)
         sb_printf(&b, "(%u insns)", p->filter.len);
@@ -212,8 +212,8 @@ void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
              p->limits.fs == FR_FS_OFF ? "not asked for (fs=off)" : p->ll.why);
     if (out->landlock)
         out->landlock_why[0] = '\0';
-    static const char *const opens[] = { [FR_OPEN_READ_ONLY] = "denied", [FR_OPEN_NO_TRUNC] = "landlock, no O_TRUNC",
-                                         [FR_OPEN_ANY] = "landlock" };
+    static const char *const opens[] = {
+        [FR_OPEN_READ_ONLY] = "denied", [FR_OPEN_NO_TRUNC] = "landlock, no O_TRUNC", [FR_OPEN_ANY] = "landlock"};
     out->write_opens = p->filter.mode == FR_FILTER_OFF ? (out->landlock ? "landlock" : "allowed") : opens[p->pc.open];
     out->scoped = out->landlock && p->ll.scoped;
     out->nread = p->ll.nread;

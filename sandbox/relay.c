@@ -64,7 +64,7 @@
 #include "internal.h"
 
 /* Interval timers are not inherited by fork; the job gets the caller's. */
-static const int g_timers[3] = { ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF };
+static const int g_timers[3] = {ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF};
 
 /* ---- the job ------------------------------------------------------------------ */
 
@@ -80,8 +80,7 @@ static int job_side(const struct fr_policy *p, int report_fd, pid_t relay, int s
     else if (getppid() != relay)
         rc = -ESRCH; /* the relay died before PDEATHSIG was armed */
     for (int i = 0; !rc && i < 3; i++)
-        if ((timers[i].it_value.tv_sec || timers[i].it_value.tv_usec) &&
-            setitimer(g_timers[i], &timers[i], NULL) < 0)
+        if ((timers[i].it_value.tv_sec || timers[i].it_value.tv_usec) && setitimer(g_timers[i], &timers[i], NULL) < 0)
             rc = -errno;
     if (!rc)
         rc = fr_apply_steps(p, slot);
@@ -123,7 +122,7 @@ static void sort3(int v[3])
 /* Close every descriptor except the three given (best effort). */
 static void close_all_except(int a, int b, int c)
 {
-    int keep[3] = { a, b, c };
+    int keep[3] = {a, b, c};
     sort3(keep);
     unsigned int from = 0;
     for (int i = 0; i < 3; i++) {
@@ -137,8 +136,8 @@ static void close_all_except(int a, int b, int c)
 }
 
 struct relay_result {
-    int status;     /* the job's wait status */
-    int nr;         /* first violation, -1 = none */
+    int status; /* the job's wait status */
+    int nr;     /* first violation, -1 = none */
     uint32_t arch;
 };
 
@@ -155,9 +154,8 @@ static void supervise(pid_t job, int pidfd, int listener, int parentfd, struct r
 {
     res->nr = -1;
     while (pidfd >= 0) {
-        struct pollfd fds[3] = { { .fd = pidfd, .events = POLLIN },
-                                 { .fd = parentfd, .events = POLLIN },
-                                 { .fd = listener, .events = POLLIN } };
+        struct pollfd fds[3] = {
+            {.fd = pidfd, .events = POLLIN}, {.fd = parentfd, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
         if (poll(fds, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -204,7 +202,7 @@ static _Noreturn void relay_side(const struct fr_policy *p, int report_fd, pid_t
     close_all_except(report_fd, sock, parentfd);
     /* We re-raise the job's fatal signal on ourselves: no core of the relay,
      * and no death by SIGPIPE if the caller closed the report pipe. */
-    struct rlimit nocore = { 0, 0 };
+    struct rlimit nocore = {0, 0};
     (void)setrlimit(RLIMIT_CORE, &nocore);
     (void)signal(SIGPIPE, SIG_IGN);
     struct itimerval off;

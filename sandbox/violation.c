@@ -26,7 +26,10 @@ static uint32_t record_check(uint32_t arch, int32_t nr)
 int fr_report_write(int fd, uint32_t arch, int nr)
 {
     struct fr_report_record r = {
-        .magic = FR_REPORT_MAGIC, .arch = arch, .nr = nr, .check = record_check(arch, nr),
+        .magic = FR_REPORT_MAGIC,
+        .arch = arch,
+        .nr = nr,
+        .check = record_check(arch, nr),
     };
     ssize_t n = write(fd, &r, sizeof r);
     if (n < 0)
@@ -76,7 +79,7 @@ int fr_report_read(int report_fd)
     unsigned char buf[8192];
     size_t have = 0;
     for (int rounds = 0; rounds < 64; rounds++) {
-        struct pollfd pfd = { .fd = report_fd, .events = POLLIN };
+        struct pollfd pfd = {.fd = report_fd, .events = POLLIN};
         if (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & (POLLIN | POLLHUP)))
             break;
         if (have == sizeof buf) { /* keep the last record-sized tail */

@@ -74,63 +74,63 @@ struct fr_host; /* the pool, as a runtime sees it */
 
 /* What a runtime gets to work with; valid from ops->start to ops->stop. */
 struct fr_runtime_config {
-    const struct fr_profile *profile;   /* [runtime] interpreter/prelude/entry, limits */
-    const struct fr_policy *policy;     /* built once from [sandbox]; fr_policy_apply() in each job's child */
-    char *const *envp;                  /* environment of every job: fitrun's own, plus thread variables,
+    const struct fr_profile *profile; /* [runtime] interpreter/prelude/entry, limits */
+    const struct fr_policy *policy;   /* built once from [sandbox]; fr_policy_apply() in each job's child */
+    char *const *envp;                /* environment of every job: fitrun's own, plus thread variables,
                                            FITRUN_CPUS/WORKERS and the profile's [env] (fr_env_build_envp) */
-    uint64_t output_cap;                /* bytes kept per stream (stdout, stderr); more = output_limit */
-    const char *self_exe;               /* absolute path of the running fitrun (to find share/fitrun/) */
+    uint64_t output_cap;              /* bytes kept per stream (stdout, stderr); more = output_limit */
+    const char *self_exe;             /* absolute path of the running fitrun (to find share/fitrun/) */
 };
 
 enum fr_abort_reason {
-    FR_ABORT_WALL = 1,      /* the job's wall-time deadline passed: reported as timeout (wall) */
-    FR_ABORT_CPU,           /* the pool read the CPU clock of the pid given to fr_host_watch_cpu()
+    FR_ABORT_WALL = 1,  /* the job's wall-time deadline passed: reported as timeout (wall) */
+    FR_ABORT_CPU,       /* the pool read the CPU clock of the pid given to fr_host_watch_cpu()
                                above the limit: reported as timeout (cpu) */
-    FR_ABORT_INTERRUPT,     /* SIGINT/SIGTERM/SIGHUP or a fatal error: the result is discarded
+    FR_ABORT_INTERRUPT, /* SIGINT/SIGTERM/SIGHUP or a fatal error: the result is discarded
                                (not written, so --resume runs the job again) */
 };
 
 enum fr_raw_kind {
-    FR_RAW_FINISHED = 0,    /* the job's process ran and was waited for: wstatus (and rusage) are valid */
-    FR_RAW_CRASHED,         /* the machinery failed; the job's outcome is unknown (retried once) */
-    FR_RAW_REJECTED,        /* the runtime refused the job after all: status invalid, message required */
+    FR_RAW_FINISHED = 0, /* the job's process ran and was waited for: wstatus (and rusage) are valid */
+    FR_RAW_CRASHED,      /* the machinery failed; the job's outcome is unknown (retried once) */
+    FR_RAW_REJECTED,     /* the runtime refused the job after all: status invalid, message required */
 };
 
 /* Raw facts about one finished job; the pool classifies them. Pointers are
  * borrowed for the duration of fr_host_complete() only. */
 struct fr_raw {
     enum fr_raw_kind kind;
-    int wstatus;                /* from wait4() on the job's process */
-    struct rusage ru;           /* from the same wait4() */
+    int wstatus;      /* from wait4() on the job's process */
+    struct rusage ru; /* from the same wait4() */
     bool has_rusage;
-    uint64_t wall_ms;           /* the job's own wall time; 0 = the pool's begin->complete time */
-    int violation_nr;           /* fr_report_read(); -1 = none */
-    bool output_exceeded;       /* a stream went over output_cap; the job was killed */
-    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
-    bool oom_killed;            /* a memory cgroup OOM-killed it */
-    bool cpu_exceeded;          /* the runtime itself killed it for CPU time */
-    bool cpu_timer;             /* it died of a CPU-limit signal (RLIMIT_CPU's SIGXCPU, or the
+    uint64_t wall_ms;     /* the job's own wall time; 0 = the pool's begin->complete time */
+    int violation_nr;     /* fr_report_read(); -1 = none */
+    bool output_exceeded; /* a stream went over output_cap; the job was killed */
+    bool memory_hint;     /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
+    bool oom_killed;      /* a memory cgroup OOM-killed it */
+    bool cpu_exceeded;    /* the runtime itself killed it for CPU time */
+    bool cpu_timer;       /* it died of a CPU-limit signal (RLIMIT_CPU's SIGXCPU, or the
                                    runtime's own timer: python's SIGPROF) and rusage is the job's
                                    own: a timeout only if the budget was spent (fitrun/verdict.h);
                                    without it, SIGXCPU is a timeout (fr_classify) */
-    bool wall_exceeded;         /* the runtime itself killed it for wall time */
-    const char *out;            /* captured stdout (at most output_cap bytes, any bytes) */
+    bool wall_exceeded;   /* the runtime itself killed it for wall time */
+    const char *out;      /* captured stdout (at most output_cap bytes, any bytes) */
     size_t out_len;
-    const char *err;            /* captured stderr */
+    const char *err; /* captured stderr */
     size_t err_len;
-    int status;                 /* -1 = classify; or an enum fr_status that wins for a job that exited by
+    int status;                /* -1 = classify; or an enum fr_status that wins for a job that exited by
                                    itself (python: a prediction that raised is FR_STATUS_ERROR, though
                                    its process exited 0) */
-    const char *error_type;     /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
-    const char *error_message;  /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
-    size_t error_message_len;   /* it may hold NUL bytes: its length; 0 = strlen */
+    const char *error_type;    /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
+    const char *error_message; /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
+    size_t error_message_len;  /* it may hold NUL bytes: its length; 0 = strlen */
     /* A runtime whose jobs produce outputs (python) sets has_outputs: the
      * result then has "outputs" and, when the job has "expected", "passed"
      * (scored by the pool: fitrun/verdict.h). */
     bool has_outputs;
-    const char *outputs;        /* a JSON array checked with fr_json_value(FR_JSON_STRICT); NULL = null */
+    const char *outputs; /* a JSON array checked with fr_json_value(FR_JSON_STRICT); NULL = null */
     size_t outputs_len;
-    long error_line;            /* > 0: "error_line", the line of the job's code that raised */
+    long error_line; /* > 0: "error_line", the line of the job's code that raised */
 };
 
 /* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
@@ -172,7 +172,7 @@ struct fr_runtime {
     const struct fr_runtime_ops *ops;
     const struct fr_runtime_config *cfg;
     struct fr_host *host;
-    void *priv;                 /* the runtime's own state */
+    void *priv; /* the runtime's own state */
 };
 
 extern const struct fr_runtime_ops fr_runtime_exec_ops;

@@ -62,26 +62,26 @@ enum fr_fs_base { FR_FS_OFF = 0, FR_FS_LIBS, FR_FS_SYSTEM };
  * unless core_bytes is set (documented default: no core files). */
 struct fr_policy_spec {
     enum fr_preset preset;
-    uint64_t cpu_ms;            /* RLIMIT_CPU (rounded up to whole seconds; soft, hard = soft+1) */
-    uint64_t as_bytes;          /* RLIMIT_AS */
-    uint64_t fsize_bytes;       /* RLIMIT_FSIZE */
-    uint64_t nofile;            /* RLIMIT_NOFILE */
-    uint64_t nproc;             /* RLIMIT_NPROC (per user! see docs) */
-    uint64_t stack_bytes;       /* RLIMIT_STACK */
-    uint64_t core_bytes;        /* RLIMIT_CORE, default 0 */
-    const char *const *allow;   /* NULL-terminated syscall names added to the preset */
-    const char *const *deny;    /* NULL-terminated syscall names removed from it */
+    uint64_t cpu_ms;              /* RLIMIT_CPU (rounded up to whole seconds; soft, hard = soft+1) */
+    uint64_t as_bytes;            /* RLIMIT_AS */
+    uint64_t fsize_bytes;         /* RLIMIT_FSIZE */
+    uint64_t nofile;              /* RLIMIT_NOFILE */
+    uint64_t nproc;               /* RLIMIT_NPROC (per user! see docs) */
+    uint64_t stack_bytes;         /* RLIMIT_STACK */
+    uint64_t core_bytes;          /* RLIMIT_CORE, default 0 */
+    const char *const *allow;     /* NULL-terminated syscall names added to the preset */
+    const char *const *deny;      /* NULL-terminated syscall names removed from it */
     const char *const *keep_caps; /* NULL-terminated capability names ("cap_net_raw") */
-    bool spec_allow;            /* SECCOMP_FILTER_FLAG_SPEC_ALLOW */
+    bool spec_allow;              /* SECCOMP_FILTER_FLAG_SPEC_ALLOW */
 
     /* Least privilege. All zero = no Landlock, identity unchanged. */
-    enum fr_fs_base fs;         /* Landlock: what a job may read besides read_paths */
+    enum fr_fs_base fs;             /* Landlock: what a job may read besides read_paths */
     const char *const *read_paths;  /* NULL-terminated absolute paths: readable (and executable) */
     const char *const *write_paths; /* NULL-terminated absolute paths: writable (and readable) */
-    bool require_landlock;      /* fs != FR_FS_OFF and no Landlock: fr_policy_build fails */
-    bool slot_identity;         /* under root, slot k runs as uid = gid = uid_base + k, no groups */
-    uint32_t uid_base;          /* first per-slot uid/gid (default FR_UID_BASE_DEFAULT when 0) */
-    int slots;                  /* slots the caller will use (0 = FR_SLOTS_DEFAULT): uid_base..+slots-1
+    bool require_landlock;          /* fs != FR_FS_OFF and no Landlock: fr_policy_build fails */
+    bool slot_identity;             /* under root, slot k runs as uid = gid = uid_base + k, no groups */
+    uint32_t uid_base;              /* first per-slot uid/gid (default FR_UID_BASE_DEFAULT when 0) */
+    int slots;                      /* slots the caller will use (0 = FR_SLOTS_DEFAULT): uid_base..+slots-1
                                    must exist in the user namespace, and apply refuses slot >= slots */
 };
 
@@ -191,24 +191,24 @@ int fr_policy_build_packed(const void *packed, size_t len, const char *const *mo
  * detect, the run's one-time notes). Strings are "" when not applicable. */
 struct fr_policy_info {
     enum fr_preset preset;
-    const char *seccomp;            /* "off" or "notify" */
+    const char *seccomp; /* "off" or "notify" */
     unsigned filter_insns;
     bool spec_allow;
     enum fr_fs_base fs;
-    int landlock_abi;               /* of the running kernel; 0 = none */
-    bool landlock;                  /* a ruleset is prepared and will be enforced */
-    char landlock_why[200];         /* fs != off and !landlock: why */
-    const char *write_opens;        /* "landlock" (Landlock rules writes and truncation),
+    int landlock_abi;        /* of the running kernel; 0 = none */
+    bool landlock;           /* a ruleset is prepared and will be enforced */
+    char landlock_why[200];  /* fs != off and !landlock: why */
+    const char *write_opens; /* "landlock" (Landlock rules writes and truncation),
                                        "landlock, no O_TRUNC" (ABI 1-2), "denied" (seccomp: read-only opens),
                                        "allowed" (no filter, no Landlock) */
-    bool scoped;                    /* ABI >= 6: signals and abstract unix sockets stay in the job */
-    unsigned nread, nwrite;         /* paths in the ruleset (base set included) */
-    bool identity;                  /* jobs switch to per-slot uids */
+    bool scoped;             /* ABI >= 6: signals and abstract unix sockets stay in the job */
+    unsigned nread, nwrite;  /* paths in the ruleset (base set included) */
+    bool identity;           /* jobs switch to per-slot uids */
     uint32_t uid_first, uid_last;
-    char identity_why[200];         /* !identity: why ("user = root", "fitrun is not root (uid 1000)", ...) */
-    unsigned uid;                   /* the builder's euid */
-    uint64_t keep_caps;             /* bit n = capability n is kept */
-    bool bounding;                  /* the builder may drop the bounding set (CAP_SETPCAP) */
+    char identity_why[200]; /* !identity: why ("user = root", "fitrun is not root (uid 1000)", ...) */
+    unsigned uid;           /* the builder's euid */
+    uint64_t keep_caps;     /* bit n = capability n is kept */
+    bool bounding;          /* the builder may drop the bounding set (CAP_SETPCAP) */
 };
 void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out);
 /* The path a policy's ruleset lets a job read (true) — resolved with

@@ -17,26 +17,26 @@
 #include "fitrun/sandbox.h"
 
 enum fr_key_type {
-    FR_KEY_PRESET,    /* none, exec, python */
-    FR_KEY_DURATION,  /* "2s", "500ms" -> ms (uint64_t) */
-    FR_KEY_SIZE,      /* "512M" -> bytes (uint64_t) */
-    FR_KEY_COUNT,     /* a whole number (uint64_t) */
-    FR_KEY_BOOL,      /* true/false, yes/no, on/off, 1/0 */
-    FR_KEY_USER,      /* slot, root (enum fr_user_mode; in the spec: slot_identity) */
-    FR_KEY_UID,       /* the first per-slot uid (uint32_t) */
-    FR_KEY_SYSCALLS,  /* syscall names */
-    FR_KEY_CAPS,      /* capability names */
-    FR_KEY_PATHS,     /* absolute paths, comma-separated */
-    FR_KEY_ENV,       /* NAME or PREFIX* patterns */
-    FR_KEY_FS,        /* off, libs, system (enum fr_fs_base) */
-    FR_KEY_SLOTS,     /* 1..65536 (int) */
+    FR_KEY_PRESET,   /* none, exec, python */
+    FR_KEY_DURATION, /* "2s", "500ms" -> ms (uint64_t) */
+    FR_KEY_SIZE,     /* "512M" -> bytes (uint64_t) */
+    FR_KEY_COUNT,    /* a whole number (uint64_t) */
+    FR_KEY_BOOL,     /* true/false, yes/no, on/off, 1/0 */
+    FR_KEY_USER,     /* slot, root (enum fr_user_mode; in the spec: slot_identity) */
+    FR_KEY_UID,      /* the first per-slot uid (uint32_t) */
+    FR_KEY_SYSCALLS, /* syscall names */
+    FR_KEY_CAPS,     /* capability names */
+    FR_KEY_PATHS,    /* absolute paths, comma-separated */
+    FR_KEY_ENV,      /* NAME or PREFIX* patterns */
+    FR_KEY_FS,       /* off, libs, system (enum fr_fs_base) */
+    FR_KEY_SLOTS,    /* 1..65536 (int) */
 };
 
 /* What `none`, `unlimited` and `0` mean for a limit. */
 enum fr_key_none {
-    FR_NONE_NA = 0,      /* not a limit: the words are just bad values */
-    FR_NONE_NO_LIMIT,    /* no limit (the value 0) */
-    FR_NONE_REFUSED,     /* refused: the cap bounds what fitrun itself holds */
+    FR_NONE_NA = 0,   /* not a limit: the words are just bad values */
+    FR_NONE_NO_LIMIT, /* no limit (the value 0) */
+    FR_NONE_REFUSED,  /* refused: the cap bounds what fitrun itself holds */
 };
 
 #define FR_KEY_NOWHERE (-1)
@@ -45,10 +45,10 @@ struct fr_sandbox_key {
     const char *name;
     enum fr_key_type type;
     enum fr_key_none none;
-    const char *dflt;   /* a profile's default, as profiles/default.ini writes it */
-    long profile;       /* offsetof(struct fr_profile, ...), or FR_KEY_NOWHERE: not a profile key
+    const char *dflt; /* a profile's default, as profiles/default.ini writes it */
+    long profile;     /* offsetof(struct fr_profile, ...), or FR_KEY_NOWHERE: not a profile key
                            (the runtime or the pool decides it, or only the text form sets it) */
-    long spec;          /* offsetof(struct fr_policy_spec, ...), or FR_KEY_NOWHERE: fitrun
+    long spec;        /* offsetof(struct fr_policy_spec, ...), or FR_KEY_NOWHERE: fitrun
                            enforces it (wall_time, output, result, pass_env) */
 };
 
@@ -72,7 +72,7 @@ void fr_sandbox_keys_defaults(struct fr_profile *p);
  * (free with fr_sandbox_text_free). Returns 0 or -1 with
  * "sandbox text item 2: unknown key 'cpu_tme'" or the key's own message. */
 struct fr_sandbox_text {
-    struct fr_profile profile;  /* holds the profile keys' values */
+    struct fr_profile profile; /* holds the profile keys' values */
     struct fr_policy_spec spec;
 };
 int fr_sandbox_text_spec(const char *text, struct fr_sandbox_text *t, char *err, size_t errlen);

@@ -13,13 +13,13 @@ enum fr_status {
     FR_STATUS_VIOLATION,
     FR_STATUS_SIGNAL,
     FR_STATUS_OUTPUT_LIMIT,
-    FR_STATUS_INVALID,       /* the pool refused the job line (or a runtime did) */
-    FR_STATUS_CRASH,         /* fitrun's own machinery failed twice on the job */
+    FR_STATUS_INVALID, /* the pool refused the job line (or a runtime did) */
+    FR_STATUS_CRASH,   /* fitrun's own machinery failed twice on the job */
 };
 
 enum fr_timeout_kind { FR_TIMEOUT_NONE = 0, FR_TIMEOUT_CPU, FR_TIMEOUT_WALL };
 
-const char *fr_status_name(enum fr_status s);              /* "ok", "timeout", ...; "unknown" */
-const char *fr_timeout_kind_name(enum fr_timeout_kind k);  /* "cpu", "wall", NULL */
+const char *fr_status_name(enum fr_status s);             /* "ok", "timeout", ...; "unknown" */
+const char *fr_timeout_kind_name(enum fr_timeout_kind k); /* "cpu", "wall", NULL */
 
 #endif

@@ -28,24 +28,24 @@
  * rusage, a supervisor's violation record) and what the parent and the job
  * itself add. */
 struct fr_classify_in {
-    int wstatus;                /* from wait4 */
-    const struct rusage *ru;    /* may be NULL */
-    uint64_t cpu_limit_ms;      /* 0 = none */
-    bool wall_expired;          /* the parent killed it for wall time */
-    bool output_exceeded;       /* the parent killed it for output */
-    int violation_nr;           /* from fr_report_read / fr_notify_read (a supervisor's record,
+    int wstatus;             /* from wait4 */
+    const struct rusage *ru; /* may be NULL */
+    uint64_t cpu_limit_ms;   /* 0 = none */
+    bool wall_expired;       /* the parent killed it for wall time */
+    bool output_exceeded;    /* the parent killed it for output */
+    int violation_nr;        /* from fr_report_read / fr_notify_read (a supervisor's record,
                                    which the job cannot write), -1 = none */
-    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
-    bool oom_killed;            /* a memory cgroup reported an OOM kill */
+    bool memory_hint;        /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
+    bool oom_killed;         /* a memory cgroup reported an OOM kill */
 };
 
 struct fr_outcome {
-    enum fr_status status;      /* never invalid or crash: those are the pool's */
-    int exit_code;              /* -1 when killed by a signal */
-    int signal;                 /* 0 when exited */
+    enum fr_status status; /* never invalid or crash: those are the pool's */
+    int exit_code;         /* -1 when killed by a signal */
+    int signal;            /* 0 when exited */
     enum fr_timeout_kind timeout;
-    char syscall[40];           /* violation: syscall name (fr_syscall_name), else "" */
-    char signal_name[16];       /* "SIGSEGV" (fr_signal_name), else "" */
+    char syscall[40];     /* violation: syscall name (fr_syscall_name), else "" */
+    char signal_name[16]; /* "SIGSEGV" (fr_signal_name), else "" */
 };
 
 /* The first matching rule wins: output_limit (the parent's kill), timeout
@@ -81,11 +81,11 @@ char *fr_passed_json(const json_t *expected, const char *outputs, size_t outputs
 /* What the pool adds to a runtime's raw facts. */
 struct fr_verdict_in {
     const struct fr_raw *raw;
-    enum fr_abort_reason aborted;   /* 0, or why the pool aborted the job */
-    bool oom_killed;                /* the memory cgroup counted an OOM kill for it (oom.c) */
-    uint64_t cpu_ms;                /* CPU the job used, as reported */
+    enum fr_abort_reason aborted; /* 0, or why the pool aborted the job */
+    bool oom_killed;              /* the memory cgroup counted an OOM kill for it (oom.c) */
+    uint64_t cpu_ms;              /* CPU the job used, as reported */
     uint64_t cpu_limit_ms, wall_limit_ms, memory_limit, output_cap; /* 0 = none */
-    const char *oom_counter;        /* the file oom_kill was read from, for the message; "" = unknown */
+    const char *oom_counter; /* the file oom_kill was read from, for the message; "" = unknown */
 };
 
 #define FR_VERDICT_MSG_MAX 1024
@@ -93,9 +93,9 @@ struct fr_verdict_in {
 struct fr_verdict {
     enum fr_status status;
     enum fr_timeout_kind timeout;
-    struct fr_outcome oc;           /* exit code, signal, syscall (fr_classify) */
-    char type[64];                  /* error_type unless the runtime named one */
-    char msg[FR_VERDICT_MSG_MAX];   /* error_message unless the runtime gave one */
+    struct fr_outcome oc;         /* exit code, signal, syscall (fr_classify) */
+    char type[64];                /* error_type unless the runtime named one */
+    char msg[FR_VERDICT_MSG_MAX]; /* error_message unless the runtime gave one */
 };
 
 /* Did a job that used used_ms of CPU spend its budget (a non-zero

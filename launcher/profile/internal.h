@@ -23,10 +23,10 @@ int prof_bool(const char *key, const char *v, bool *out, char *msg, size_t n);
 
 /* What the entries of a list must be. */
 enum prof_list {
-    PROF_SYSCALLS,  /* names libseccomp knows; separated by commas and/or spaces */
-    PROF_CAPS,      /* names libcap knows ("cap_net_raw") */
-    PROF_PATHS,     /* absolute paths; separated by commas only (a path may hold spaces) */
-    PROF_ENV,       /* NAME or PREFIX* */
+    PROF_SYSCALLS, /* names libseccomp knows; separated by commas and/or spaces */
+    PROF_CAPS,     /* names libcap knows ("cap_net_raw") */
+    PROF_PATHS,    /* absolute paths; separated by commas only (a path may hold spaces) */
+    PROF_ENV,      /* NAME or PREFIX* */
 };
 /* "a, b c,d" -> owned names, NULL-terminated, replacing those in names[]
  * (FR_PROFILE_MAX_NAMES + 1 entries). */

@@ -38,11 +38,11 @@ static const char *const sections[] = {"resources", "sandbox", "runtime", "env"}
 /* Parse state shared by the reader and the handler. */
 struct parse_ctx {
     struct fr_profile *p;
-    const char *name;       /* where the file is (relative preludes resolve against it) */
-    const char *shown;      /* the name the user wrote, for messages and sources */
-    const char *text;       /* remaining input */
-    int lines;              /* lines handed to inih so far */
-    int err_line;           /* first error found by us (0 = none) */
+    const char *name;  /* where the file is (relative preludes resolve against it) */
+    const char *shown; /* the name the user wrote, for messages and sources */
+    const char *text;  /* remaining input */
+    int lines;         /* lines handed to inih so far */
+    int err_line;      /* first error found by us (0 = none) */
     char err[512];
     /* keys set by this file, to refuse duplicates ("section\0key") */
     int nseen;
@@ -105,8 +105,8 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             return 0;
         }
         if (fr_parse_cpus(v, &p->cpus) < 0) {
-            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)",
-                      v, FR_CPU_BITS);
+            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)", v,
+                      FR_CPU_BITS);
             return -1;
         }
         return 0;
@@ -119,7 +119,7 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
         }
         if (fr_parse_i64(v, &w) < 0 || w < 1 || w > FR_PROFILE_MAX_WORKERS) {
             fr_seterr(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to %d)", v,
-                   FR_PROFILE_MAX_WORKERS);
+                      FR_PROFILE_MAX_WORKERS);
             return -1;
         }
         p->workers = (int)w;
@@ -158,8 +158,7 @@ static int set_prelude(struct fr_profile *p, const char *v, const char *base, ch
     return 0;
 }
 
-static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg,
-                       size_t n)
+static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg, size_t n)
 {
     if (!strcmp(key, "kind")) {
         if (fr_runtime_kind_parse(v, &p->kind) < 0) {
@@ -236,8 +235,8 @@ static bool known_section(const char *s)
     return false;
 }
 
-static int apply(struct fr_profile *p, const char *section, const char *key, const char *value,
-                 const char *base, char *msg, size_t n)
+static int apply(struct fr_profile *p, const char *section, const char *key, const char *value, const char *base,
+                 char *msg, size_t n)
 {
     if (!strcmp(section, "resources"))
         return set_resources(p, key, value, msg, n);
@@ -248,8 +247,7 @@ static int apply(struct fr_profile *p, const char *section, const char *key, con
     if (!strcmp(section, "env"))
         return set_env(p, key, value, msg, n);
     if (!*section)
-        fr_seterr(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])",
-               key);
+        fr_seterr(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])", key);
     else
         fr_seterr(msg, n, "unknown section [%s] (resources, sandbox, runtime, env)", section);
     return -1;
@@ -343,8 +341,8 @@ void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
 int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
                        char *const *envp, struct fr_env_export *ex)
 {
-    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
-                                   .origin = p->path[0] ? p->path : "profile"};
+    struct fr_env_forced forced = {
+        .n = p->nenv, .name = p->env_name, .value = p->env_value, .origin = p->path[0] ? p->path : "profile"};
     struct fr_env_opts eo = {.uid = getuid()};
     return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }

@@ -115,14 +115,10 @@ static int store(const struct fr_sandbox_key *k, const char *v, char *base, long
     uint64_t u = 0;
     int e = 0;
     switch (k->type) {
-    case FR_KEY_DURATION:
-        return prof_duration(k->name, v, k->none, (uint64_t *)at, msg, n);
-    case FR_KEY_SIZE:
-        return prof_size(k->name, v, k->none, (uint64_t *)at, msg, n);
-    case FR_KEY_COUNT:
-        return prof_count(k->name, v, k->none, (uint64_t *)at, msg, n);
-    case FR_KEY_BOOL:
-        return prof_bool(k->name, v, (bool *)at, msg, n);
+    case FR_KEY_DURATION: return prof_duration(k->name, v, k->none, (uint64_t *)at, msg, n);
+    case FR_KEY_SIZE: return prof_size(k->name, v, k->none, (uint64_t *)at, msg, n);
+    case FR_KEY_COUNT: return prof_count(k->name, v, k->none, (uint64_t *)at, msg, n);
+    case FR_KEY_BOOL: return prof_bool(k->name, v, (bool *)at, msg, n);
     case FR_KEY_PRESET:
     case FR_KEY_FS:
         if (parse_enum(k, v, &e, msg, n) < 0)
@@ -149,8 +145,7 @@ static int store(const struct fr_sandbox_key *k, const char *v, char *base, long
     case FR_KEY_SYSCALLS:
     case FR_KEY_CAPS:
     case FR_KEY_PATHS:
-    case FR_KEY_ENV:
-        return prof_list(k->name, v, list_kind(k->type), (char **)at, msg, n);
+    case FR_KEY_ENV: return prof_list(k->name, v, list_kind(k->type), (char **)at, msg, n);
     }
     return -1;
 }
@@ -204,23 +199,13 @@ static void map_key(const struct fr_sandbox_key *k, const struct fr_profile *p, 
     switch (k->type) {
     case FR_KEY_DURATION:
     case FR_KEY_SIZE:
-    case FR_KEY_COUNT:
-        memcpy(to, from, sizeof(uint64_t));
-        break;
-    case FR_KEY_BOOL:
-        memcpy(to, from, sizeof(bool));
-        break;
+    case FR_KEY_COUNT: memcpy(to, from, sizeof(uint64_t)); break;
+    case FR_KEY_BOOL: memcpy(to, from, sizeof(bool)); break;
     case FR_KEY_PRESET:
     case FR_KEY_FS:
-    case FR_KEY_SLOTS:
-        memcpy(to, from, sizeof(int));
-        break;
-    case FR_KEY_USER:
-        *(bool *)to = *(const enum fr_user_mode *)from == FR_USER_SLOT;
-        break;
-    case FR_KEY_UID:
-        memcpy(to, from, sizeof(uint32_t));
-        break;
+    case FR_KEY_SLOTS: memcpy(to, from, sizeof(int)); break;
+    case FR_KEY_USER: *(bool *)to = *(const enum fr_user_mode *)from == FR_USER_SLOT; break;
+    case FR_KEY_UID: memcpy(to, from, sizeof(uint32_t)); break;
     case FR_KEY_SYSCALLS:
     case FR_KEY_CAPS:
     case FR_KEY_PATHS:

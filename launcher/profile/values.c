@@ -22,25 +22,26 @@ static bool is_none(const char *v)
 
 static int refuse_none(const char *what, const char *key, const char *v, const char *example, char *msg, size_t n)
 {
-    fr_seterr(msg, n, "bad %s '%s' for %s: %s cannot be switched off (none, unlimited and 0 all mean no limit); "
-                      "give a limit such as %s",
+    fr_seterr(msg, n,
+              "bad %s '%s' for %s: %s cannot be switched off (none, unlimited and 0 all mean no limit); "
+              "give a limit such as %s",
               what, v, key, key, example);
     return -1;
 }
 
 /* A limit written with a unit: a duration or a size. */
 struct unit_value {
-    const char *what;       /* "duration", "size" */
-    const char *examples;   /* "2s, 500ms, 1.5m" */
-    const char *a_limit;    /* one example of a limit, for "cannot be switched off" */
+    const char *what;     /* "duration", "size" */
+    const char *examples; /* "2s, 500ms, 1.5m" */
+    const char *a_limit;  /* one example of a limit, for "cannot be switched off" */
     int (*parse)(const char *s, uint64_t *out, const char **why);
 };
 
 static const struct unit_value durations = {"duration", "2s, 500ms, 1.5m", "10s", fr_parse_duration_why};
 static const struct unit_value sizes = {"size", "512M, 2G, 64k", "1M", fr_parse_size_why};
 
-static int unit_value(const struct unit_value *u, const char *key, const char *v, enum fr_key_none none,
-                      uint64_t *out, char *msg, size_t n)
+static int unit_value(const struct unit_value *u, const char *key, const char *v, enum fr_key_none none, uint64_t *out,
+                      char *msg, size_t n)
 {
     const char *why = "";
     bool none_ok = none == FR_NONE_NO_LIMIT;
@@ -137,8 +138,7 @@ static int check_entry(const char *key, const char *name, enum prof_list kind, c
             return -1;
         }
         return 0;
-    case PROF_ENV:
-        return check_env_pattern(name, msg, n);
+    case PROF_ENV: return check_env_pattern(name, msg, n);
     case PROF_CAPS: {
         cap_value_t cap;
         if (cap_from_name(name, &cap) < 0) {
@@ -147,8 +147,7 @@ static int check_entry(const char *key, const char *name, enum prof_list kind, c
         }
         return 0;
     }
-    case PROF_SYSCALLS:
-        break;
+    case PROF_SYSCALLS: break;
     }
     if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR) {
         fr_seterr(msg, n, "unknown syscall '%s' in %s", name, key);

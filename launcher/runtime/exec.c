@@ -55,9 +55,9 @@
 extern char **environ;
 
 #define READ_CHUNK (64u << 10)
-#define READS_PER_EVENT 4      /* then let other slots have a turn */
+#define READS_PER_EVENT 4 /* then let other slots have a turn */
 #define MAX_ARGV 65536
-#define MEMORY_TAIL 4096       /* how much of stderr the memory heuristic reads */
+#define MEMORY_TAIL 4096 /* how much of stderr the memory heuristic reads */
 
 /* What the child reports when it could not get to exec. */
 enum { STAGE_SANDBOX = 1, STAGE_EXEC = 2 };
@@ -74,7 +74,7 @@ struct buf {
 struct eslot {
     bool busy;
     pid_t pid;
-    uint64_t killed_cpu_ns;     /* the tree's CPU read just before fitrun killed it */
+    uint64_t killed_cpu_ns; /* the tree's CPU read just before fitrun killed it */
     int pidfd, out_fd, err_fd, in_fd, report_fd, status_fd;
     struct buf out, err;
     const char *in_data;
@@ -107,7 +107,8 @@ static int exec_check(struct fr_runtime *rt, const struct fr_job *job, char *err
     }
     size_t i;
     json_t *a;
-    json_array_foreach(argv, i, a) {
+    json_array_foreach(argv, i, a)
+    {
         if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a)) {
             snprintf(err, errlen, "\"argv\"[%zu] must be a string without NUL bytes", i);
             return -1;
@@ -379,8 +380,7 @@ static void add_unreaped_cpu(struct rusage *ru, uint64_t tree_ns)
     uint64_t tree_us = tree_ns / 1000u;
     if (tree_us <= have_us)
         return;
-    uint64_t user_us = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec +
-                       (tree_us - have_us);
+    uint64_t user_us = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec + (tree_us - have_us);
     ru->ru_utime.tv_sec = (time_t)(user_us / 1000000u);
     ru->ru_utime.tv_usec = (suseconds_t)(user_us % 1000000u);
 }
@@ -389,8 +389,8 @@ static void add_unreaped_cpu(struct rusage *ru, uint64_t tree_ns)
  * process then exits with an error rather than a signal.) */
 static bool says_out_of_memory(const struct buf *err)
 {
-    static const char *const marks[] = {"MemoryError", "Cannot allocate memory", "std::bad_alloc",
-                                        "out of memory", "Out of memory"};
+    static const char *const marks[] = {"MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory",
+                                        "Out of memory"};
     size_t from = err->len > MEMORY_TAIL ? err->len - MEMORY_TAIL : 0;
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (memmem(err->data + from, err->len - from, marks[i], strlen(marks[i])))

@@ -26,12 +26,9 @@ const char *fr_status_name(enum fr_status s)
 const char *fr_timeout_kind_name(enum fr_timeout_kind k)
 {
     switch (k) {
-    case FR_TIMEOUT_CPU:
-        return "cpu";
-    case FR_TIMEOUT_WALL:
-        return "wall";
-    case FR_TIMEOUT_NONE:
-        break;
+    case FR_TIMEOUT_CPU: return "cpu";
+    case FR_TIMEOUT_WALL: return "wall";
+    case FR_TIMEOUT_NONE: break;
     }
     return NULL;
 }

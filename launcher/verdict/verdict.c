@@ -223,18 +223,13 @@ static bool equal(const json_t *e, struct cursor *c)
     if (c->p >= c->end)
         return false;
     switch (*c->p) {
-    case '[':
-        return array_equal(e, c);
-    case '{':
-        return object_equal(e, c);
-    case '"':
-        return string_token(c, e);
+    case '[': return array_equal(e, c);
+    case '{': return object_equal(e, c);
+    case '"': return string_token(c, e);
     case 't':
     case 'f':
-    case 'n':
-        return literal(c, e);
-    default:
-        return number_token(c, e);
+    case 'n': return literal(c, e);
+    default: return number_token(c, e);
     }
 }
 
@@ -303,8 +298,8 @@ bool fr_cpu_budget_spent(uint64_t used_ms, uint64_t budget_ms)
 
 bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason aborted)
 {
-    return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL &&
-           !aborted && !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
+    return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL && !aborted &&
+           !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
 }
 
 static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
@@ -328,8 +323,7 @@ static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
      * can send it to itself at any time. Decided where the runtime's rusage
      * is the job's own (cpu_timer); the exec preset's relay reports its own
      * rusage, so there SIGXCPU stays fr_classify's timeout. */
-    if (!cpu_kill && raw->cpu_timer && v->status != FR_STATUS_OUTPUT_LIMIT && !ci.wall_expired &&
-        !in->oom_killed) {
+    if (!cpu_kill && raw->cpu_timer && v->status != FR_STATUS_OUTPUT_LIMIT && !ci.wall_expired && !in->oom_killed) {
         bool spent = fr_cpu_budget_spent(in->cpu_ms, in->cpu_limit_ms);
         v->status = spent ? FR_STATUS_TIMEOUT : FR_STATUS_SIGNAL;
         v->timeout = spent ? FR_TIMEOUT_CPU : FR_TIMEOUT_NONE;
@@ -354,8 +348,7 @@ static void describe(const struct fr_verdict_in *in, struct fr_verdict *v)
     last_line(raw->err ? raw->err : "", raw->err_len, tail, sizeof tail);
     const struct fr_outcome *oc = &v->oc;
     switch (v->status) {
-    case FR_STATUS_OK:
-        break;
+    case FR_STATUS_OK: break;
     case FR_STATUS_ERROR:
         snprintf(v->type, sizeof v->type, "exit %d", oc->exit_code);
         snprintf(v->msg, sizeof v->msg, "%s", *tail ? tail : "exited with a non-zero status");
@@ -398,12 +391,8 @@ static void describe(const struct fr_verdict_in *in, struct fr_verdict *v)
         snprintf(v->msg, sizeof v->msg, "output exceeded the cap of %s per stream; the job was killed",
                  fr_format_size(in->output_cap, size, sizeof size));
         break;
-    case FR_STATUS_INVALID:
-        snprintf(v->type, sizeof v->type, "InvalidJob");
-        break;
-    case FR_STATUS_CRASH:
-        snprintf(v->type, sizeof v->type, "WorkerCrash");
-        break;
+    case FR_STATUS_INVALID: snprintf(v->type, sizeof v->type, "InvalidJob"); break;
+    case FR_STATUS_CRASH: snprintf(v->type, sizeof v->type, "WorkerCrash"); break;
     }
 }
 

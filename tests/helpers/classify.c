@@ -33,8 +33,12 @@ int main(int argc, char **argv)
     ru.ru_utime.tv_sec = (time_t)(cpu_us / 1000000);
     ru.ru_utime.tv_usec = (suseconds_t)(cpu_us % 1000000);
     struct fr_classify_in in = {
-        .wstatus = (int)num(argv[1]), .ru = &ru, .violation_nr = (int)num(argv[2]),
-        .cpu_limit_ms = (uint64_t)num(argv[3]), .wall_expired = num(argv[5]) != 0, .memory_hint = num(argv[6]) != 0,
+        .wstatus = (int)num(argv[1]),
+        .ru = &ru,
+        .violation_nr = (int)num(argv[2]),
+        .cpu_limit_ms = (uint64_t)num(argv[3]),
+        .wall_expired = num(argv[5]) != 0,
+        .memory_hint = num(argv[6]) != 0,
     };
     struct fr_outcome out;
     fr_classify(&in, &out);

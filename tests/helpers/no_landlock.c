@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
         fr_die(2, "no_landlock: seccomp_init failed");
-    static const char *const calls[] = { "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self" };
+    static const char *const calls[] = {"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"};
     for (size_t c = 0; c < 3; c++) {
         int nr = seccomp_syscall_resolve_name(calls[c]);
         int rc = nr < 0 ? -EINVAL : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 0);

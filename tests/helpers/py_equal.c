@@ -20,7 +20,8 @@ int main(void)
     while ((len = getline(&line, &cap, stdin)) > 0) {
         if (line[len - 1] == '\n')
             line[--len] = '\0';
-        char *t1 = memchr(line, '\t', (size_t)len), *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(line + len - t1 - 1)) : NULL;
+        char *t1 = memchr(line, '\t', (size_t)len),
+             *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(line + len - t1 - 1)) : NULL;
         if (!t2) {
             fprintf(stderr, "py_equal: line %ld: not three fields\n", n + 1);
             return 2;

@@ -83,7 +83,7 @@ static int a_socket(char **argv)
 
 static int a_connect(char **argv)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0])) };
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0]))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return connect(g_prepared_fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? done("connect") : failed();
 }
@@ -188,7 +188,7 @@ static int a_kill_group(char **argv)
 static int a_raise_rlimit(char **argv)
 {
     (void)argv;
-    struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
+    struct rlimit r = {RLIM_INFINITY, RLIM_INFINITY};
     return setrlimit(RLIMIT_CPU, &r) == 0 ? done("raise_rlimit") : failed();
 }
 
@@ -264,7 +264,7 @@ static void on_sigsys(int sig)
 static int a_sigsys_handler(char **argv)
 {
     (void)argv;
-    struct sigaction sa = { .sa_handler = on_sigsys };
+    struct sigaction sa = {.sa_handler = on_sigsys};
     if (sigaction(SIGSYS, &sa, NULL) < 0)
         return failed();
     socket(AF_INET, SOCK_STREAM, 0); /* would now land in our handler */
@@ -286,7 +286,7 @@ static int a_forge_report(char **argv)
     /* A record shaped like the real one would be; the parent must ignore
      * it because we exit normally. */
     int fd = atoi(argv[0]);
-    uint32_t rec[4] = { 0x46525631u, 0, 41, 0 };
+    uint32_t rec[4] = {0x46525631u, 0, 41, 0};
     (void)!write(fd, rec, sizeof rec);
     return done("forged");
 }
@@ -345,7 +345,7 @@ static int a_proc_parent(char **argv)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/%s", (int)getppid(), argv[0]);
-    char *args[] = { path };
+    char *args[] = {path};
     return a_read_file(args);
 }
 
@@ -386,7 +386,7 @@ static int a_linger(char **argv)
 static int a_forge_sigsys(char **argv)
 {
     int fd = atoi(argv[0]);
-    uint32_t rec[4] = { 0x46525632u, 0xc000003eu, 101 /* ptrace */, 0 };
+    uint32_t rec[4] = {0x46525632u, 0xc000003eu, 101 /* ptrace */, 0};
     rec[3] = ~rec[0] ^ rec[1] ^ rec[2];
     (void)!write(fd, rec, sizeof rec);
     raise(SIGSYS);
@@ -396,7 +396,7 @@ static int a_forge_sigsys(char **argv)
 static int a_raise_nproc(char **argv)
 {
     (void)argv;
-    struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
+    struct rlimit r = {RLIM_INFINITY, RLIM_INFINITY};
     return setrlimit(RLIMIT_NPROC, &r) == 0 ? done("raise_nproc") : failed();
 }
 
@@ -486,20 +486,48 @@ struct attack {
 };
 
 static const struct attack g_attacks[] = {
-    { "socket", 0, a_socket }, { "connect", 1, a_connect }, { "exec_sh", 1, a_exec_sh },
-    { "forkbomb", 0, a_forkbomb }, { "thread", 0, a_thread }, { "ptrace", 0, a_ptrace },
-    { "mount", 1, a_mount }, { "unshare", 0, a_unshare }, { "open_write", 1, a_open_write },
-    { "unlink", 1, a_unlink }, { "chmod", 1, a_chmod }, { "kill_parent", 0, a_kill_parent },
-    { "kill_group", 0, a_kill_group }, { "raise_rlimit", 0, a_raise_rlimit }, { "membomb", 0, a_membomb },
-    { "cpuspin", 0, a_cpuspin }, { "fsize", 0, a_fsize }, { "stackoverflow", 0, a_stackoverflow },
-    { "rawsocket", 0, a_rawsocket }, { "sigsys_handler", 0, a_sigsys_handler },
-    { "block_sigsys", 0, a_block_sigsys }, { "forge_report", 1, a_forge_report },
-    { "fcntl_setown", 0, a_fcntl_setown }, { "tiocsti", 0, a_tiocsti }, { "int80", 0, a_int80 },
-    { "abort", 0, a_abort }, { "read_file", 1, a_read_file }, { "hello", 0, a_hello }, { "exit3", 0, a_exit3 },
-    { "read_rel", 1, a_read_rel }, { "proc_parent", 1, a_proc_parent }, { "mem_pid", 1, a_mem_pid },
-    { "kill_pid", 1, a_kill_pid }, { "ptrace_pid", 1, a_ptrace_pid }, { "linger", 0, a_linger },
-    { "forge_sigsys", 1, a_forge_sigsys }, { "raise_nproc", 0, a_raise_nproc }, { "xcomp", 0, a_xcomp },
-    { "set_fs", 0, a_set_fs }, { "ids", 0, a_ids }, { "caps", 0, a_caps }, { "setuid0", 0, a_setuid0 },
+    {"socket", 0, a_socket},
+    {"connect", 1, a_connect},
+    {"exec_sh", 1, a_exec_sh},
+    {"forkbomb", 0, a_forkbomb},
+    {"thread", 0, a_thread},
+    {"ptrace", 0, a_ptrace},
+    {"mount", 1, a_mount},
+    {"unshare", 0, a_unshare},
+    {"open_write", 1, a_open_write},
+    {"unlink", 1, a_unlink},
+    {"chmod", 1, a_chmod},
+    {"kill_parent", 0, a_kill_parent},
+    {"kill_group", 0, a_kill_group},
+    {"raise_rlimit", 0, a_raise_rlimit},
+    {"membomb", 0, a_membomb},
+    {"cpuspin", 0, a_cpuspin},
+    {"fsize", 0, a_fsize},
+    {"stackoverflow", 0, a_stackoverflow},
+    {"rawsocket", 0, a_rawsocket},
+    {"sigsys_handler", 0, a_sigsys_handler},
+    {"block_sigsys", 0, a_block_sigsys},
+    {"forge_report", 1, a_forge_report},
+    {"fcntl_setown", 0, a_fcntl_setown},
+    {"tiocsti", 0, a_tiocsti},
+    {"int80", 0, a_int80},
+    {"abort", 0, a_abort},
+    {"read_file", 1, a_read_file},
+    {"hello", 0, a_hello},
+    {"exit3", 0, a_exit3},
+    {"read_rel", 1, a_read_rel},
+    {"proc_parent", 1, a_proc_parent},
+    {"mem_pid", 1, a_mem_pid},
+    {"kill_pid", 1, a_kill_pid},
+    {"ptrace_pid", 1, a_ptrace_pid},
+    {"linger", 0, a_linger},
+    {"forge_sigsys", 1, a_forge_sigsys},
+    {"raise_nproc", 0, a_raise_nproc},
+    {"xcomp", 0, a_xcomp},
+    {"set_fs", 0, a_set_fs},
+    {"ids", 0, a_ids},
+    {"caps", 0, a_caps},
+    {"setuid0", 0, a_setuid0},
 };
 
 static const struct attack *find_attack(const char *name)
@@ -565,7 +593,7 @@ static void child(const struct opts *o, const struct fr_policy *pol, int report_
         snprintf(opts, sizeof opts, "%s%sdisable_coredump=0:detect_leaks=0", asan ? asan : "",
                  asan && *asan ? ":" : "");
         setenv("ASAN_OPTIONS", opts, 1);
-        char *argv[8] = { (char *)self, "--attack" };
+        char *argv[8] = {(char *)self, "--attack"};
         for (int i = 0; i < 5 && o->attack_argv[i]; i++)
             argv[2 + i] = o->attack_argv[i];
         execv(self, argv);
@@ -618,7 +646,7 @@ static int run(const struct opts *o, const char *self)
     }
     uint64_t deadline = fr_now_ns() / 1000000u + o->wall_ms;
     for (;;) {
-        struct pollfd pfd[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
+        struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
         uint64_t now = fr_now_ns() / 1000000u;
         int pr = poll(pfd, 2, now >= deadline ? 0 : (int)(deadline - now));
         if (pr < 0 && errno == EINTR)
@@ -643,7 +671,10 @@ static int run(const struct opts *o, const char *self)
         if (errno != EINTR)
             fr_die_errno(2, "sb_run: wait4");
     struct fr_classify_in in = {
-        .wstatus = status, .ru = &ru, .cpu_limit_ms = cpu_ms_of(o->policy), .wall_expired = wall,
+        .wstatus = status,
+        .ru = &ru,
+        .cpu_limit_ms = cpu_ms_of(o->policy),
+        .wall_expired = wall,
         .violation_nr = o->notify ? violation : fr_report_read(rep[0]),
         .memory_hint = WIFEXITED(status) && WEXITSTATUS(status) == SB_EXIT_NOMEM,
     };
@@ -665,7 +696,7 @@ static int run(const struct opts *o, const char *self)
 
 int main(int argc, char **argv)
 {
-    struct opts o = { .wall_ms = 20000, .uid = -1, .slot = -1 };
+    struct opts o = {.wall_ms = 20000, .uid = -1, .slot = -1};
     int i = 1;
     if (argc > 2 && strcmp(argv[1], "--attack") == 0) {
         const struct attack *a = find_attack(argv[2]);
@@ -695,7 +726,7 @@ int main(int argc, char **argv)
     }
     if (argc - i < 2)
         fr_die(2, "usage: sb_run [--exec] [--notify] [--wall MS] [--no-report] [--stdout FILE] [--uid N] [--slot K] "
-               "[--cwd DIR] POLICY ATTACK [ARG...]");
+                  "[--cwd DIR] POLICY ATTACK [ARG...]");
     o.policy = argv[i];
     o.attack_argv = argv + i + 1;
     const struct attack *a = find_attack(o.attack_argv[0]);

@@ -27,8 +27,8 @@
 #define SB_RUN FITRUN_BUILD "/tests/helpers/sb_run"
 
 struct sb {
-    char out[16384];      /* everything sb_run printed (the job's stdout too) */
-    int exit_status;      /* sb_run's own wait status */
+    char out[16384]; /* everything sb_run printed (the job's stdout too) */
+    int exit_status; /* sb_run's own wait status */
     char status[32], timeout[16], syscall[40], signal[16];
     int exit;
     unsigned long long cpu_ms;
@@ -115,7 +115,7 @@ static inline void assert_no_leftover(void)
 /* Run sb_run with argv (NULL-terminated, without argv[0]) and parse. */
 static inline void sb_exec(struct sb *r, const char *const *args)
 {
-    const char *argv[16] = { SB_RUN };
+    const char *argv[16] = {SB_RUN};
     size_t i = 1;
     for (; args[i - 1] && i < 15; i++)
         argv[i] = args[i - 1];
@@ -144,13 +144,14 @@ static inline void sb_exec(struct sb *r, const char *const *args)
     if (!WIFEXITED(r->exit_status) || WEXITSTATUS(r->exit_status) != 0)
         fail_msg("sb_run itself ended with status 0x%x:\n%s", r->exit_status, r->out);
     const char *line = strstr(r->out, "OUTCOME ");
-    if (!line || sscanf(line, "OUTCOME status=%31s timeout=%15s syscall=%39s signal=%15s exit=%d cpu_ms=%llu maxrss_kb=%ld",
-                        r->status, r->timeout, r->syscall, r->signal, &r->exit, &r->cpu_ms, &r->maxrss_kb) != 7)
+    if (!line ||
+        sscanf(line, "OUTCOME status=%31s timeout=%15s syscall=%39s signal=%15s exit=%d cpu_ms=%llu maxrss_kb=%ld",
+               r->status, r->timeout, r->syscall, r->signal, &r->exit, &r->cpu_ms, &r->maxrss_kb) != 7)
         fail_msg("no OUTCOME line in:\n%s", r->out);
     assert_no_leftover();
 }
 
-#define SB(r, ...) sb_exec((r), (const char *const[]){ __VA_ARGS__, NULL })
+#define SB(r, ...) sb_exec((r), (const char *const[]){__VA_ARGS__, NULL})
 
 static inline void expect(const struct sb *r, const char *status, const char *syscall, const char *signal)
 {

@@ -243,9 +243,8 @@ static void test_prelude_relative_to_profile(void **state)
     struct fr_profile p;
     char err[256];
     fr_profile_defaults(&p);
-    assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = lib/pre.py\n", "/srv/profiles/arc.ini", err,
-                                      sizeof err),
-                     0);
+    assert_int_equal(
+        fr_profile_parse(&p, "[runtime]\nprelude = lib/pre.py\n", "/srv/profiles/arc.ini", err, sizeof err), 0);
     assert_string_equal(p.prelude, "/srv/profiles/lib/pre.py");
     assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = /abs.py\n", "/srv/profiles/arc.ini", err, sizeof err),
                      0);
@@ -377,8 +376,8 @@ static void test_preset_follows_runtime(void **state)
     fr_profile_free(&p);
 
     fr_profile_defaults(&p);
-    assert_int_equal(fr_profile_parse(&p, "[sandbox]\npreset = none\n[runtime]\nkind = python\n", "b.ini", err,
-                                      sizeof err), 0);
+    assert_int_equal(
+        fr_profile_parse(&p, "[sandbox]\npreset = none\n[runtime]\nkind = python\n", "b.ini", err, sizeof err), 0);
     assert_int_equal(p.preset, FR_PRESET_NONE);
     fr_profile_free(&p);
 

@@ -26,9 +26,9 @@
 
 /* What a child left behind. */
 struct result {
-    int status;      /* wait status */
-    int violation;   /* fr_report_read */
-    char out[8192];  /* what the child wrote on its result pipe */
+    int status;     /* wait status */
+    int violation;  /* fr_report_read */
+    char out[8192]; /* what the child wrote on its result pipe */
 };
 
 typedef void (*child_fn)(int out_fd);
@@ -121,8 +121,8 @@ static void c_status(int fd)
 
 static void c_limits(int fd)
 {
-    static const int res[] = { RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC,
-                               RLIMIT_STACK, RLIMIT_CORE };
+    static const int res[] = {RLIMIT_CPU,   RLIMIT_AS,    RLIMIT_FSIZE, RLIMIT_NOFILE,
+                              RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE};
     for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
         struct rlimit r;
         if (getrlimit(res[i], &r) < 0)
@@ -143,11 +143,11 @@ static void on_usr1(int sig)
  * signalling themselves (abort/raise/os.kill(getpid())), masks. */
 static void c_signals(int fd)
 {
-    struct sigaction sa = { .sa_handler = on_usr1 };
+    struct sigaction sa = {.sa_handler = on_usr1};
     if (sigaction(SIGUSR1, &sa, NULL) < 0)
         say(fd, "sigaction failed\n");
-    raise(SIGUSR1);                /* tgkill(own pid, own tid) */
-    kill(getpid(), SIGUSR1);       /* kill(own pid) */
+    raise(SIGUSR1);          /* tgkill(own pid, own tid) */
+    kill(getpid(), SIGUSR1); /* kill(own pid) */
     say(fd, "usr1=%d\n", (int)g_usr1);
     sigset_t block, old, now;
     sigemptyset(&block);
@@ -155,7 +155,7 @@ static void c_signals(int fd)
     sigaddset(&block, SIGSYS);
     int rc = sigprocmask(SIG_BLOCK, &block, &old);
     say(fd, "block=%d old_usr2=%d\n", rc, sigismember(&old, SIGUSR2));
-    sigprocmask(SIG_BLOCK, NULL, &now);           /* a query: allowed */
+    sigprocmask(SIG_BLOCK, NULL, &now); /* a query: allowed */
     say(fd, "usr2_blocked=%d sys_blocked=%d\n", sigismember(&now, SIGUSR2), sigismember(&now, SIGSYS));
     sigfillset(&block);
     rc = sigprocmask(SIG_SETMASK, &block, NULL);
@@ -217,7 +217,7 @@ static void test_keep_caps(void **state)
     struct result r;
     run("preset=none;keep_caps=cap_net_raw", false, c_status, &r);
     expect_exit0(&r);
-    unsigned long long raw = 1ull << 13; /* CAP_NET_RAW */
+    unsigned long long raw = 1ull << 13;                 /* CAP_NET_RAW */
     assert_int_equal(status_field(r.out, "Seccomp"), 0); /* none: no filter */
     assert_int_equal(status_field(r.out, "NoNewPrivs"), 1);
     assert_int_equal(status_field(r.out, "CapEff"), raw);
@@ -234,9 +234,10 @@ static void test_rlimits(void **state)
     run("preset=python;cpu_time=1500ms;memory=1G;fsize=1M;nofile=64;processes=100;stack=4M", false, c_limits, &r);
     expect_exit0(&r);
     char want[512];
-    snprintf(want, sizeof want, "%d=2/3\n%d=1073741824/1073741824\n%d=1048576/1048576\n%d=64/64\n"
-             "%d=100/100\n%d=4194304/4194304\n%d=0/0\n", RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE,
-             RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE);
+    snprintf(want, sizeof want,
+             "%d=2/3\n%d=1073741824/1073741824\n%d=1048576/1048576\n%d=64/64\n"
+             "%d=100/100\n%d=4194304/4194304\n%d=0/0\n",
+             RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE);
     assert_string_equal(r.out, want);
 }
 
@@ -262,7 +263,7 @@ static void test_rlimit_clamped_to_inherited_hard(void **state)
     pid_t pid = fork();
     if (pid == 0) {
         close(out[0]);
-        struct rlimit low = { 256, 256 };
+        struct rlimit low = {256, 256};
         if (setrlimit(RLIMIT_NOFILE, &low) < 0)
             _exit(3);
         int rc = fr_policy_apply(p, -1);
@@ -449,7 +450,7 @@ static void test_exec_relay_mirrors(void **state)
 static void c_sigsys_hidden(int fd)
 {
     (void)fd;
-    struct sigaction sa = { .sa_handler = SIG_IGN };
+    struct sigaction sa = {.sa_handler = SIG_IGN};
     sigaction(SIGSYS, &sa, NULL);
     sigset_t all;
     sigfillset(&all);
@@ -490,7 +491,7 @@ static void test_relay_keeps_timers(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct itimerval t = { .it_value = { .tv_usec = 200000 } };
+        struct itimerval t = {.it_value = {.tv_usec = 200000}};
         setitimer(ITIMER_PROF, &t, NULL);
         if (fr_policy_apply(p, rep[1]) < 0)
             _exit(125);

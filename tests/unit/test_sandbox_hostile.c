@@ -55,7 +55,7 @@ static void test_connect(void **state)
     (void)state;
     int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     assert_true(l >= 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET };
+    struct sockaddr_in sa = {.sin_family = AF_INET};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
     assert_int_equal(listen(l, 4), 0);
@@ -431,7 +431,7 @@ static void test_forged_sigsys_is_a_signal(void **state)
 {
     (void)state;
     struct sb r;
-    const char *fds[] = { "3", "4" };
+    const char *fds[] = {"3", "4"};
     for (int i = 0; i < 2; i++) {
         SB(&r, "preset=python", "forge_sigsys", fds[i]);
         expect(&r, "signal", "-", "SIGSYS");

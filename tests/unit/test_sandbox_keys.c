@@ -21,39 +21,26 @@
 static const char *other_value(const struct fr_sandbox_key *k)
 {
     switch (k->type) {
-    case FR_KEY_PRESET:
-        return "python";
-    case FR_KEY_DURATION:
-        return "1500ms";
-    case FR_KEY_SIZE:
-        return "3M";
-    case FR_KEY_COUNT:
-        return "7";
-    case FR_KEY_BOOL:
-        return "true";
-    case FR_KEY_USER:
-        return "root";
-    case FR_KEY_UID:
-        return "61234";
-    case FR_KEY_SYSCALLS:
-        return "socket, connect";
-    case FR_KEY_CAPS:
-        return "cap_net_raw";
-    case FR_KEY_PATHS:
-        return "/usr/share, /usr/lib";
-    case FR_KEY_ENV:
-        return "HF_*, TOKEN";
-    case FR_KEY_FS:
-        return "system";
-    case FR_KEY_SLOTS:
-        return "3";
+    case FR_KEY_PRESET: return "python";
+    case FR_KEY_DURATION: return "1500ms";
+    case FR_KEY_SIZE: return "3M";
+    case FR_KEY_COUNT: return "7";
+    case FR_KEY_BOOL: return "true";
+    case FR_KEY_USER: return "root";
+    case FR_KEY_UID: return "61234";
+    case FR_KEY_SYSCALLS: return "socket, connect";
+    case FR_KEY_CAPS: return "cap_net_raw";
+    case FR_KEY_PATHS: return "/usr/share, /usr/lib";
+    case FR_KEY_ENV: return "HF_*, TOKEN";
+    case FR_KEY_FS: return "system";
+    case FR_KEY_SLOTS: return "3";
     }
     return "";
 }
 
 static const size_t list_fields[5] = {
-    offsetof(struct fr_policy_spec, allow),      offsetof(struct fr_policy_spec, deny),
-    offsetof(struct fr_policy_spec, keep_caps),  offsetof(struct fr_policy_spec, read_paths),
+    offsetof(struct fr_policy_spec, allow),       offsetof(struct fr_policy_spec, deny),
+    offsetof(struct fr_policy_spec, keep_caps),   offsetof(struct fr_policy_spec, read_paths),
     offsetof(struct fr_policy_spec, write_paths),
 };
 
@@ -103,8 +90,9 @@ static void test_every_key_lands_in_its_field(void **state)
         w.allow = w.deny = w.keep_caps = w.read_paths = w.write_paths = NULL;
         g.allow = g.deny = g.keep_caps = g.read_paths = g.write_paths = NULL;
         const unsigned char *a = (const unsigned char *)&w, *b = (const unsigned char *)&g;
-        size_t width = k->type == FR_KEY_BOOL || k->type == FR_KEY_USER ? sizeof(bool)
-                       : k->type == FR_KEY_PRESET || k->type == FR_KEY_UID ? 4 : 8;
+        size_t width = k->type == FR_KEY_BOOL || k->type == FR_KEY_USER    ? sizeof(bool)
+                       : k->type == FR_KEY_PRESET || k->type == FR_KEY_UID ? 4
+                                                                           : 8;
         for (size_t off = 0; off < sizeof w; off++)
             if (a[off] != b[off] && (off < lo || off >= lo + width))
                 fail_msg("%s changed the spec at byte %zu (its field is at %zu)", k->name, off, lo);
@@ -164,7 +152,7 @@ static void test_none(void **state)
         if (k->profile == FR_KEY_NOWHERE || k->none == FR_NONE_NA)
             continue;
         limits++;
-        static const char *const words[] = { "none", "unlimited", "0" };
+        static const char *const words[] = {"none", "unlimited", "0"};
         for (int w = 0; w < 3; w++) {
             struct fr_profile p;
             char msg[512] = "";
@@ -192,7 +180,7 @@ static void test_text_only_keys(void **state)
     struct fr_profile p;
     char msg[512];
     fr_profile_defaults(&p);
-    for (const char *const *k = (const char *const[]){ "fs", "slots", "core", NULL }; *k; k++) {
+    for (const char *const *k = (const char *const[]){"fs", "slots", "core", NULL}; *k; k++) {
         assert_int_equal(fr_sandbox_key_set(&p, *k, "1", msg, sizeof msg), -1);
         assert_non_null(strstr(msg, "unknown key"));
         /* and the message lists the profile's keys, not them */
@@ -304,7 +292,7 @@ static void test_text(void **state)
     /* and it builds */
     char err[256];
     struct fr_policy *p = NULL;
-    const char *more[] = { "/usr/share", NULL };
+    const char *more[] = {"/usr/share", NULL};
     assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/usr/lib", more, &p, err, sizeof err), 0);
     struct fr_policy_info in;
     fr_policy_info(p, &in);

@@ -191,17 +191,20 @@ static void test_paths_checked(void **state)
     (void)state;
     char err[512];
     struct fr_policy *p = NULL;
-    assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun", NULL, &p, err, sizeof err), -1);
+    assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun", NULL, &p, err, sizeof err),
+                     -1);
     assert_null(p);
     assert_string_equal(err, "read path '/nonexistent-fitrun': No such file or directory");
     /* Checked even where Landlock is off or absent: a typo is a typo (the
      * library's own check, below the profile's). */
-    const char *rel[] = { "relative/dir", NULL };
-    struct fr_policy_spec spec = { .preset = FR_PRESET_PYTHON, .write_paths = rel };
+    const char *rel[] = {"relative/dir", NULL};
+    struct fr_policy_spec spec = {.preset = FR_PRESET_PYTHON, .write_paths = rel};
     assert_int_equal(fr_policy_build(&spec, &p, err, sizeof err), -1);
     assert_string_equal(err, "write path 'relative/dir' is not absolute");
     /* "PATH?" is optional: skipped where it does not exist. */
-    assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun?,/usr/lib?", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(
+        fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun?,/usr/lib?", NULL, &p, err, sizeof err),
+        0);
     fr_policy_free(p);
 }
 
@@ -214,7 +217,7 @@ static void test_build_paths_and_may_read(void **state)
     /* A path with a comma and a space cannot go through kv text. */
     tmp_path(weird, sizeof weird, "a, b");
     assert_int_equal(mkdir(weird, 0755), 0);
-    const char *reads[] = { weird, NULL };
+    const char *reads[] = {weird, NULL};
     struct fr_policy *p = NULL;
     if (fr_policy_build_text("preset=python;fs=libs", reads, &p, err, sizeof err) < 0)
         fail_msg("%s", err);
@@ -293,7 +296,7 @@ static void test_keep_caps_after_switch(void **state)
     struct sb r;
     SB(&r, "--slot", "0", "preset=none;user=slot;uid_base=" UID_BASE ";keep_caps=cap_net_raw", "caps");
     expect_done(&r);
-    const char *sets[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+    const char *sets[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
     for (size_t i = 0; i < 5; i++) {
         char want[64];
         snprintf(want, sizeof want, "%s:\t0000000000002000\n", sets[i]);
@@ -324,12 +327,12 @@ static void test_pdeathsig_survives_switch(void **state)
             _exit(125);
         int sig = -1;
         prctl(PR_GET_PDEATHSIG, &sig, 0, 0, 0);
-        int msg[2] = { sig, (int)getuid() };
+        int msg[2] = {sig, (int)getuid()};
         (void)!write(out[1], msg, sizeof msg);
         _exit(0);
     }
     close(out[1]);
-    int msg[2] = { -1, -1 };
+    int msg[2] = {-1, -1};
     assert_int_equal(read(out[0], msg, sizeof msg), (ssize_t)sizeof msg);
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -346,7 +349,8 @@ static pid_t g_victim; /* the victim of the running case, 0 = none */
 static pid_t start_victim(struct fr_policy **p)
 {
     char err[256];
-    assert_int_equal(fr_policy_build_text("preset=python;user=slot;slots=2;uid_base=" UID_BASE, NULL, p, err, sizeof err), 0);
+    assert_int_equal(
+        fr_policy_build_text("preset=python;user=slot;slots=2;uid_base=" UID_BASE, NULL, p, err, sizeof err), 0);
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -412,7 +416,7 @@ static int teardown_victim(void **state)
 
 struct child_run {
     pid_t pid;
-    int sock;      /* supervisor's end */
+    int sock; /* supervisor's end */
 };
 
 static void notify_fork(const struct fr_policy *p, void (*job)(void), struct child_run *c)
@@ -526,14 +530,14 @@ static void test_supervisor_death(void **state)
         }
         close(sv[1]);
         int l = fr_notify_receive(sv[0]);
-        int msg[2] = { (int)child, l };
+        int msg[2] = {(int)child, l};
         (void)!write(info[1], msg, sizeof msg);
         pause(); /* holds the listener, never reads it */
         _exit(0);
     }
     close(esc[1]);
     close(info[1]);
-    int msg[2] = { -1, -1 };
+    int msg[2] = {-1, -1};
     assert_int_equal(read(info[0], msg, sizeof msg), (ssize_t)sizeof msg);
     assert_true(msg[1] >= 0);
     usleep(100 * 1000); /* the child is parked in its first socket() */

@@ -105,18 +105,18 @@ static int allocations_during(const char *kv, enum how how)
     if (pid == 0) {
         g_calls = 0;
         g_armed = 1;
-        int rc = how == NOTIFY ? fr_policy_apply_notify(p, rep[1], -1)
-               : how == SLOT0  ? fr_policy_apply_slot(p, -1, 0)
-                               : fr_policy_apply(p, rep[1]);
+        int rc = how == NOTIFY  ? fr_policy_apply_notify(p, rep[1], -1)
+                 : how == SLOT0 ? fr_policy_apply_slot(p, -1, 0)
+                                : fr_policy_apply(p, rep[1]);
         g_armed = 0;
-        int msg[2] = { rc, g_calls };
+        int msg[2] = {rc, g_calls};
         (void)!write(out[1], msg, sizeof msg);
         _exit(0);
     }
     close(out[1]);
     close(rep[1]);
     int listener = how == NOTIFY ? fr_notify_receive(rep[0]) : -1;
-    int msg[2] = { -1, -1 };
+    int msg[2] = {-1, -1};
     assert_int_equal(read(out[0], msg, sizeof msg), (ssize_t)sizeof msg);
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -182,8 +182,8 @@ static void test_least_privilege_does_not_allocate(void **state)
     assert_int_equal(allocations_during("preset=exec;fs=system;processes=4", NOTIFY), 0);
     assert_int_equal(allocations_during("preset=none;deny=socket;fs=libs", NOTIFY), 0);
     if (geteuid() == 0)
-        assert_int_equal(allocations_during("preset=python;fs=libs;user=slot;uid_base=61800;keep_caps=cap_net_raw",
-                                            SLOT0), 0);
+        assert_int_equal(
+            allocations_during("preset=python;fs=libs;user=slot;uid_base=61800;keep_caps=cap_net_raw", SLOT0), 0);
 }
 
 int main(void)

@@ -63,11 +63,15 @@ static void test_preset_names(void **state)
 static void test_struct_build_and_describe(void **state)
 {
     (void)state;
-    const char *allow[] = { "socket", NULL };
-    const char *keep[] = { "cap_net_raw", NULL };
+    const char *allow[] = {"socket", NULL};
+    const char *keep[] = {"cap_net_raw", NULL};
     struct fr_policy_spec spec = {
-        .preset = FR_PRESET_PYTHON, .cpu_ms = 1500, .as_bytes = 1ull << 30, .nofile = 64,
-        .allow = allow, .keep_caps = keep,
+        .preset = FR_PRESET_PYTHON,
+        .cpu_ms = 1500,
+        .as_bytes = 1ull << 30,
+        .nofile = 64,
+        .allow = allow,
+        .keep_caps = keep,
     };
     char err[256];
     struct fr_policy *p = NULL;
@@ -105,7 +109,7 @@ static void test_build_argument_errors(void **state)
     struct fr_policy *p = NULL;
     assert_int_equal(fr_policy_build(NULL, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "no policy spec"));
-    struct fr_policy_spec bad = { .preset = (enum fr_preset)9 };
+    struct fr_policy_spec bad = {.preset = (enum fr_preset)9};
     assert_int_equal(fr_policy_build(&bad, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "unknown preset 9"));
     fr_policy_free(NULL); /* must be harmless */
@@ -153,15 +157,28 @@ static void test_bpf_program(void **state)
 static void test_pack_round_trip(void **state)
 {
     (void)state;
-    const char *allow[] = { "socket", "connect", NULL };
-    const char *deny[] = { "ptrace", NULL };
-    const char *keep[] = { "cap_net_raw", NULL };
-    const char *reads[] = { "/usr/lib", "/dir with, comma; and space?", NULL };
+    const char *allow[] = {"socket", "connect", NULL};
+    const char *deny[] = {"ptrace", NULL};
+    const char *keep[] = {"cap_net_raw", NULL};
+    const char *reads[] = {"/usr/lib", "/dir with, comma; and space?", NULL};
     struct fr_policy_spec spec = {
-        .preset = FR_PRESET_EXEC, .cpu_ms = 1500, .as_bytes = 1ull << 30, .fsize_bytes = 1 << 20,
-        .nofile = 64, .nproc = 4, .stack_bytes = 8 << 20, .core_bytes = 0, .allow = allow, .deny = deny,
-        .keep_caps = keep, .spec_allow = true, .fs = FR_FS_LIBS, .read_paths = reads,
-        .slot_identity = true, .uid_base = 61000, .slots = 3,
+        .preset = FR_PRESET_EXEC,
+        .cpu_ms = 1500,
+        .as_bytes = 1ull << 30,
+        .fsize_bytes = 1 << 20,
+        .nofile = 64,
+        .nproc = 4,
+        .stack_bytes = 8 << 20,
+        .core_bytes = 0,
+        .allow = allow,
+        .deny = deny,
+        .keep_caps = keep,
+        .spec_allow = true,
+        .fs = FR_FS_LIBS,
+        .read_paths = reads,
+        .slot_identity = true,
+        .uid_base = 61000,
+        .slots = 3,
     };
     long need = fr_policy_spec_pack(&spec, NULL, 0);
     assert_true(need > 100);
@@ -186,7 +203,7 @@ static void test_pack_round_trip(void **state)
     fr_policy_free(b);
 
     /* more_read adds to the packed read paths */
-    const char *more[] = { "/usr/share", NULL };
+    const char *more[] = {"/usr/share", NULL};
     assert_int_equal(fr_policy_build_packed(buf, (size_t)need, more, &b, err, sizeof err), 0);
     fr_policy_info(b, &ib);
     if (ia.landlock)
@@ -197,7 +214,7 @@ static void test_pack_round_trip(void **state)
     fr_policy_free(b);
 
     /* an empty spec packs too */
-    struct fr_policy_spec empty = { .preset = FR_PRESET_NONE };
+    struct fr_policy_spec empty = {.preset = FR_PRESET_NONE};
     need = fr_policy_spec_pack(&empty, buf, sizeof buf);
     assert_int_equal(fr_policy_build_packed(buf, (size_t)need, NULL, &a, err, sizeof err), 0);
     describe(a, direct, sizeof direct);
@@ -210,8 +227,8 @@ static void test_pack_round_trip(void **state)
 static void test_pack_malformed(void **state)
 {
     (void)state;
-    const char *allow[] = { "socket", NULL };
-    struct fr_policy_spec spec = { .preset = FR_PRESET_PYTHON, .allow = allow };
+    const char *allow[] = {"socket", NULL};
+    struct fr_policy_spec spec = {.preset = FR_PRESET_PYTHON, .allow = allow};
     unsigned char buf[512];
     long need = fr_policy_spec_pack(&spec, buf, sizeof buf);
     assert_true(need > 0 && (size_t)need < sizeof buf);
@@ -267,14 +284,10 @@ static void test_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_preset_names),
-        cmocka_unit_test(test_struct_build_and_describe),
-        cmocka_unit_test(test_name_errors),
-        cmocka_unit_test(test_build_argument_errors),
-        cmocka_unit_test(test_bpf_program),
-        cmocka_unit_test(test_pack_round_trip),
-        cmocka_unit_test(test_pack_malformed),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_preset_names),   cmocka_unit_test(test_struct_build_and_describe),
+        cmocka_unit_test(test_name_errors),    cmocka_unit_test(test_build_argument_errors),
+        cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

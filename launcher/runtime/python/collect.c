@@ -126,8 +126,8 @@ static bool integer_span(struct fr_json_span v, long *out)
  * into the result line. */
 static bool parse_report(const struct stream *rep, struct report *r)
 {
-    static const char *const keys[R_NKEYS] = {"outputs", "error_type", "error_message",
-                                              "error_line", "memory", "sandbox_error"};
+    static const char *const keys[R_NKEYS] = {"outputs",    "error_type", "error_message",
+                                              "error_line", "memory",     "sandbox_error"};
     long n;
     if (rep->over || !rep->len ||
         fr_json_members(rep->buf, rep->len, keys, R_NKEYS, r->f, 2 + PY_MAX_NESTING, FR_JSON_STRICT) < 0)
@@ -204,8 +204,8 @@ static void result_limit(const struct pyrt *py, bool killed, struct fr_raw *raw,
 }
 
 /* How a prediction whose process exited by itself ended: its report says. */
-static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct stream *rep, struct fr_raw *raw,
-                             char *msg, size_t msglen)
+static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct stream *rep, struct fr_raw *raw, char *msg,
+                             size_t msglen)
 {
     struct report r;
     int code = WEXITSTATUS(s->facts.wstatus);

@@ -170,8 +170,7 @@ void py_ctl_event(struct fr_runtime *rt, uint32_t events)
         close(py->ctl);
         py->ctl = -1;
         if (!py->stopping)
-            fr_host_fail(rt->host, "python runtime: the interpreter (pid %d) exited during the run",
-                         (int)py->zygote);
+            fr_host_fail(rt->host, "python runtime: the interpreter (pid %d) exited during the run", (int)py->zygote);
         break;
     }
     free(buf);

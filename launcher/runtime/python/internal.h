@@ -71,16 +71,17 @@
  * MSG_* structs). */
 #define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds */
 #define PY_MSG_STARTED_LEN 12 /* 'S', 3 pad, u32 seq, i32 pid; + the child's pidfd */
-#define PY_MSG_EXITED_LEN 56  /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
+#define PY_MSG_EXITED_LEN                                                                                              \
+    56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
                                  i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us */
-#define PY_MSG_FAILED_MIN 8   /* 'F', 3 pad, u32 seq, then the reason */
+#define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
 
 /* A pipe fitrun reads, up to a cap. */
 struct stream {
-    int fd;                     /* -1 once at EOF (or given up) */
+    int fd; /* -1 once at EOF (or given up) */
     char *buf;
-    size_t len, cap;            /* bytes kept, bytes allocated */
-    size_t limit;               /* more than this = over */
+    size_t len, cap; /* bytes kept, bytes allocated */
+    size_t limit;    /* more than this = over */
     bool over;
 };
 
@@ -95,17 +96,17 @@ enum py_kill { PY_KILL_NONE = 0, PY_KILL_CPU, PY_KILL_WALL, PY_KILL_OUTPUT, PY_K
 
 struct pyslot {
     /* the worker */
-    int chan;                   /* our end of its channel; -1 = none */
-    pid_t pid;                  /* 0 until its "spawned" event */
-    int pidfd;                  /* for signals (not our child: its pid could be reused); -1 = none */
-    unsigned token;             /* spawn token of the current worker */
+    int chan;       /* our end of its channel; -1 = none */
+    pid_t pid;      /* 0 until its "spawned" event */
+    int pidfd;      /* for signals (not our child: its pid could be reused); -1 = none */
+    unsigned token; /* spawn token of the current worker */
     /* the job in flight */
-    const struct fr_job *job;   /* NULL = idle */
+    const struct fr_job *job; /* NULL = idle */
     uint32_t seq;
     uint64_t begin_ns;
-    int job_w;                  /* our end of the job pipe; -1 once all sent */
-    bool job_watched;           /* job_w is registered (the pipe was full) */
-    struct iovec iov[12];       /* what is left to send: spans of job->text */
+    int job_w;            /* our end of the job pipe; -1 once all sent */
+    bool job_watched;     /* job_w is registered (the pipe was full) */
+    struct iovec iov[12]; /* what is left to send: spans of job->text */
     int iovcnt, iovpos;
     struct stream out, err, rep;
     pid_t child;                /* from STARTED; 0 = not yet */
@@ -115,8 +116,8 @@ struct pyslot {
     int timer;                  /* timerfd: grace after a kill; -1 = none yet */
     bool exited;
     struct exit_facts facts;
-    char type[PY_TYPE_MAX];     /* error_type decoded from the report */
-    char *message;              /* error_message decoded from the report (malloc'd) */
+    char type[PY_TYPE_MAX]; /* error_type decoded from the report */
+    char *message;          /* error_message decoded from the report (malloc'd) */
     size_t message_len;
 };
 
@@ -145,8 +146,7 @@ int py_find_script(const char *self_exe, char *out, size_t n, char *err, size_t 
 int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t errlen);
 /* interpreter as a path, or a command name searched in envp's PATH (as
  * execvp would). Returns 0 with an absolute or relative path in out, or -1. */
-int py_find_interpreter(const char *interpreter, char *const *envp, char *out, size_t n, char *err,
-                        size_t errlen);
+int py_find_interpreter(const char *interpreter, char *const *envp, char *out, size_t n, char *err, size_t errlen);
 
 /* ---- policy.c ---- */
 /* The CPU backstop of a child (ITIMER_PROF and RLIMIT_CPU): the budget plus
@@ -184,14 +184,14 @@ void py_ctl_event(struct fr_runtime *rt, uint32_t events);
 /* ---- channel.c ---- */
 /* One message from a worker, decoded. */
 struct py_msg {
-    char kind;                  /* 'S' STARTED, 'E' EXITED, 'F' FAILED, anything else: unexpected */
-    size_t len;                 /* bytes received */
-    uint32_t seq;               /* the job it is about (0 when too short to say) */
-    bool well_formed;           /* the length its kind needs */
-    int fd;                     /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
-    pid_t pid;                  /* STARTED: the child */
-    struct exit_facts facts;    /* EXITED */
-    const char *why;            /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
+    char kind;               /* 'S' STARTED, 'E' EXITED, 'F' FAILED, anything else: unexpected */
+    size_t len;              /* bytes received */
+    uint32_t seq;            /* the job it is about (0 when too short to say) */
+    bool well_formed;        /* the length its kind needs */
+    int fd;                  /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
+    pid_t pid;               /* STARTED: the child */
+    struct exit_facts facts; /* EXITED */
+    const char *why;         /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
     size_t why_len;
 };
 /* RUN for job seq with the child's four pipe ends. 0 or -1 (errno). */

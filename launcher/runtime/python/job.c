@@ -35,7 +35,8 @@ static bool deeper_than(const json_t *v, int limit)
     }
     const char *k;
     json_t *m;
-    json_object_foreach((json_t *)v, k, m) {
+    json_object_foreach((json_t *)v, k, m)
+    {
         if (deeper_than(m, limit - 1))
             return true;
     }

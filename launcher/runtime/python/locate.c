@@ -61,8 +61,10 @@ int py_find_script(const char *self_exe, char *out, size_t n, char *err, size_t 
         if (w > 0 && (size_t)w < n && is_file(out))
             return 0;
     }
-    snprintf(err, errlen, "cannot find %s in %s/share/fitrun/python or %s/../share/fitrun/python "
-             "(set FITRUN_PYTHON_DIR)", PY_SCRIPT, dir, dir);
+    snprintf(err, errlen,
+             "cannot find %s in %s/share/fitrun/python or %s/../share/fitrun/python "
+             "(set FITRUN_PYTHON_DIR)",
+             PY_SCRIPT, dir, dir);
     return -1;
 }
 
@@ -87,8 +89,7 @@ int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t err
     int w = snprintf(out, n, "%s/lib/libfitrun_sandbox.so", dir);
     if (w > 0 && (size_t)w < n && is_file(out))
         return 0;
-    static const char *const pats[] = {"/../lib/fitrun/libfitrun_sandbox.so",
-                                       "/../lib*/*/fitrun/libfitrun_sandbox.so",
+    static const char *const pats[] = {"/../lib/fitrun/libfitrun_sandbox.so", "/../lib*/*/fitrun/libfitrun_sandbox.so",
                                        "/../lib64/fitrun/libfitrun_sandbox.so"};
     for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
         char pat[PATH_MAX + 64];
@@ -101,8 +102,10 @@ int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t err
         }
         globfree(&g);
     }
-    snprintf(err, errlen, "cannot find libfitrun_sandbox.so in %s/lib or %s/../lib/.../fitrun "
-             "(set FITRUN_SANDBOX_LIB)", dir, dir);
+    snprintf(err, errlen,
+             "cannot find libfitrun_sandbox.so in %s/lib or %s/../lib/.../fitrun "
+             "(set FITRUN_SANDBOX_LIB)",
+             dir, dir);
     return -1;
 }
 

@@ -57,8 +57,7 @@ int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t er
     }
     int e = errno;
     free(buf);
-    if (fd < 0 || w < 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+    if (fd < 0 || w < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
         if (fd >= 0)
             e = errno ? errno : e;
         snprintf(err, errlen, "a memfd for the sandbox policy: %s", strerror(e));

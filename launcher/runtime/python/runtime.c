@@ -154,8 +154,8 @@ static void arm_grace(struct fr_runtime *rt, int slot)
             return;
         }
     }
-    struct itimerspec grace = {.it_value = {.tv_sec = PY_ABORT_GRACE_MS / 1000,
-                                            .tv_nsec = (PY_ABORT_GRACE_MS % 1000) * 1000000L}};
+    struct itimerspec grace = {
+        .it_value = {.tv_sec = PY_ABORT_GRACE_MS / 1000, .tv_nsec = (PY_ABORT_GRACE_MS % 1000) * 1000000L}};
     timerfd_settime(s->timer, 0, &grace, NULL);
 }
 
@@ -474,7 +474,10 @@ static void py_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why)
     if (!s->job)
         return;
     if (why == FR_ABORT_INTERRUPT || py->stopping) {
-        kill_job(rt, slot, why == FR_ABORT_CPU ? PY_KILL_CPU : why == FR_ABORT_WALL ? PY_KILL_WALL : PY_KILL_NONE,
+        kill_job(rt, slot,
+                 why == FR_ABORT_CPU    ? PY_KILL_CPU
+                 : why == FR_ABORT_WALL ? PY_KILL_WALL
+                                        : PY_KILL_NONE,
                  false);
         return;
     }

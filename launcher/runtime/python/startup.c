@@ -48,7 +48,8 @@ static void startup_warning(const char *interpreter, const char *prelude, double
     if (fs || pfs)
         snprintf(where, sizeof where, "%s is on %s; ", fs ? interpreter : prelude, fs ? fs : pfs);
     bool in_prelude = prelude_ms > total_ms / 2.0;
-    snprintf(buf, n, "python start-up took %.1f s%s: %scopy the interpreter (or venv) and the packages it "
+    snprintf(buf, n,
+             "python start-up took %.1f s%s: %scopy the interpreter (or venv) and the packages it "
              "imports to a local disk if they are on a network filesystem",
              total_ms / 1000.0, in_prelude ? ", most of it importing the prelude's modules" : "", where);
 }
@@ -89,12 +90,12 @@ json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *
     if (ready) {
         uint64_t total_ms = (fr_now_ns() - t0) / 1000000;
         char warning[PATH_MAX + 512];
-        startup_warning(py.interpreter, p->prelude, json_number_value(json_object_get(ready, "prelude_ms")),
-                        total_ms, warning, sizeof warning);
+        startup_warning(py.interpreter, p->prelude, json_number_value(json_object_get(ready, "prelude_ms")), total_ms,
+                        warning, sizeof warning);
         out = json_pack("{s:s, s:O, s:I, s:O, s:O, s:O, s:o}", "interpreter", py.interpreter, "python",
-                        or_null(ready, "python"), "total_ms", (json_int_t)total_ms, "boot_ms", or_null(ready, "boot_ms"),
-                        "prelude_ms", or_null(ready, "prelude_ms"), "selftest_ms", or_null(ready, "selftest_ms"),
-                        "warning", warning[0] ? json_string(warning) : json_null());
+                        or_null(ready, "python"), "total_ms", (json_int_t)total_ms, "boot_ms",
+                        or_null(ready, "boot_ms"), "prelude_ms", or_null(ready, "prelude_ms"), "selftest_ms",
+                        or_null(ready, "selftest_ms"), "warning", warning[0] ? json_string(warning) : json_null());
         if (!out)
             snprintf(err, errlen, "out of memory");
     }

@@ -24,8 +24,7 @@
 #define PY_FIRST_FREE_FD 16
 
 /* The child side of fork(): become the zygote. Only async-signal-safe calls. */
-static _Noreturn void exec_zygote(int ctl, int policy, int errfd, pid_t parent, char *const argv[],
-                                  char *const envp[])
+static _Noreturn void exec_zygote(int ctl, int policy, int errfd, pid_t parent, char *const argv[], char *const envp[])
 {
     setpgid(0, 0); /* its own group: stop() kills the zygote and its workers at once */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
@@ -67,10 +66,25 @@ static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, cha
     snprintf(rcap, sizeof rcap, "%llu", (unsigned long long)(py->result_cap + PY_REPORT_SLACK));
     snprintf(nest, sizeof nest, "%d", PY_MAX_NESTING);
     snprintf(pfd, sizeof pfd, "%d", PY_POLICY_FD);
-    char *const argv[] = {py->interpreter, py->script, "--control-fd", "3",
-                          "--prelude", (char *)p->prelude, "--entry", (char *)p->entry,
-                          "--sandbox-lib", py->lib, "--policy-fd", pfd,
-                          "--cpu-backstop-ms", cpu, "--report-cap", rcap, "--max-nesting", nest, NULL};
+    char *const argv[] = {py->interpreter,
+                          py->script,
+                          "--control-fd",
+                          "3",
+                          "--prelude",
+                          (char *)p->prelude,
+                          "--entry",
+                          (char *)p->entry,
+                          "--sandbox-lib",
+                          py->lib,
+                          "--policy-fd",
+                          pfd,
+                          "--cpu-backstop-ms",
+                          cpu,
+                          "--report-cap",
+                          rcap,
+                          "--max-nesting",
+                          nest,
+                          NULL};
     extern char **environ;
     char *const *envp = cfg->envp ? cfg->envp : environ;
 
@@ -134,11 +148,10 @@ static void fatal_message(json_t *m, const struct fr_profile *p, char *err, size
     else if (file)
         snprintf(where, sizeof where, "%s: ", file);
     if (stage && !strcmp(stage, "prelude"))
-        snprintf(err, errlen, "prelude failed: %s%s: %s", where[0] ? where : p->prelude,
-                 type ? type : "Error", msg ? msg : "");
-    else
-        snprintf(err, errlen, "%s: %s%s: %s", stage ? stage : "start", where, type ? type : "Error",
+        snprintf(err, errlen, "prelude failed: %s%s: %s", where[0] ? where : p->prelude, type ? type : "Error",
                  msg ? msg : "");
+    else
+        snprintf(err, errlen, "%s: %s%s: %s", stage ? stage : "start", where, type ? type : "Error", msg ? msg : "");
 }
 
 /* Why the zygote went away before it was ready. */
@@ -212,8 +225,8 @@ json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, ch
     py->result_cap = p->result;
     if (py_find_script(cfg->self_exe, py->script, sizeof py->script, err, errlen) < 0 ||
         py_find_lib(cfg->self_exe, py->lib, sizeof py->lib, err, errlen) < 0 ||
-        py_find_interpreter(p->interpreter, cfg->envp ? cfg->envp : environ, py->interpreter,
-                            sizeof py->interpreter, err, errlen) < 0)
+        py_find_interpreter(p->interpreter, cfg->envp ? cfg->envp : environ, py->interpreter, sizeof py->interpreter,
+                            err, errlen) < 0)
         return NULL;
     if (fork_zygote(py, cfg, err, errlen) < 0)
         return NULL;
