@@ -337,3 +337,14 @@ EOF
     [[ "$stderr" =~ "memory limit is below the interpreter's own size" ]]
     nothing_left
 }
+
+@test "python run: a call the interpreter needs and the policy denies is named before any job" {
+    # the self-test runs a prediction the way a worker does, the zygote
+    # reading its violations: CPython allocates with mmap
+    for i in 1 2; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
+    run_jobs --set sandbox.deny=mmap
+    [ "$status" -eq 125 ]
+    [ ! -s "$D/out.jsonl" ]
+    [[ "$stderr" == *"SelfTestFailed: a sandboxed child of the interpreter cannot run Python code (the sandbox denied mmap, which it needs)"* ]]
+    nothing_left
+}

@@ -733,8 +733,7 @@ class Zygote:
         finally:
             ours.close()
         if violation >= 0:
-            why = (f"the sandbox denied {self.runner.sandbox.syscall_name(violation)}, which it needs; "
-                   f"[sandbox] allow can add it")
+            why = f"the sandbox denied {self.runner.sandbox.syscall_name(violation)}, which it needs"
         if status != 0 or violation >= 0:
             if not why:
                 why = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
