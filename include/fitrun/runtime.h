@@ -11,8 +11,9 @@
  *           workers forked from it (one per slot), each forking a
  *           sandboxed child per job; fitrun exchanges the job, the outputs
  *           and the captured streams with that child directly, and its
- *           worker only reports the facts the child cannot forge (wait
- *           status, rusage)
+ *           worker, the child's sandbox supervisor, only reports the
+ *           facts the child cannot forge (wait status, rusage, the
+ *           denied call)
  *
  * Everything runs in the pool's single thread. A runtime never blocks: it
  * registers file descriptors with the host (fr_host_watch) and is called
@@ -104,7 +105,7 @@ struct fr_raw {
     struct rusage ru; /* from the same wait4() */
     bool has_rusage;
     uint64_t wall_ms;     /* the job's own wall time; 0 = the pool's begin->complete time */
-    int violation_nr;     /* fr_report_read(); -1 = none */
+    int violation_nr;     /* the sandbox supervisor's (fr_report_read, fr_notify_read); -1 = none */
     bool output_exceeded; /* a stream went over output_cap; the job was killed */
     bool memory_hint;     /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
     bool oom_killed;      /* a memory cgroup OOM-killed it */
