@@ -149,7 +149,7 @@ int main(int argc, char **argv)
     int landlock = fr_landlock_abi(NULL);
     for (size_t m = 0; m < NMODES; m++) {
         char err[512];
-        if (g_modes[m].kv && fr_policy_build_text(g_modes[m].kv, NULL, &g_modes[m].pol, err, sizeof err) < 0)
+        if (g_modes[m].kv && fr_sandbox_text_build(g_modes[m].kv, NULL, &g_modes[m].pol, err, sizeof err) < 0)
             fr_die(1, "sandbox_apply: %s: %s", g_modes[m].label, err);
         if (!(g_modes[m].cyc = calloc((size_t)n, sizeof(uint64_t))) ||
             !(g_modes[m].app = calloc((size_t)n, sizeof(uint64_t))))

@@ -79,7 +79,7 @@ int fr_sandbox_text_spec(const char *text, struct fr_sandbox_text *t, char *err,
 void fr_sandbox_text_free(struct fr_sandbox_text *t);
 /* fr_sandbox_text_spec + fr_policy_build, with more_read (NULL-terminated,
  * may be NULL) added to the read paths. */
-int fr_policy_build_text(const char *text, const char *const *more_read, struct fr_policy **out, char *err,
-                         size_t errlen);
+int fr_sandbox_text_build(const char *text, const char *const *more_read, struct fr_policy **out, char *err,
+                          size_t errlen);
 
 #endif

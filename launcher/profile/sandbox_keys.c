@@ -290,8 +290,8 @@ void fr_sandbox_text_free(struct fr_sandbox_text *t)
             prof_free_names((char **)((char *)&t->profile + fr_sandbox_keys[i].profile));
 }
 
-int fr_policy_build_text(const char *text, const char *const *more_read, struct fr_policy **out, char *err,
-                         size_t errlen)
+int fr_sandbox_text_build(const char *text, const char *const *more_read, struct fr_policy **out, char *err,
+                          size_t errlen)
 {
     if (out)
         *out = NULL;

@@ -620,7 +620,7 @@ static int run(const struct opts *o, const char *self)
 {
     char err[256];
     struct fr_policy *pol;
-    if (fr_policy_build_text(o->policy, NULL, &pol, err, sizeof err) < 0)
+    if (fr_sandbox_text_build(o->policy, NULL, &pol, err, sizeof err) < 0)
         fr_die(2, "sb_run: %s", err);
     int rep[2];
     if (o->notify ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rep) < 0 : pipe2(rep, O_CLOEXEC) < 0)

@@ -63,7 +63,7 @@ static void run(const char *kv, bool no_report, child_fn fn, struct result *r)
 {
     char err[256];
     struct fr_policy *p = NULL;
-    if (fr_policy_build_text(kv, NULL, &p, err, sizeof err) < 0)
+    if (fr_sandbox_text_build(kv, NULL, &p, err, sizeof err) < 0)
         fail_msg("build %s: %s", kv, err);
     int rep[2], out[2];
     assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
@@ -257,7 +257,7 @@ static void test_rlimit_clamped_to_inherited_hard(void **state)
         skip();
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_text("preset=none;nofile=100000000", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=none;nofile=100000000", NULL, &p, err, sizeof err), 0);
     int out[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -357,7 +357,7 @@ static void test_prepared_worker(void **state)
         close(out[0]);
         char err[256];
         struct fr_policy *p;
-        if (fr_policy_build_text("preset=python;keep_caps=cap_kill", NULL, &p, err, sizeof err) < 0 ||
+        if (fr_sandbox_text_build("preset=python;keep_caps=cap_kill", NULL, &p, err, sizeof err) < 0 ||
             fr_policy_prepare_worker(p) < 0)
             _exit(3);
         say(out[1], "worker:");
@@ -485,7 +485,7 @@ static void test_relay_keeps_timers(void **state)
     (void)state;
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_text("preset=python", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=python", NULL, &p, err, sizeof err), 0);
     int rep[2];
     assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
     pid_t pid = fork();

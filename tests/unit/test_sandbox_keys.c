@@ -293,7 +293,7 @@ static void test_text(void **state)
     char err[256];
     struct fr_policy *p = NULL;
     const char *more[] = {"/usr/share", NULL};
-    assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/usr/lib", more, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=python;fs=libs;read=/usr/lib", more, &p, err, sizeof err), 0);
     struct fr_policy_info in;
     fr_policy_info(p, &in);
     if (in.landlock) {
@@ -302,7 +302,7 @@ static void test_text(void **state)
         assert_false(fr_policy_may_read(p, "/usr/bin/env"));
     }
     fr_policy_free(p);
-    assert_int_equal(fr_policy_build_text("allow=socket;deny=socket", NULL, &p, err, sizeof err), -1);
+    assert_int_equal(fr_sandbox_text_build("allow=socket;deny=socket", NULL, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "'socket' is in both allow and deny")); /* the library's own check */
 }
 

@@ -191,7 +191,7 @@ static void test_paths_checked(void **state)
     (void)state;
     char err[512];
     struct fr_policy *p = NULL;
-    assert_int_equal(fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun", NULL, &p, err, sizeof err),
+    assert_int_equal(fr_sandbox_text_build("preset=python;fs=libs;read=/nonexistent-fitrun", NULL, &p, err, sizeof err),
                      -1);
     assert_null(p);
     assert_string_equal(err, "read path '/nonexistent-fitrun': No such file or directory");
@@ -203,7 +203,7 @@ static void test_paths_checked(void **state)
     assert_string_equal(err, "write path 'relative/dir' is not absolute");
     /* "PATH?" is optional: skipped where it does not exist. */
     assert_int_equal(
-        fr_policy_build_text("preset=python;fs=libs;read=/nonexistent-fitrun?,/usr/lib?", NULL, &p, err, sizeof err),
+        fr_sandbox_text_build("preset=python;fs=libs;read=/nonexistent-fitrun?,/usr/lib?", NULL, &p, err, sizeof err),
         0);
     fr_policy_free(p);
 }
@@ -219,7 +219,7 @@ static void test_build_paths_and_may_read(void **state)
     assert_int_equal(mkdir(weird, 0755), 0);
     const char *reads[] = {weird, NULL};
     struct fr_policy *p = NULL;
-    if (fr_policy_build_text("preset=python;fs=libs", reads, &p, err, sizeof err) < 0)
+    if (fr_sandbox_text_build("preset=python;fs=libs", reads, &p, err, sizeof err) < 0)
         fail_msg("%s", err);
     assert_true(fr_policy_may_read(p, weird));
     assert_true(fr_policy_may_read(p, "/usr/lib"));
@@ -236,11 +236,11 @@ static void test_build_paths_and_may_read(void **state)
     assert_true(fr_policy_describe(p, d, sizeof d) > 0);
     assert_non_null(strstr(d, " landlock=libs(abi "));
     fr_policy_free(p);
-    assert_int_equal(fr_policy_build_text("preset=exec;fs=system", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=exec;fs=system", NULL, &p, err, sizeof err), 0);
     assert_true(fr_policy_may_read(p, "/usr/bin/env"));
     assert_false(fr_policy_may_read(p, "/etc/passwd"));
     fr_policy_free(p);
-    assert_int_equal(fr_policy_build_text("preset=exec", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=exec", NULL, &p, err, sizeof err), 0);
     fr_policy_info(p, &in);
     assert_false(in.landlock);
     assert_string_equal(in.landlock_why, "not asked for (fs=off)");
@@ -317,7 +317,7 @@ static void test_pdeathsig_survives_switch(void **state)
     need_root();
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_text("preset=python;user=slot;uid_base=" UID_BASE, NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=python;user=slot;uid_base=" UID_BASE, NULL, &p, err, sizeof err), 0);
     int out[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -350,7 +350,7 @@ static pid_t start_victim(struct fr_policy **p)
 {
     char err[256];
     assert_int_equal(
-        fr_policy_build_text("preset=python;user=slot;slots=2;uid_base=" UID_BASE, NULL, p, err, sizeof err), 0);
+        fr_sandbox_text_build("preset=python;user=slot;slots=2;uid_base=" UID_BASE, NULL, p, err, sizeof err), 0);
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -452,7 +452,7 @@ static void test_notify_api(void **state)
     (void)state;
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_text("preset=python", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=python", NULL, &p, err, sizeof err), 0);
     struct child_run c;
     notify_fork(p, job_socket, &c);
     int l = fr_notify_receive(c.sock);
@@ -476,7 +476,7 @@ static void test_notify_api(void **state)
     close(c.sock);
     fr_policy_free(p);
     /* No filter: nothing to supervise. */
-    assert_int_equal(fr_policy_build_text("preset=none", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=none", NULL, &p, err, sizeof err), 0);
     notify_fork(p, job_nothing, &c);
     assert_int_equal(fr_notify_receive(c.sock), -ENODATA);
     assert_int_equal(waitpid(c.pid, &st, 0), c.pid);
@@ -503,7 +503,7 @@ static void test_supervisor_death(void **state)
     (void)state;
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_text("preset=python", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=python", NULL, &p, err, sizeof err), 0);
     int esc[2], info[2];
     assert_int_equal(pipe2(esc, O_CLOEXEC), 0);
     assert_int_equal(pipe2(info, O_CLOEXEC), 0);

@@ -92,7 +92,7 @@ static int allocations_during(const char *kv, enum how how)
 #else
     char err[256];
     struct fr_policy *p;
-    if (fr_policy_build_text(kv, NULL, &p, err, sizeof err) < 0)
+    if (fr_sandbox_text_build(kv, NULL, &p, err, sizeof err) < 0)
         fail_msg("build %s: %s", kv, err);
     int out[2], rep[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);

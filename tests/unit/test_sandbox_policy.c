@@ -19,9 +19,9 @@ static struct fr_policy *build_kv_ok(const char *kv)
 {
     char err[256] = "";
     struct fr_policy *p = NULL;
-    int rc = fr_policy_build_text(kv, NULL, &p, err, sizeof err);
+    int rc = fr_sandbox_text_build(kv, NULL, &p, err, sizeof err);
     if (rc != 0)
-        fail_msg("fr_policy_build_text(\"%s\") failed: %s", kv, err);
+        fail_msg("fr_sandbox_text_build(\"%s\") failed: %s", kv, err);
     assert_non_null(p);
     return p;
 }
@@ -31,7 +31,7 @@ static void build_kv_fails(const char *kv, const char *needle)
 {
     char err[256] = "";
     struct fr_policy *p = (struct fr_policy *)0x1;
-    assert_int_equal(fr_policy_build_text(kv, NULL, &p, err, sizeof err), -1);
+    assert_int_equal(fr_sandbox_text_build(kv, NULL, &p, err, sizeof err), -1);
     assert_null(p);
     if (!strstr(err, needle))
         fail_msg("error for \"%s\" is \"%s\", expected it to mention \"%s\"", kv, err, needle);
