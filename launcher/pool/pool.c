@@ -141,6 +141,12 @@ int fr_pool_run(const struct fr_pool_opts *o)
         pool_teardown(&h);
         return sig ? 128 + sig : FR_EXIT_USAGE;
     }
+    /* The zygote and its workers are in the launcher's cgroup now: the
+     * jobs' share of the memory is what they leave. */
+    char note[512];
+    fr_cgroup_tree_settle(o->cgroups, note, sizeof note);
+    if (note[0])
+        fr_info("%s", note);
     loop(&h);
     h.rt.ops->stop(&h.rt);
     int left = reaper_final(&h.reaper, FINAL_REAP_MS);
