@@ -2,11 +2,11 @@
  * SIGKILLed (or crashes) cannot remove its cgroups; the next fitrun that
  * starts in the same cgroup does, before it makes its own.
  *
- * <own>/fitrun-<pid> is a dead run's when no process <pid> is a fitrun in
- * that sub-tree's launcher cgroup: the pid is gone, or it now names
- * another program or a process elsewhere (pids are reused; read in this
- * process's pid namespace, as fitrun named it). A live fitrun is always
- * in its launcher cgroup, from its first cgroup to its last. Its
+ * <own>/fitrun-<pid> is a dead run's when no process <pid> is in that
+ * sub-tree's launcher cgroup: the pid is gone, or it now names a process
+ * elsewhere (pids are reused; read in this process's pid namespace, as
+ * fitrun named it). A live fitrun is always in its launcher cgroup, from
+ * its first cgroup to its last. Its
  * processes are killed (none should be left: every process of a run dies
  * with it), then only what fitrun makes is removed, deepest first: a
  * directory that is not launcher, jobs or jobs/worker-<k> keeps its
@@ -50,17 +50,16 @@ static bool cgroup_path_of(const char *pid, const struct fr_cgroup_hier *h, char
     return ok;
 }
 
-/* Is pid a fitrun in <own>/fitrun-<pid>/launcher? (self: our own path,
- * which is own's while this runs: before we move.) */
+/* Is process pid in <own>/fitrun-<pid>/launcher? Only the process that
+ * made that cgroup moves itself there under that pid (its zygote and
+ * workers there have other pids and die with it), whatever its binary is
+ * called. (self: our own path, which is own's while this runs: before we
+ * move.) */
 static bool owner_alive(pid_t pid, const struct fr_cgroup_hier *h, const char *self)
 {
-    char file[64], id[16], path[CG_PATH], want[CG_PATH];
+    char id[16], path[CG_PATH], want[CG_PATH];
     snprintf(id, sizeof id, "%d", (int)pid);
-    snprintf(file, sizeof file, "/proc/%d/comm", (int)pid);
-    char *comm = fr_read_file(file, 64, NULL);
-    bool fitrun = comm && !strcmp(comm, "fitrun\n");
-    free(comm);
-    if (!fitrun || !cgroup_path_of(id, h, path, sizeof path))
+    if (!cgroup_path_of(id, h, path, sizeof path))
         return false;
     int r = snprintf(want, sizeof want, "%s/" CG_PREFIX "%d/" CG_LAUNCHER, strcmp(self, "/") ? self : "", (int)pid);
     return r > 0 && (size_t)r < sizeof want && !strcmp(path, want);

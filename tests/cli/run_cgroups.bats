@@ -168,6 +168,23 @@ rf() {
     [ "$(field next.out c status)" = ok ]
 }
 
+@test "a run beside a live run leaves the live run's cgroups alone" {
+    job a sleep 2 > jobs.jsonl
+    "$FITRUN" run --quiet --workers 1 --jobs jobs.jsonl --out out.jsonl &
+    pid=$!
+    PIDS+=("$pid")
+    mem=$(own_dir memory)/fitrun-$pid
+    for _ in $(seq 100); do grep -q . "$mem/jobs/worker-0/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
+    grep -q . "$mem/jobs/worker-0/cgroup.procs"
+    job b true > next.jsonl
+    run -0 --separate-stderr "$FITRUN" run --workers 1 --jobs next.jsonl --out next.out
+    [[ "$stderr" != *"removed"* ]]
+    [ -d "$mem/jobs/worker-0" ]
+    wait "$pid"
+    [ "$(field out.jsonl a status)" = ok ]
+    [ -z "$(trees "$pid")" ]
+}
+
 @test "cgroups = off: no cgroup is made and RLIMIT_AS limits memory" {
     job a sleep 1 > jobs.jsonl
     "$FITRUN" run --quiet --set resources.cgroups=off --workers 1 --jobs jobs.jsonl --out out.jsonl &
