@@ -53,13 +53,13 @@ struct fr_cgroup_hier {
 /* Can fitrun make its sub-tree here, with which controllers, and why
  * not? Reads files, writes nothing. */
 struct fr_cgroup_probe {
-    bool delegated;   /* at least one controller can be used */
-    int version;      /* 1 or 2; 0 = none */
-    unsigned ctls;    /* the controllers fitrun will use */
-    int nhier;        /* hierarchies in hier[] */
+    bool delegated; /* at least one controller can be used */
+    int version;    /* 1 or 2; 0 = none */
+    unsigned ctls;  /* the controllers fitrun will use */
+    int nhier;      /* hierarchies in hier[] */
     struct fr_cgroup_hier hier[FR_CG_HIER_MAX];
-    bool own_is_root; /* v2: own is the hierarchy's root (no no-internal-process rule) */
-    unsigned enable;  /* v2: controllers own's cgroup.subtree_control lacks: fitrun enables them while it
+    bool own_is_root;              /* v2: own is the hierarchy's root (no no-internal-process rule) */
+    unsigned enable;               /* v2: controllers own's cgroup.subtree_control lacks: fitrun enables them while it
                          runs, and takes them back before it leaves */
     char reason[FR_CG_REASON_MAX]; /* not delegated: why; else which controllers, and why not the others */
 };

@@ -76,12 +76,12 @@ struct fr_host; /* the pool, as a runtime sees it */
 
 /* What a runtime gets to work with; valid from ops->start to ops->stop. */
 struct fr_runtime_config {
-    const struct fr_profile *profile; /* [runtime] interpreter/prelude/entry, limits */
-    const struct fr_policy *policy;   /* built once from [sandbox]; fr_policy_apply() in each job's child */
-    char *const *envp;                /* environment of every job: fitrun's own, plus thread variables,
+    const struct fr_profile *profile;     /* [runtime] interpreter/prelude/entry, limits */
+    const struct fr_policy *policy;       /* built once from [sandbox]; fr_policy_apply() in each job's child */
+    char *const *envp;                    /* environment of every job: fitrun's own, plus thread variables,
                                            FITRUN_CPUS/WORKERS and the profile's [env] (fr_env_build_envp) */
-    uint64_t output_cap;              /* bytes kept per stream (stdout, stderr); more = output_limit */
-    const char *self_exe;             /* absolute path of the running fitrun (to find share/fitrun/) */
+    uint64_t output_cap;                  /* bytes kept per stream (stdout, stderr); more = output_limit */
+    const char *self_exe;                 /* absolute path of the running fitrun (to find share/fitrun/) */
     const struct fr_cgroup_tree *cgroups; /* fitrun's own cgroups (NULL = none): the process that runs a
                                              job joins its slot's (fr_cgroup_slot_fds, fr_cgroup_join)
                                              before the sandbox is applied */

@@ -19,7 +19,7 @@
 
 #include "fitrun/cgroup.h"
 
-#define CG_PREFIX "fitrun-"   /* <own>/fitrun-<pid>: one run's sub-tree */
+#define CG_PREFIX "fitrun-"    /* <own>/fitrun-<pid>: one run's sub-tree */
 #define CG_LAUNCHER "launcher" /* fitrun, the zygote, the workers */
 #define CG_JOBS "jobs"         /* the jobs' share of the memory */
 #define CG_WORKER "worker-"    /* jobs/worker-<k>: slot k's jobs */

@@ -48,8 +48,8 @@ static void why_not(struct probe_ctx *c, unsigned ctls, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     size_t used = strlen(c->whys);
-    snprintf(c->whys + used, sizeof c->whys - used, "%snot %s: %s", used ? "; " : "", cg_ctl_list(ctls, names, sizeof names),
-             text);
+    snprintf(c->whys + used, sizeof c->whys - used, "%snot %s: %s", used ? "; " : "",
+             cg_ctl_list(ctls, names, sizeof names), text);
 }
 
 static const char *errtext(int neg_errno)
@@ -166,8 +166,8 @@ static bool v2_tree_ok(struct probe_ctx *c, unsigned ctls, const struct fr_cgrou
     c->out->own_is_root = !type && e == ENOENT; /* only the real root has none */
     bool domain = !type || !strncmp(type, "domain\n", 7) || !strcmp(type, "domain");
     if (!domain) {
-        why_not(c, ctls, "%s is a %.*s cgroup (threaded cgroups hold threads, not children with controllers)",
-                loc->dir, (int)strcspn(type, "\n"), type);
+        why_not(c, ctls, "%s is a %.*s cgroup (threaded cgroups hold threads, not children with controllers)", loc->dir,
+                (int)strcspn(type, "\n"), type);
         free(type);
         return false;
     }
@@ -280,11 +280,11 @@ void fr_cgroup_probe(const struct fr_resources *res, enum fr_cgroup_mode mode, s
     out->delegated = out->ctls != 0;
     char names[64];
     if (out->delegated) {
-        int r = snprintf(out->reason, sizeof out->reason, "%s (cgroup v%d)", cg_ctl_list(out->ctls, names, sizeof names),
-                         out->version);
+        int r = snprintf(out->reason, sizeof out->reason, "%s (cgroup v%d)",
+                         cg_ctl_list(out->ctls, names, sizeof names), out->version);
         if (c.whys[0] && r > 0 && (size_t)r + 2 < sizeof out->reason)
-            snprintf(out->reason + r, sizeof out->reason - (size_t)r, "; %.*s", (int)(sizeof out->reason - (size_t)r - 3),
-                     c.whys);
+            snprintf(out->reason + r, sizeof out->reason - (size_t)r, "; %.*s",
+                     (int)(sizeof out->reason - (size_t)r - 3), c.whys);
     } else
         snprintf(out->reason, sizeof out->reason, "%s", c.whys[0] ? c.whys : "no cgroup controller fitrun uses");
 }

@@ -105,7 +105,8 @@ void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, struct fr_cgroup_usa
     uint64_t v;
     if (s->oom0_ok && read_oom(s, &v) && v > s->oom0)
         u->oom_kills = v - s->oom0;
-    u->oom_file = s->events >= 0 ? s->events_path : "";
+    /* No baseline (a v1 kernel before 4.13 has no oom_kill line): no count. */
+    u->oom_file = s->events >= 0 && s->oom0_ok ? s->events_path : "";
     if (s->peak0_ok && read_peak(s, &v)) {
         u->has_peak = true;
         u->peak_bytes = v > s->peak0 ? v - s->peak0 : 0;

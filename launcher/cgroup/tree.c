@@ -324,10 +324,10 @@ const char *fr_cgroup_tree_summary(const struct fr_cgroup_tree *t, char *buf, si
 {
     char names[64], mem[32], jobs[32];
     int mi = cg_hier_of(&t->p, FR_CG_MEMORY);
-    int r = snprintf(buf, n, "cgroups: %d worker cgroup%s in %s/" CG_JOBS " (%s)", t->nslots,
-                     t->nslots == 1 ? "" : "s", t->base[mi >= 0 ? mi : 0], cg_ctl_list(t->p.ctls, names, sizeof names));
+    int r = snprintf(buf, n, "cgroups: %d worker cgroup%s in %s/" CG_JOBS " (%s)", t->nslots, t->nslots == 1 ? "" : "s",
+                     t->base[mi >= 0 ? mi : 0], cg_ctl_list(t->p.ctls, names, sizeof names));
     if (r > 0 && (size_t)r < n && mi >= 0)
-        snprintf(buf + r, n - (size_t)r, ": memory %s per job, jobs together %s", 
+        snprintf(buf + r, n - (size_t)r, ": memory %s per job, jobs together %s",
                  t->lim.memory ? fr_format_size(t->lim.memory, mem, sizeof mem) : "unlimited",
                  t->jobs_limit ? fr_format_size(t->jobs_limit, jobs, sizeof jobs) : "unlimited");
     return buf;
@@ -359,8 +359,9 @@ static int subtree(const char *dir, char sign, unsigned ctls, char *err, size_t 
     char path[CG_PATH], words[64];
     if (!ctls)
         return 0;
-    int r = cg_join(path, sizeof path, dir, "cgroup.subtree_control") ? cg_write(path, subtree_words(sign, ctls, words, sizeof words))
-                                                                     : -ENAMETOOLONG;
+    int r = cg_join(path, sizeof path, dir, "cgroup.subtree_control")
+                ? cg_write(path, subtree_words(sign, ctls, words, sizeof words))
+                : -ENAMETOOLONG;
     if (r < 0)
         fr_seterr(err, errlen, "cannot write '%s' to %s: %s", words, path, strerror(-r));
     return r;
@@ -539,8 +540,8 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
         fr_warn("%s", note);
     int r = 0;
     for (int i = 0; i < p->nhier && r == 0; i++) {
-        if (snprintf(t->base[i], sizeof t->base[i], "%s/" CG_PREFIX "%d", strcmp(p->hier[i].own, "/") ? p->hier[i].own : "",
-                     (int)t->pid) >= (int)sizeof t->base[i]) {
+        if (snprintf(t->base[i], sizeof t->base[i], "%s/" CG_PREFIX "%d",
+                     strcmp(p->hier[i].own, "/") ? p->hier[i].own : "", (int)t->pid) >= (int)sizeof t->base[i]) {
             fr_seterr(err, errlen, "cgroup path too long below %s", p->hier[i].own);
             r = -1;
             break;

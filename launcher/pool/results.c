@@ -99,9 +99,9 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
     bool exact = cg->valid && cg->oom_file[0];
     /* Without it: the slot is still busy, so nbusy counts this job among
      * those that may claim a kill of the shared counter (oom.c). */
-    bool oom = raw->oom_killed || (exact ? fr_verdict_cgroup_oom(raw, cg->oom_kills)
-                                         : fr_verdict_unexplained_kill(raw, sl->aborted) &&
-                                               fr_oom_claim(&h->oom, h->nbusy));
+    bool oom =
+        raw->oom_killed || (exact ? fr_verdict_cgroup_oom(raw, cg->oom_kills)
+                                  : fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
     const struct fr_profile *p = h->o->rtcfg->profile;
     struct fr_verdict_in in = {
         .raw = raw,
