@@ -115,7 +115,11 @@ nothing_left() {
     [ "$(r unser '[.status, .error_type]')" = '["error","UnserializableOutput"]' ]
     [ "$(r cpu '[.status, .timeout]')" = '["timeout","cpu"]' ]
     [ "$(r cpu '.cpu_ms >= 500 and .cpu_ms < 2500')" = true ] # rusage is tick-sampled
-    [ "$(r memory '[.status, .error_type]')" = '["memory","MemoryError"]' ]
+    # A memory cgroup of its own (docs/cgroups.md) OOM-kills the prediction;
+    # RLIMIT_AS makes its allocation fail.
+    local memtype=MemoryError
+    [ "$("$FITRUN" detect --json --profile "$D/p.ini" | jq .cgroup.delegated)" = true ] && memtype=OOMKill
+    [ "$(r memory '[.status, .error_type]')" = "[\"memory\",\"$memtype\"]" ]
     [ "$(r violation '[.status, .syscall]')" = '["violation","socket"]' ]
     [ "$(r signal '[.status, .signal]')" = '["signal","SIGSEGV"]' ]
     [ "$(r flood '[.status, (.stdout | length)]')" = '["output_limit",65536]' ]
@@ -329,12 +333,26 @@ EOF
 }
 
 @test "python run: a memory limit the interpreter cannot live with is one clear error before any job" {
+    # RLIMIT_AS (no cgroups of fitrun's own) counts the interpreter's whole
+    # address space in every prediction.
     for i in 1 2 3; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
-    run_jobs --memory 40M
+    run_jobs --memory 40M --set resources.cgroups=off
     [ "$status" -eq 125 ]
     [ ! -s "$D/out.jsonl" ]
     [[ "$stderr" =~ SelfTestFailed ]]
     [[ "$stderr" =~ "memory limit is below the interpreter's own size" ]]
+    nothing_left
+}
+
+@test "python run: with a memory cgroup per slot, 40M is a prediction's own memory: the interpreter's fits" {
+    "$FITRUN" detect --json --profile "$D/p.ini" > "$D/d.json"
+    [ "$(jq .cgroup.delegated "$D/d.json")" = true ] || skip "cgroups not delegated: $(jq -r .cgroup.delegated_reason "$D/d.json")"
+    for i in 1 2 3; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
+    job big $'def transform(g):\n    b = bytearray(60 << 20)\n    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return g\n' >> "$D/jobs.jsonl"
+    run_jobs --memory 40M
+    [ "$status" -eq 0 ]
+    for i in 1 2 3; do [ "$(r "j$i" .status)" = '"ok"' ]; done
+    [ "$(r big '[.status, .error_type]')" = '["memory","OOMKill"]' ]
     nothing_left
 }
 
