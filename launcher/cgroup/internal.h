@@ -4,6 +4,7 @@
  *   tree.c   the sub-tree: create, settle, destroy; the RLIMIT_AS rule
  *   slot.c   a slot's jobs: join, counters, kill (the per-job path)
  *   stale.c  sub-trees of dead fitrun processes
+ *   kill.c   the processes out of a cgroup before it is removed
  *   lib.c    libcgroup: creating, configuring, attaching, deleting
  *   files.c  the kernel files read and written directly, and why
  *
@@ -118,9 +119,15 @@ struct fr_cgroup_tree {
     uint64_t jobs_limit; /* memory.max of jobs/ (0 = none) */
 };
 
+/* ---- kill.c -------------------------------------------------------------- */
+
+#define CG_EMPTY_WAIT_MS 2000 /* for killed processes to leave a cgroup */
+
 /* SIGKILL every process in dir (and below, v2) and wait, bounded, until
  * none is left. */
 void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir);
+/* Sleep ms milliseconds (EINTR resumed). */
+void cg_sleep_ms(long ms);
 
 /* The hierarchy of t (or a probe) carrying ctl, or -1. */
 int cg_hier_of(const struct fr_cgroup_probe *p, unsigned ctl);

@@ -35,7 +35,6 @@
 
 #define MIB (1ull << 20)
 #define JOBS_FLOOR (16 * MIB) /* the least the jobs' cgroup is given */
-#define EMPTY_WAIT_MS 2000    /* for killed processes to leave a cgroup */
 #define FILES_PER_SLOT 8      /* descriptors a slot keeps open */
 
 /* <base of hierarchy i>[/rel] */
@@ -66,62 +65,6 @@ void fr_cgroup_policy_spec(unsigned ctls, struct fr_policy_spec *spec)
 {
     if (ctls & FR_CG_MEMORY)
         spec->as_bytes = 0;
-}
-
-/* ---- processes out -------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-/* Does dir (and below, v2) still hold a process? */
-static bool populated(const struct fr_cgroup_hier *h, const char *dir)
-{
-    char path[CG_PATH];
-    if (h->version == 2) {
-        /* cgroup.events: libcgroup 2.0.2 does not read it. */
-        if (!cg_join(path, sizeof path, dir, "cgroup.events"))
-            return false;
-        char *text = fr_read_file(path, 4096, NULL);
-        uint64_t v = 0;
-        bool pop = text && cg_key_u64(text, "populated", &v) && v;
-        free(text);
-        return pop;
-    }
-    pid_t *pids;
-    int n;
-    if (cg_lib_procs(h, dir, &pids, &n) < 0)
-        return false;
-    free(pids);
-    return n > 0;
-}
-
-/* SIGKILL every process in dir and below and wait (bounded) until they
- * are gone: v2 with cgroup.kill (Linux 5.14; libcgroup has no call for
- * it), else one by one from cgroup.procs, again until none is left (a
- * process can fork while it is being killed). */
-void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir)
-{
-    char path[CG_PATH];
-    bool kill_file = h->version == 2 && cg_join(path, sizeof path, dir, "cgroup.kill") && cg_write(path, "1") == 0;
-    for (int waited = 0; waited < EMPTY_WAIT_MS; waited++) {
-        if (!kill_file) {
-            pid_t *pids;
-            int n;
-            if (cg_lib_procs(h, dir, &pids, &n) == 0) {
-                for (int i = 0; i < n; i++)
-                    if (pids[i] > 0)
-                        kill(pids[i], SIGKILL);
-                free(pids);
-            }
-        }
-        if (!populated(h, dir))
-            return;
-        sleep_ms(1);
-    }
 }
 
 /* ---- the slots' files ----------------------------------------------------- */
@@ -371,11 +314,11 @@ static void remove_dir(struct fr_cgroup_tree *t, int i, const char *dir, bool lo
 {
     char err[CG_PATH + 256] = "";
     for (int tries = 0; cg_lib_delete(&t->p.hier[i], dir, err, sizeof err) < 0; tries++) {
-        if (tries * 10 >= EMPTY_WAIT_MS) {
+        if (tries * 10 >= CG_EMPTY_WAIT_MS) {
             say(loud, err);
             return;
         }
-        sleep_ms(10); /* the last of its killed processes are leaving */
+        cg_sleep_ms(10); /* the last of its killed processes are leaving */
     }
 }
 
