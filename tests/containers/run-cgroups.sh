@@ -31,6 +31,16 @@ NAME=fitrun-test-cgroups-$$
 [ "$(id -u)" = 0 ] || { echo "SKIP containers cgroups: not root"; exit 0; }
 podman image exists "$IMAGE" 2> /dev/null || { echo "SKIP containers cgroups: no $IMAGE (run run-matrix.sh first)"; exit 0; }
 
+# One podman test at a time (run-matrix.sh's lock, taken the same way:
+# flock -o, so that podman's lingering children do not hold it).
+LOCK=/run/lock/fitrun-test-containers.lock
+if [ -z "${FITRUN_TEST_CONTAINERS_LOCKED:-}" ]; then
+    FITRUN_TEST_CONTAINERS_LOCKED=1 flock -o -w 900 -E 75 "$LOCK" bash "${BASH_SOURCE[0]}" "$@"
+    rc=$?
+    [ $rc = 75 ] && echo "FAIL containers cgroups: another podman test held $LOCK for 15 minutes"
+    exit $rc
+fi
+
 TMP=$(mktemp -d /tmp/fitrun-test-containers-cgroups.XXXXXX)
 PRE_CGROUPS=$(ls -d /sys/fs/cgroup/*/libpod_parent 2> /dev/null | tr '\n' ' ')
 cleanup() {
