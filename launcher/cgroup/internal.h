@@ -98,6 +98,9 @@ struct cg_slot {
     int cpu;         /* v1 cpuacct.usage (ns), v2 cpu.stat (usage_usec); -1 = none */
     bool cpu_ns;     /* cpu counts ns (v1), else us */
     int kill;        /* v2 cgroup.kill; -1 = none */
+    int pids_cur;    /* pids.current, pids.max: the job's allowance on top of what is */
+    int pids_max;    /* still leaving (fr_cgroup_slot_begin); -1 = none */
+    uint64_t pids_base, pids_left; /* the allowance; what was left at the last begin */
     bool oom0_ok, cpu0_ok, peak0_ok;
     uint64_t oom0, cpu0, peak0; /* at the job's start */
     char events_path[FR_SOURCE_MAX + 64];

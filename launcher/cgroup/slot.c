@@ -5,7 +5,8 @@
  * per job (files.c says why not libcgroup here).
  *
  * Per job, one job at a time in a slot:
- *   begin  oom_kill and CPU baselines; the peak restarted (v1
+ *   begin  pids.max: the job's allowance on top of its predecessor's
+ *          processes still leaving; oom_kill and CPU baselines; the peak restarted (v1
  *          memory.max_usage_in_bytes, v2 memory.peak from Linux 6.12),
  *          and its value then (what the cgroup held already: page cache
  *          of earlier jobs) kept as the baseline
@@ -13,6 +14,7 @@
  *          counters again: OOM kills in the job's cgroup (exact: no other
  *          process is in it), its peak above the baseline, its CPU. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,11 +78,28 @@ static struct cg_slot *slot_of(struct fr_cgroup_tree *t, int slot)
     return t && slot >= 0 && slot < t->nslots ? &t->slots[slot] : NULL;
 }
 
+/* The previous job's processes that fitrun killed but has not reaped yet
+ * (its reaper runs in the pool's loop) still count in pids.current: the
+ * new job gets its whole allowance on top of them, or its first fork
+ * could fail (EAGAIN). One read per job; a write when that count changed. */
+static void pids_allowance(struct cg_slot *s)
+{
+    char buf[64], num[32];
+    uint64_t left;
+    if (s->pids_cur < 0 || s->pids_max < 0 || cg_fd_read(s->pids_cur, buf, sizeof buf) <= 0 ||
+        !cg_text_u64(buf, &left) || left == s->pids_left)
+        return;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)(s->pids_base + left));
+    if (cg_fd_write(s->pids_max, num) == 0)
+        s->pids_left = left;
+}
+
 void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot)
 {
     struct cg_slot *s = slot_of(t, slot);
     if (!s)
         return;
+    pids_allowance(s);
     s->oom0_ok = read_oom(s, &s->oom0);
     s->cpu0_ok = read_cpu_us(s, &s->cpu0);
     s->peak0_ok = s->peak_reset && cg_fd_write(s->peak, "0") == 0 && read_peak(s, &s->peak0);

@@ -81,7 +81,7 @@ static int open_in(const char *dir, const char *name, int flags)
 
 static void close_slot(struct cg_slot *s)
 {
-    int *fds[] = {&s->events, &s->peak, &s->cpu, &s->kill};
+    int *fds[] = {&s->events, &s->peak, &s->cpu, &s->kill, &s->pids_cur, &s->pids_max};
     for (int i = 0; i < s->nprocs; i++)
         close(s->procs[i]);
     s->nprocs = 0;
@@ -122,6 +122,11 @@ static int open_slot_files(struct fr_cgroup_tree *t, int i, int k, char *err, si
          * is read-only and counts since the cgroup was made: not a job's. */
         s->peak = open_in(dir, peak, O_RDWR);
         s->peak_reset = s->peak >= 0;
+    }
+    if ((h->ctls & FR_CG_PIDS) && t->lim.pids) {
+        s->pids_cur = open_in(dir, "pids.current", O_RDONLY);
+        s->pids_max = open_in(dir, "pids.max", O_WRONLY);
+        s->pids_base = t->lim.pids;
     }
     if (h->ctls & FR_CG_CPUACCT) {
         s->cpu = open_in(dir, "cpuacct.usage", O_RDONLY);
@@ -475,7 +480,7 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     t->pid = getpid();
     t->nslots = nslots;
     for (int k = 0; k < nslots; k++)
-        t->slots[k] = (struct cg_slot){.events = -1, .peak = -1, .cpu = -1, .kill = -1};
+        t->slots[k] = (struct cg_slot){.events = -1, .peak = -1, .cpu = -1, .kill = -1, .pids_cur = -1, .pids_max = -1};
     raise_nofile(nslots);
     char note[512];
     (void)fr_cgroup_remove_stale(p, note, sizeof note);

@@ -130,6 +130,23 @@ rf() {
     [ -z "$(trees "$pid")" ]
 }
 
+@test "a job right after a killed one in the same slot gets its whole pids allowance" {
+    # The killed job's process may still be unreaped in the slot's cgroup
+    # when the next job starts: pids.max is the allowance on top of it.
+    for i in 1 2 3 4 5; do
+        job "wall$i" sleep 30
+        job "next$i" echo hi
+        job "cpu$i" sh -c 'while :; do :; done'
+        job "then$i" echo hi
+        job "flood$i" yes
+        job "after$i" echo hi
+    done > jobs.jsonl
+    run -0 "$FITRUN" run --quiet --workers 1 --output 4k --cpu-time 200ms --wall-time 300ms --jobs jobs.jsonl --out out.jsonl
+    jq -c '[.id, .status, .error_type]' out.jsonl
+    [ "$(jq -s '[.[] | select(.id | test("^(next|then|after)")) | select(.status == "ok")] | length' out.jsonl)" = 15 ]
+    [ "$(jq -s '[.[] | select(.id | test("^(wall|cpu)")) | select(.status == "timeout")] | length' out.jsonl)" = 10 ]
+}
+
 @test "SIGTERM: the run stops and removes its cgroups" {
     profile p.ini 100M
     for i in 1 2 3; do pyjob "s$i" $'import time\ndef transform(g):\n    time.sleep(30)\n    return g\n'; done > jobs.jsonl
