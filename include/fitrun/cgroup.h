@@ -94,9 +94,10 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
  * cgroup): the jobs' cgroup gets what the launcher's use leaves of
  * mem_limit. A line for the log goes to note ("" = nothing to say). */
 void fr_cgroup_tree_settle(struct fr_cgroup_tree *t, char *note, size_t n);
-/* Kill what is left in the jobs' cgroups, move this process back into the
- * cgroup it started in, remove every cgroup fitrun made, free t. Every
- * process of the runtime must be gone (reaped). NULL is fine. Problems go
+/* Kill what is left in the jobs' cgroups (and reap what of it was this
+ * process's child: the pool has finished reaping by then), move this
+ * process back into the cgroup it started in, remove every cgroup fitrun
+ * made, free t. NULL is fine. Problems go
  * to stderr: there is no one else to tell at the end of a run. */
 void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t);
 /* Does the tree use controller ctl (FR_CG_*)? false for NULL. */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -315,14 +316,22 @@ static int subtree(const char *dir, char sign, unsigned ctls, char *err, size_t 
     return r;
 }
 
+/* Remove dir, killing what is still in it (v1 cgroup.procs lists a
+ * cgroup's own processes only, so each worker is emptied itself). A
+ * process killed here may be fitrun's own child (or an orphan it
+ * inherited as subreaper): at the end of a run nobody else reaps it, and
+ * until it is reaped it keeps the cgroup busy. */
 static void remove_dir(struct fr_cgroup_tree *t, int i, const char *dir, bool loud)
 {
     char err[CG_PATH + 256] = "";
+    cg_kill_all(&t->p.hier[i], dir);
     for (int tries = 0; cg_lib_delete(&t->p.hier[i], dir, err, sizeof err) < 0; tries++) {
         if (tries * 10 >= CG_EMPTY_WAIT_MS) {
             say(loud, err);
             return;
         }
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
         cg_sleep_ms(10); /* the last of its killed processes are leaving */
     }
 }

@@ -147,6 +147,17 @@ rf() {
     [ "$(jq -s '[.[] | select(.id | test("^(wall|cpu)")) | select(.status == "timeout")] | length' out.jsonl)" = 10 ]
 }
 
+@test "a job that leaves a process behind: the run still removes its cgroups" {
+    job a sh -c 'sleep 20 & exit 0' > jobs.jsonl
+    job b sh -c 'setsid sleep 20 & exit 0' >> jobs.jsonl
+    "$FITRUN" run --quiet --workers 2 --set sandbox.processes=4 --jobs jobs.jsonl --out out.jsonl &
+    pid=$!
+    PIDS+=("$pid")
+    wait "$pid"
+    [ "$(field out.jsonl a status)" = ok ]
+    [ -z "$(trees "$pid")" ]
+}
+
 @test "SIGTERM: the run stops and removes its cgroups" {
     profile p.ini 100M
     for i in 1 2 3; do pyjob "s$i" $'import time\ndef transform(g):\n    time.sleep(30)\n    return g\n'; done > jobs.jsonl
