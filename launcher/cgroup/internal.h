@@ -92,14 +92,14 @@ int cg_lib_procs(const struct fr_cgroup_hier *h, const char *dir, pid_t **pids, 
 struct cg_slot {
     int procs[FR_CG_HIER_MAX]; /* cgroup.procs of worker-<k>, one per hierarchy */
     int nprocs;
-    int events;      /* the OOM-kill counter: v1 memory.oom_control, v2 memory.events; -1 = none */
-    int peak;        /* v1 memory.max_usage_in_bytes, v2 memory.peak; -1 = none */
-    bool peak_reset; /* a write restarts `peak` for this job (v1; v2 from Linux 6.12) */
-    int cpu;         /* v1 cpuacct.usage (ns), v2 cpu.stat (usage_usec); -1 = none */
-    bool cpu_ns;     /* cpu counts ns (v1), else us */
-    int kill;        /* v2 cgroup.kill; -1 = none */
-    int pids_cur;    /* pids.current, pids.max: the job's allowance on top of what is */
-    int pids_max;    /* still leaving (fr_cgroup_slot_begin); -1 = none */
+    int events;                    /* the OOM-kill counter: v1 memory.oom_control, v2 memory.events; -1 = none */
+    int peak;                      /* v1 memory.max_usage_in_bytes, v2 memory.peak; -1 = none */
+    bool peak_reset;               /* a write restarts `peak` for this job (v1; v2 from Linux 6.12) */
+    int cpu;                       /* v1 cpuacct.usage (ns), v2 cpu.stat (usage_usec); -1 = none */
+    bool cpu_ns;                   /* cpu counts ns (v1), else us */
+    int kill;                      /* v2 cgroup.kill; -1 = none */
+    int pids_cur;                  /* pids.current, pids.max: the job's allowance on top of what is */
+    int pids_max;                  /* still leaving (fr_cgroup_slot_begin); -1 = none */
     uint64_t pids_base, pids_left; /* the allowance; what was left at the last begin */
     bool oom0_ok, cpu0_ok, peak0_ok;
     uint64_t oom0, cpu0, peak0; /* at the job's start */
