@@ -18,8 +18,13 @@ class RunnerError(RuntimeError):
         self.stderr = stderr
 
 
+# fitrun's exit statuses 128 + N: stopped by signal N, cleanly (docs/run.md).
+INTERRUPTS = {128 + s: s.name for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)}
+
+
 def describe_exit(pid, returncode):
-    """'fitrun (pid 42) exited with status 125' / '... was killed by SIGKILL'."""
+    """'fitrun (pid 42) exited with status 125' / '... was killed by SIGKILL' /
+    '... was interrupted by SIGTERM (exit status 143)'."""
     if returncode is None:
         return f"fitrun (pid {pid}) is gone"
     if returncode < 0:
@@ -28,4 +33,6 @@ def describe_exit(pid, returncode):
         except ValueError:
             name = f"signal {-returncode}"
         return f"fitrun (pid {pid}) was killed by {name}"
+    if returncode in INTERRUPTS:
+        return f"fitrun (pid {pid}) was interrupted by {INTERRUPTS[returncode]} (exit status {returncode})"
     return f"fitrun (pid {pid}) exited with status {returncode}"
