@@ -9,13 +9,16 @@ class RunnerError(RuntimeError):
 
     ``returncode`` is fitrun's exit status as ``subprocess`` reports it
     (negative: killed by that signal; ``None``: it had not exited) and
-    ``stderr`` the end of what fitrun wrote on stderr.
+    ``stderr`` the end of what fitrun wrote on stderr. From ``map``,
+    ``results`` is the call's results in input order, None for each job
+    that got none (else ``results`` is None).
     """
 
-    def __init__(self, message, returncode=None, stderr=""):
+    def __init__(self, message, returncode=None, stderr="", results=None):
         super().__init__(message)
         self.returncode = returncode
         self.stderr = stderr
+        self.results = results
 
 
 # fitrun's exit statuses 128 + N: stopped by signal N, cleanly (docs/run.md).

@@ -252,7 +252,9 @@ class Runner:
 
     def map(self, jobs, timeout=None):
         """Run the jobs; their results in input order (a list). timeout
-        (seconds, for the whole call) raises TimeoutError; the jobs go on."""
+        (seconds, for the whole call) raises TimeoutError; the jobs go on.
+        If fitrun ends first, the RunnerError's ``results`` is that list
+        with None for each job that got no result."""
         batch = _Batch()
         futures = self._submit(list(jobs), batch)
         try:
@@ -261,6 +263,10 @@ class Runner:
         except KeyboardInterrupt:
             self.terminate()
             raise
+        failed = next((f.exception(0) for f in futures if f.exception(0) is not None), None)
+        if failed is not None:
+            failed.results = [None if f.exception(0) else f.result(0) for f in futures]
+            raise failed
         return [f.result(0) for f in futures]
 
     def imap_unordered(self, jobs):

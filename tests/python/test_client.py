@@ -283,6 +283,25 @@ class Errors(Base):
             r.map([sleep_job(0, 0)])
         r.close()  # nothing left to wait for: returns
 
+    def test_map_keeps_the_results_fitrun_wrote_before_it_died(self):
+        r = self.runner()
+        jobs = [sleep_job(0, 0, "quick"), sleep_job(1, 30, "slow"), sleep_job(2, 0, "quick2")]
+        handed = []  # result lines the I/O thread has handed to their Futures
+        hand = r._results
+        r._results = lambda lines: (hand(lines), handed.extend(x for x in lines if x.strip()))
+
+        def kill_after_two():
+            _wait_until(lambda: len(handed) == 2)
+            os.kill(r.pid, signal.SIGKILL)
+        killer = threading.Thread(target=kill_after_two)
+        killer.start()
+        with self.assertRaises(fitrun.RunnerError) as cm:
+            r.map(jobs)
+        killer.join()
+        e = cm.exception
+        self.assertIn("killed by SIGKILL", str(e))
+        self.assertEqual([x and (x["id"], x["outputs"]) for x in e.results], [("quick", [0]), None, ("quick2", [2])])
+
     def test_a_profile_error_is_a_runner_error_with_file_and_line(self):
         bad = write(os.path.join(self.tmp.name, "bad.ini"), "[sandbox]\n; comment\ncpu_tme = 1s\n")
         with self.assertLogs("fitrun", "WARNING") as logs:  # fitrun's stderr, as it comes
@@ -515,6 +534,14 @@ class Interrupt(Base):
 
     def test_ctrl_c_in_imap_unordered_leaves_no_process(self):
         self.interrupt(self.IMAP)
+
+
+def _wait_until(cond, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never met")
+        time.sleep(0.01)
 
 
 def _alive(pid):
