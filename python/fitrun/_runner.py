@@ -201,6 +201,9 @@ class Runner:
         except BaseException:  # Ctrl-C, say: no fitrun may be left behind
             self._proc.kill()
             self._proc.wait()
+            for fd in (ready_r, getattr(self, "_wake_r", -1), getattr(self, "_wake_w", -1)):
+                if fd >= 0:
+                    os.close(fd)
             raise
         if wait_ready:
             self.wait_ready()
@@ -572,15 +575,24 @@ class Runner:
 
 def _spawn(argv, ready_fd):
     """Start fitrun with the stop signals blocked (it inherits the mask),
-    passing it ready_fd."""
+    passing it ready_fd. A Ctrl-C that came meanwhile is raised when the
+    mask is restored; fitrun is killed then, not left behind."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    proc = None
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=0, pass_fds=(ready_fd,))
     except OSError as e:
         raise RunnerError(f"{argv[0]}: cannot start: {e.strerror}") from None
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        except BaseException:
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+            raise
+    return proc
 
 
 def _lines(buf, data):

@@ -526,6 +526,32 @@ class Interrupt(Base):
             time.sleep(0.05)
         self.assertEqual(alive, [], "left running: " + ", ".join(_cmdline(p) for p in alive))
 
+    def test_ctrl_c_while_the_constructor_waits_leaves_no_process(self):
+        prelude = write(os.path.join(self.tmp.name, "slow.py"), "import time\ntime.sleep(60)\n")
+        slow = write(os.path.join(self.tmp.name, "slow.ini"), PROFILE + f"prelude = {prelude}\n")
+        script = self.caller(f"""
+            print("starting", flush=True)
+            r = fitrun.Runner(profile={slow!r}, fitrun={FITRUN!r})
+            print("not interrupted", flush=True)
+            """)
+        p = subprocess.Popen([PYTHON, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "starting")
+            # fitrun and its interpreter, in the prelude
+            _wait_until(lambda: len(descendants(p.pid)) >= 2)
+            time.sleep(0.3)
+            tree = descendants(p.pid)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, -signal.SIGINT, err)
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertNotIn("not interrupted", out)
+        _wait_until(lambda: _reap() or not [pid for pid in tree if _alive(pid)], timeout=5)
+
     def test_ctrl_c_in_map_leaves_no_process(self):
         self.interrupt(self.PLAIN)
 
@@ -534,6 +560,15 @@ class Interrupt(Base):
 
     def test_ctrl_c_in_imap_unordered_leaves_no_process(self):
         self.interrupt(self.IMAP)
+
+
+def _reap():
+    """Reap the zombies handed to this (subreaper) process."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
 
 
 def _wait_until(cond, timeout=20):
