@@ -81,8 +81,8 @@ struct fr_pool_opts {
     const struct fr_resume *resume; /* NULL = fresh run */
     enum fr_progress progress;
     bool quiet;                           /* no progress, no summary, no interrupt notice */
-    int ready_fd; /* > 2: the ready record goes there once the runtime is up, then it is closed
-                     (docs/run.md, "Readiness"); 0 = none */
+    int ready_fd;                         /* > 2: the ready record goes there once the runtime is up,
+                                             then it is closed (docs/run.md, "Readiness"); 0 = none */
     const struct fr_resources *resources; /* detection of this run, for the memory cgroup's OOM-kill
                                              counter; NULL = the pool runs fr_detect() itself */
 };

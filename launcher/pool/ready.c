@@ -25,8 +25,7 @@ void pool_ready(struct fr_host *h)
         w = write(fd, line, (size_t)n);
     while (w < 0 && errno == EINTR);
     if (w != n)
-        pool_say(h, "--ready-fd %d: cannot write the ready record: %s", fd,
-                 w < 0 ? strerror(errno) : "short write");
+        pool_say(h, "--ready-fd %d: cannot write the ready record: %s", fd, w < 0 ? strerror(errno) : "short write");
     if (close(fd) < 0 && errno != EINTR)
         pool_say(h, "--ready-fd %d: close: %s", fd, strerror(errno));
 }
