@@ -295,7 +295,9 @@ int fr_cgroup_walk_min(struct fr_dx *x, enum fr_controller ctl, fr_level_reader 
 int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v)
 {
     char buf[64];
-    if (!s)
+    /* Any number, "max" or "-1" with its blanks fits: longer text is
+     * garbage, never cut to fit ("5" and 60 blanks and "junk" is not 5). */
+    if (!s || strlen(s) >= sizeof buf)
         return -1;
     fr_copy(buf, sizeof buf, s);
     char *t = fr_trim(buf);

@@ -267,6 +267,16 @@ static void test_limit_u64(void **state)
     assert_int_equal(fr_parse_limit_u64("12abc", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64("99999999999999999999999", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64(NULL, false, &v), -1);
+    /* Text too long for the parser's buffer is refused, not cut: the tail
+     * past 63 bytes is part of what the file says (found by fuzz_cgroup_files). */
+    char longer[128];
+    snprintf(longer, sizeof longer, "5%70seF", "");
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), -1);
+    snprintf(longer, sizeof longer, "max%70sx", "");
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), -1);
+    snprintf(longer, sizeof longer, "4096%58s", ""); /* 62 bytes: still a number with blanks */
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), 1);
+    assert_true(v == 4096);
 }
 
 /* ---- memory ---- */
