@@ -327,6 +327,12 @@ static void test_tmpfs_size(void **state)
     assert_int_equal(fr_parse_tmpfs_size("k", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("99999999999999999999e", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("16e", 0, &v), -1); /* 2^64: overflow */
+    assert_int_equal(fr_parse_tmpfs_size(NULL, 0, &v), -1);
+    /* Refused, not cut to the parser's 64 bytes: "7", blanks, then junk
+     * is not 7 (found by fuzz_cgroup_files). */
+    char longer[128];
+    snprintf(longer, sizeof longer, "7%70sjunk", "");
+    assert_int_equal(fr_parse_tmpfs_size(longer, 0, &v), -1);
 }
 
 /* ---- schedulers ---- */
