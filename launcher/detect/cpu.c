@@ -153,6 +153,12 @@ static int mask_count(const uint64_t *m)
 int fr_parse_cpu_max(const char *s, double *cpus, bool *extra, const char **why)
 {
     char buf[128], *save = NULL;
+    /* "max 100000\n" is 11 bytes: longer text is garbage, never cut to fit. */
+    if (s && strlen(s) >= sizeof buf) {
+        *extra = false;
+        *why = "too long";
+        return -1;
+    }
     fr_copy(buf, sizeof buf, s ? s : "");
     char *quota = strtok_r(buf, " \t\n", &save);
     char *period = strtok_r(NULL, " \t\n", &save);

@@ -228,6 +228,13 @@ static void test_cpu_max(void **state)
         if (fr_parse_cpu_max(bad[i], &c, &extra, &why) != -1 || !why)
             fail_msg("cpu.max '%s' accepted", bad[i]);
     }
+    /* Refused, not cut to the parser's 128 bytes: a period cut short is
+     * another number (found by fuzz_cgroup_files). */
+    char longer[256] = "4 ";
+    memset(longer + 2, '1', 150); /* a 150-digit period: cut, it would be a 126-digit one */
+    why = NULL;
+    assert_int_equal(fr_parse_cpu_max(longer, &c, &extra, &why), -1);
+    assert_string_equal(why, "too long");
 }
 
 static void test_cfs(void **state)
