@@ -99,6 +99,10 @@ static void test_mountinfo_line(void **state)
     char l3[] = "30 22 0:26 / /x rw - tmpfs tmpfs"; /* old kernel: no super options */
     assert_int_equal(fr_mountinfo_parse_line(l3, &e, &why), 0);
     assert_string_equal(e.super_opts, "");
+    /* Blanks after the source are no options (found by fuzz_mountinfo). */
+    char l4[] = "30 22 0:26 / /x rw - tmpfs tmpfs   ";
+    assert_int_equal(fr_mountinfo_parse_line(l4, &e, &why), 0);
+    assert_string_equal(e.super_opts, "");
 
     char b1[] = "1 2 3 4";
     assert_int_equal(fr_mountinfo_parse_line(b1, &e, &why), -1);
