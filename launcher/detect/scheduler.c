@@ -170,6 +170,17 @@ static int simple_env(struct fr_dx *x, const char *name, double *v, char *src, s
     return r;
 }
 
+/* A memory allocation in MB (both places say MB) is a size in bytes, so
+ * at most FR_SIZE_MAX, the largest size fitrun holds anywhere: the report
+ * prints it as an integer and the plan divides it. */
+static bool mem_fits(struct fr_dx *x, const char *src, double mb)
+{
+    if (mb * 1048576.0 <= (double)FR_SIZE_MAX)
+        return true;
+    fr_detect_note(x->res, "%s: %g MB is more than 1 EiB: ignored", src, mb);
+    return false;
+}
+
 void fr_detect_scheduler(struct fr_dx *x)
 {
     struct fr_resources *r = x->res;
@@ -198,9 +209,9 @@ void fr_detect_scheduler(struct fr_dx *x)
     }
 
     /* Memory, in MB in both places. */
-    if (ad && condor_value(x, ad, adpath, "Memory", &v, src, sizeof src) > 0)
+    if (ad && condor_value(x, ad, adpath, "Memory", &v, src, sizeof src) > 0 && mem_fits(x, src, v))
         fr_value_set(&r->mem_scheduler, v * 1048576.0, "%s", src);
-    else if (simple_env(x, "SLURM_MEM_PER_NODE", &v, src, sizeof src) > 0)
+    else if (simple_env(x, "SLURM_MEM_PER_NODE", &v, src, sizeof src) > 0 && mem_fits(x, src, v))
         fr_value_set(&r->mem_scheduler, v * 1048576.0, "%s", src);
     free(ad);
 }

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "../../launcher/detect/internal.h"
 #include "fitrun/detect.h"
+#include "fitrun/util.h"
 
 #define assert_double(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-12)
 
@@ -383,6 +385,53 @@ static void test_classad(void **state)
     assert_int_equal(fr_parse_classad_number("", "Cpus", &v), 0);
 }
 
+/* A scheduler's memory is a size: more than 1 EiB is noted and ignored,
+ * never reported (found by fuzz_scheduler: a machine ad's "Memory = 1e20"
+ * became 1e26 bytes, which `detect --json` printed as a negative integer). */
+static bool noted(const struct fr_resources *r, const char *needle)
+{
+    for (int i = 0; i < r->nnotes; i++)
+        if (strstr(r->notes[i], needle))
+            return true;
+    return false;
+}
+
+static void test_scheduler_memory_bound(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fitrun-test-ad-XXXXXX", var[64];
+    static const char ad[] = "Cpus = 2\nMemory = 1e20\n";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, ad, sizeof ad - 1), (int)(sizeof ad - 1));
+    assert_int_equal(close(fd), 0);
+    snprintf(var, sizeof var, "_CONDOR_MACHINE_AD=%s", path);
+    struct fr_resources *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+
+    char *both[] = {var, "SLURM_MEM_PER_NODE=2048", NULL};
+    struct fr_dx x = {.sysroot = "/", .envp = both, .res = r};
+    fr_detect_scheduler(&x);
+    assert_true(r->cpu_scheduler.known && r->cpu_scheduler.value == 2);
+    assert_true(noted(r, "(Memory): 1e+20 MB is more than 1 EiB: ignored"));
+    assert_true(r->mem_scheduler.known && r->mem_scheduler.value == 2048.0 * 1048576); /* SLURM's is next */
+
+    char *huge[] = {"SLURM_MEM_PER_NODE=1e13", NULL};
+    memset(r, 0, sizeof *r);
+    x.envp = huge;
+    fr_detect_scheduler(&x);
+    assert_false(r->mem_scheduler.known);
+    assert_true(noted(r, "SLURM_MEM_PER_NODE=1e13: 1e+13 MB is more than 1 EiB: ignored"));
+
+    char *most[] = {"SLURM_MEM_PER_NODE=1099511627776", NULL}; /* 2^40 MB = 1 EiB, the largest size */
+    memset(r, 0, sizeof *r);
+    x.envp = most;
+    fr_detect_scheduler(&x);
+    assert_true(r->mem_scheduler.known && r->mem_scheduler.value == (double)FR_SIZE_MAX);
+    free(r);
+    assert_int_equal(unlink(path), 0);
+}
+
 /* ---- notes ---- */
 
 static void test_notes(void **state)
@@ -413,7 +462,8 @@ int main(void)
         cmocka_unit_test(test_proc_cgroup),     cmocka_unit_test(test_translate),       cmocka_unit_test(test_cpu_max),
         cmocka_unit_test(test_cfs),             cmocka_unit_test(test_limit_u64),       cmocka_unit_test(test_meminfo),
         cmocka_unit_test(test_memory_stat),     cmocka_unit_test(test_tmpfs_size),      cmocka_unit_test(test_slurm_cpus_per_node),
-        cmocka_unit_test(test_classad),         cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_classad),         cmocka_unit_test(test_scheduler_memory_bound),
+        cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
