@@ -408,6 +408,12 @@ static void detect_affinity(struct fr_dx *x)
 
     struct cpuset_walk cs = {.any = false};
     fr_cgroup_walk(x, FR_CTL_CPUSET, visit_cpuset, &cs);
+    if (cs.any && mask_count(cs.mask) == 0) {
+        /* The kernel keeps a child's cpuset inside its parent's: levels that
+         * share no CPU are garbage, ignored like an empty cpuset file. */
+        fr_detect_note(x->res, "%s shares no CPU with the cpusets above it: cpusets ignored", cs.source);
+        cs.any = false;
+    }
     if (cs.any) {
         char list[FR_SOURCE_MAX];
         fr_value_set(&r->cpu_cpuset, mask_count(cs.mask), "%s", cs.source);
