@@ -144,11 +144,6 @@ int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *re
  * docs/sandbox.md). *why (optional) says why when capped. */
 int fr_profile_job_threads(const struct fr_profile *p, const char **why);
 
-/* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper
- * take it: a number above 0 and at most FR_CPU_BITS (the most CPUs a
- * kernel can have). 0 or -1; one rule for every command. */
-int fr_parse_cpus(const char *s, double *out);
-
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);
 int fr_runtime_kind_parse(const char *s, enum fr_runtime_kind *out);

@@ -88,6 +88,15 @@ const char *fr_dx_getenv(const struct fr_dx *x, const char *name)
     return NULL;
 }
 
+int fr_parse_cpus(const char *s, double *out)
+{
+    double v;
+    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static void detect_cgroups(struct fr_dx *x)
 {
     char *mi = fr_dx_read_noted(x, "/proc/self/mountinfo", FR_BIG_FILE, false, "mounts");
@@ -118,8 +127,9 @@ static bool env_override(struct fr_dx *x, struct ask *a)
     double v;
     if (!env)
         return false;
-    if (fr_parse_double(env, &v) < 0 || !(v > 0)) {
-        fr_detect_note(r, "FITRUN_CPUS='%.40s' is not a positive number: ignored", env);
+    if (fr_parse_cpus(env, &v) < 0) {
+        fr_detect_note(r, "FITRUN_CPUS='%.40s' is not a number of CPUs (above 0, at most %d): ignored", env,
+                       FR_CPU_BITS);
         return false;
     }
     /* `fitrun -- fitrun run` (the Docker image), or fitrun inside a pool

@@ -295,15 +295,6 @@ static bool is_identifier(const char *s)
     return true;
 }
 
-int fr_parse_cpus(const char *s, double *out)
-{
-    double v;
-    if (fr_parse_double(s, &v) < 0 || !(v > 0) || v > FR_CPU_BITS)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* ---- sections ----------------------------------------------------------- */
 
 static int set_resources(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
