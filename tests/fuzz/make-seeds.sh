@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# make-seeds.sh OUT — raw seed inputs for every harness, from the fixture
+# trees (tests/fixtures/), the profiles and the values the unit tests use:
+# OUT/<harness>/<name>. `scripts/dev fuzz-seeds` minimises them with
+# libFuzzer's -merge=1 into tests/fuzz/corpus/<harness>/, which is checked in.
+set -euo pipefail
+out=${1:?usage: make-seeds.sh OUT}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+fixtures=$src/tests/fixtures
+mkdir -p "$out"
+
+put() { # put HARNESS  (content on stdin; named by its SHA-1, as libFuzzer names inputs)
+    mkdir -p "$out/$1"
+    local tmp
+    tmp=$(mktemp "$out/$1/.new.XXXXXX")
+    cat > "$tmp"
+    mv "$tmp" "$out/$1/$(sha1sum < "$tmp" | cut -c1-40)"
+}
+each() { # each HARNESS VALUE...: one seed per value, written as is
+    local h=$1 v
+    shift
+    for v in "$@"; do printf '%s' "$v" | put "$h"; done
+}
+
+for f in "$fixtures"/*/; do
+    f=${f%/}
+    # fuzz_detect: the whole tree as "@@ PATH" records, and its environment.
+    {
+        while IFS= read -r -d '' file; do
+            rel=${file#"$f"}
+            case $rel in /README | /expected.json | /env) continue ;; esac
+            printf '@@ %s\n' "$rel"
+            cat "$file"
+            [ -z "$(tail -c 1 "$file")" ] || printf '\n' # a record ends with its line
+        done < <(find "$f" -type f -print0 | sort -z)
+        if [ -f "$f/env" ]; then
+            printf '@@ env\n'
+            cat "$f/env"
+        fi
+    } | put detect
+    [ -f "$f/proc/self/mountinfo" ] && put mountinfo < "$f/proc/self/mountinfo"
+    [ -f "$f/proc/self/cgroup" ] && put proc_cgroup < "$f/proc/self/cgroup"
+    [ -f "$f/proc/meminfo" ] && put cgroup_files < "$f/proc/meminfo"
+    [ -f "$f/sys/devices/system/cpu/online" ] && put cpulist < "$f/sys/devices/system/cpu/online"
+    if [ -f "$f/proc/self/status" ]; then
+        sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$f/proc/self/status" | put cpulist
+    fi
+    if [ -d "$f/sys/fs/cgroup" ]; then
+        while IFS= read -r -d '' file; do
+            case $file in
+            *cpuset*cpus*) put cpulist < "$file" ;;
+            *) put cgroup_files < "$file" ;;
+            esac
+        done < <(find "$f/sys/fs/cgroup" -type f -print0 | sort -z)
+    fi
+    # fuzz_scheduler: the environment, a NUL, the machine ad it names.
+    if [ -f "$f/env" ]; then
+        ad=$(sed -n 's/^_CONDOR_MACHINE_AD=//p' "$f/env")
+        { cat "$f/env"; printf '\0'; [ -n "$ad" ] && [ -f "$f$ad" ] && cat "$f$ad"; true; } | put scheduler
+    fi
+done
+
+# v1 quota + period (the harness splits at the NUL), OOM counters.
+printf '150000\n\0100000\n' | put cgroup_files
+printf -- '-1\n\0100000\n' | put cgroup_files
+each cgroup_files $'oom_kill_disable 0\nunder_oom 0\noom_kill 3\n' \
+    $'low 0\nhigh 12\nmax 40\noom 5\noom_kill 4\noom_group_kill 1\n' \
+    $'max 100000\n' $'50000 100000\n' '9223372036854771712' 'size=65536k' '65536k' '50%' '1g' \
+    $'cache 0\nhierarchical_memory_limit 1073741824\n'
+each cpulist '0-3,8,10-11' '0-15:2/4' '0-8191' '' $'0-3\n' '60-67'
+each scheduler $'SLURM_JOB_CPUS_PER_NODE=72(x2),36\nSLURM_NODEID=2\n' $'SLURM_CPUS_PER_TASK=4\nSLURM_MEM_PER_NODE=2048\n' \
+    $'NSLOTS=8\nPBS_NP=4\nNCPUS=2\nLSB_DJOB_NUMPROC=3\n'
+printf 'NSLOTS=3\n\0TotalCpus = 256.0\n  cpus   =   8\nMemory=16000\nName = "slot1@x"\nDisk = Memory * 2\n' | put scheduler
+
+for ini in $(cd "$src" && git ls-files '*.ini' 2>/dev/null || find . -name '*.ini'); do
+    put profile < "$src/$ini"
+done
+each profile $'[sandbox]\nallow = socket, bind connect\nread = /srv/data, /opt/my lib\npass_env = HF_*, TOKEN\n' \
+    $'[resources]\ncpus = 1.5\nworkers = auto\nrounding = nearest\n[env]\nOMP_PROC_BIND = close\n' \
+    $'[runtime]\nkind = python\nprelude = lib/pre.py\nentry = solve\n[sandbox]\nuser = root\nuid_base = 70000\n'
+
+each units 4096 0 64k 64KiB 512M 2G 1.5GiB 1T 100B ' 64 k ' .5k 0.25k 3. 1048576T 1152921504606846976 \
+    2s 500ms 1.5s 2m 1h 250us 1min 0.5sec 8760h 365d 1e3 0x10 -1 true off 1.5 8192 auto none
+each term_text 'plain id' $'\e[31mred\e[0m' $'a\nb\tc\r' $'bidi \u202egnp.exe' $'\u2028 \ufeff \u0085' \
+    $'bad \xff\xfe utf8 \xc0\xaf' 'café ✓ 𝔘'
+head -n 3 "$src/samples/arc/jobs.jsonl" 2>/dev/null | while IFS= read -r line; do printf '%s' "$line" | put term_text; done
+
+each shard 0/4 3/4 1/1 auto 1-02:03:04 90m 45s 30 '2:00:00' 'results.3.jsonl' 'out/r.{shard}.jsonl'
+each shard $'auto\nSLURM_ARRAY_TASK_ID=5\nSLURM_ARRAY_TASK_MIN=1\nSLURM_ARRAY_TASK_MAX=9\nSLURM_ARRAY_TASK_STEP=2\nSLURM_ARRAY_TASK_COUNT=5\n' \
+    $'auto\nSLURM_ARRAY_TASK_ID=2\nFITRUN_SHARD_COUNT=4\n'
+
+echo "make-seeds.sh: $(find "$out" -type f | wc -l) seeds in $out" >&2
