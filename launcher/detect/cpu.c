@@ -163,22 +163,25 @@ int fr_parse_cpu_max(const char *s, double *cpus, bool *extra, const char **why)
     char *quota = strtok_r(buf, " \t\n", &save);
     char *period = strtok_r(NULL, " \t\n", &save);
     *extra = strtok_r(NULL, " \t\n", &save) != NULL;
-    double p = CFS_DEFAULT_PERIOD, q;
+    /* Whole microseconds, as the kernel writes them: then quota / period is
+     * a finite number above 0 ("1e308 1e-300" would be infinite, "1e-300
+     * 1e300" zero CPUs). */
+    uint64_t p = (uint64_t)CFS_DEFAULT_PERIOD, q;
     if (!quota) {
         *why = "empty";
         return -1;
     }
-    if (period && (fr_parse_double(period, &p) < 0 || p <= 0)) {
-        *why = "period is not a positive number";
+    if (period && (fr_parse_u64(period, &p) < 0 || p == 0)) {
+        *why = "period is not a positive whole number";
         return -1;
     }
     if (!strcmp(quota, "max"))
         return 0;
-    if (fr_parse_double(quota, &q) < 0 || q <= 0) {
-        *why = "quota is neither 'max' nor a positive number";
+    if (fr_parse_u64(quota, &q) < 0 || q == 0) {
+        *why = "quota is neither 'max' nor a positive whole number";
         return -1;
     }
-    *cpus = q / p;
+    *cpus = (double)q / (double)p;
     return 1;
 }
 

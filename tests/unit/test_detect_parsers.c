@@ -228,7 +228,11 @@ static void test_cpu_max(void **state)
     assert_int_equal(fr_parse_cpu_max("50000 100000 7", &c, &extra, &why), 1); /* third field ignored, reported */
     assert_true(extra);
     assert_double(c, 0.5);
-    const char *bad[] = {"", "\n", "banana", "banana 100000", "0 100000", "-5 100000", "50000 0", "50000 -1", "50000 x", "max x"};
+    /* Whole microseconds only: exponents made infinite or zero quotas
+     * ("1e308 1e-300", "1e-300 1e300"), which fuzz_cgroup_files's
+     * finite-and-above-0 check flags. */
+    const char *bad[] = {"", "\n", "banana", "banana 100000", "0 100000", "-5 100000", "50000 0", "50000 -1", "50000 x", "max x",
+                         "1e308 1e-300", "1e-300 1e300", "1e5 100000", "50000.5 100000", "50000 1e5", "inf 100000"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why = NULL;
         if (fr_parse_cpu_max(bad[i], &c, &extra, &why) != -1 || !why)
