@@ -309,6 +309,11 @@ static void test_meminfo(void **state)
     assert_true(fr_parse_meminfo_total("MemFree: 1 kB\n") == 0);
     assert_true(fr_parse_meminfo_total("") == 0);
     assert_true(fr_parse_meminfo_total("MemTotal: 99999999999999999999 kB\n") == 0);
+    /* Above 1 EiB is garbage too: 14830663215980416 kB (1.5e19 bytes) was
+     * reported as a negative total (found by fuzz_detect). */
+    assert_true(fr_parse_meminfo_total("MemTotal: 14830663215980416 kB\n") == 0);
+    assert_true(fr_parse_meminfo_total("MemTotal: 1125899906842624 kB\n") == FR_SIZE_MAX); /* 1 EiB */
+    assert_true(fr_parse_meminfo_total("MemTotal: 1125899906842625 kB\n") == 0);
 }
 
 static void test_memory_stat(void **state)
