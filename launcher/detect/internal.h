@@ -137,7 +137,8 @@ bool fr_dx_note_missing(const struct fr_dx *x, enum fr_controller ctl, const cha
 int fr_cgroup_walk_min(struct fr_dx *x, enum fr_controller ctl, fr_level_reader fn, struct fr_value *out);
 
 /* Parse a single-number cgroup file: "max" (or "-1" when allow_minus1) = no
- * limit (returns 0), an unsigned integer (returns 1, *v set), else -1. */
+ * limit (returns 0), an unsigned integer below 2^63 (returns 1, *v set),
+ * else -1. */
 int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v);
 /* Read dir/name as with fr_parse_limit_u64. Missing file: FR_LVL_SKIP, noted
  * only when note_missing. Garbage: FR_LVL_SKIP with a note. */

@@ -284,6 +284,12 @@ static void test_limit_u64(void **state)
     assert_int_equal(fr_parse_limit_u64("12abc", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64("99999999999999999999999", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64(NULL, false, &v), -1);
+    /* 2^63 and up is no kernel value and no reportable integer: a pids.max,
+     * pids.current or cpu.weight of 18446744073709551615 was reported as a
+     * negative number (fuzz_detect's integer check flags it). */
+    assert_int_equal(fr_parse_limit_u64("18446744073709551615", false, &v), -1);
+    assert_int_equal(fr_parse_limit_u64("9223372036854775807", false, &v), -1); /* 2^63 as a double */
+    assert_int_equal(fr_parse_limit_u64("9223372036854774784", false, &v), 1);  /* 2^63 - 1024, the last below */
     /* Text too long for the parser's buffer is refused, not cut: the tail
      * past 63 bytes is part of what the file says (found by fuzz_cgroup_files). */
     char longer[128];
