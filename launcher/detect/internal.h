@@ -169,8 +169,9 @@ void fr_detect_pids(struct fr_dx *x);
 
 /* ---- shm.c ---- */
 
-/* tmpfs size= option ("65536k", "1g", "1048576", "50%") in bytes; `total`
- * resolves percentages. Returns 1 with *v, 0 for size=0 (unlimited), -1. */
+/* tmpfs size= option ("65536k", "1g", "1048576", "50%") in bytes, at most
+ * FR_SIZE_MAX; `total` resolves percentages. Returns 1 with *v, 0 for
+ * size=0 (unlimited), -1. */
 int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v);
 void fr_detect_shm(struct fr_dx *x);
 

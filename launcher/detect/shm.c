@@ -52,7 +52,8 @@ int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)
         *v = total / 100 * n;
         return n ? 1 : 0;
     }
-    if (n > UINT64_MAX / mult)
+    /* A size: at most FR_SIZE_MAX (1 EiB), as every size fitrun holds. */
+    if (n > FR_SIZE_MAX / mult)
         return -1;
     *v = n * mult;
     return n ? 1 : 0;

@@ -355,6 +355,12 @@ static void test_tmpfs_size(void **state)
     assert_int_equal(fr_parse_tmpfs_size("k", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("99999999999999999999e", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("16e", 0, &v), -1); /* 2^64: overflow */
+    /* Above 1 EiB is no size (fuzz_detect's integer check flags "15e",
+     * which the report printed as a negative integer). */
+    assert_int_equal(fr_parse_tmpfs_size("15e", 0, &v), -1);
+    assert_int_equal(fr_parse_tmpfs_size("1025p", 0, &v), -1);
+    assert_int_equal(fr_parse_tmpfs_size("1e", 0, &v), 1);
+    assert_true(v == FR_SIZE_MAX);
     assert_int_equal(fr_parse_tmpfs_size(NULL, 0, &v), -1);
     /* Refused, not cut to the parser's 64 bytes: "7", blanks, then junk
      * is not 7 (found by fuzz_cgroup_files). */
