@@ -17,6 +17,7 @@
  * Memory: the HTCondor ad's Memory, else SLURM_MEM_PER_NODE (MB). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,8 @@ long fr_parse_slurm_cpus_per_node(const char *s, long index)
                 return -1;
             errno = 0;
             repeat = strtol(p + 2, &end, 10);
-            if (errno || repeat <= 0 || *end != ')')
+            /* More nodes than a long counts is garbage, not an overflow. */
+            if (errno || repeat <= 0 || *end != ')' || repeat > LONG_MAX - seen)
                 return -1;
             p = end + 1;
         }

@@ -385,6 +385,10 @@ static void test_slurm_cpus_per_node(void **state)
         if (fr_parse_slurm_cpus_per_node(bad[i], 0) != -1)
             fail_msg("'%s' parsed", bad[i]);
     assert_int_equal(fr_parse_slurm_cpus_per_node("4", -1), -1);
+    /* Repeat counts that add up past LONG_MAX are garbage (the sum was a
+     * signed overflow: UBSan under fuzz_scheduler). */
+    assert_int_equal(fr_parse_slurm_cpus_per_node("1(x9223372036854775807),1(x9223372036854775807)", 0), -1);
+    assert_int_equal(fr_parse_slurm_cpus_per_node("2(x9223372036854775806),1(x1)", 9223372036854775806L), 1);
     assert_int_equal(fr_parse_slurm_cpus_per_node(NULL, 0), -1);
 }
 
