@@ -89,4 +89,24 @@ each shard 0/4 3/4 1/1 auto 1-02:03:04 90m 45s 30 '2:00:00' 'results.3.jsonl' 'o
 each shard $'auto\nSLURM_ARRAY_TASK_ID=5\nSLURM_ARRAY_TASK_MIN=1\nSLURM_ARRAY_TASK_MAX=9\nSLURM_ARRAY_TASK_STEP=2\nSLURM_ARRAY_TASK_COUNT=5\n' \
     $'auto\nSLURM_ARRAY_TASK_ID=2\nFITRUN_SHARD_COUNT=4\n'
 
+# Job lines (exec and python) from the sample and test job files; result
+# files as fitrun run writes them (field order of include/fitrun/jobs.h),
+# with a DuplicateId, a timeout, python fields and a torn last line.
+for jobs in samples/arc/jobs.jsonl tests/containers/exec/jobs.jsonl tests/docs/kit/jobs.jsonl; do
+    [ -f "$src/$jobs" ] || continue
+    head -n 40 "$src/$jobs" | while IFS= read -r line; do printf '%s' "$line" | put job_line; done
+done
+each job_line '{"id":"x","argv":["sh","-c","echo \u00e9"],"stdin":"a\u0000b"}' '{"id":"","argv":[]}' \
+    '{"id":"d","id":"e"}' '{"id":"p","code":"def transform(g): return g","inputs":[[[1]]],"expected":[[[1]]],"entry":"transform"}' \
+    '[1,2]' '{"id":5}' '{"id":"a\u0000b"}' '{"id":"\ud800"}'
+r='{"id":"a1","status":"ok","exit_code":0,"signal":null,"syscall":null,"error_type":null,"error_message":null,"stdout":"hi\n","stderr":"","cpu_ms":1,"wall_ms":2,"max_rss_kb":1234,"worker":0,"line":1}'
+d='{"id":"a1","status":"invalid","exit_code":null,"signal":null,"syscall":null,"error_type":"DuplicateId","error_message":"line 3: duplicate id '"'"'a1'"'"' (an earlier line has it)","stdout":null,"stderr":null,"cpu_ms":null,"wall_ms":null,"max_rss_kb":null,"worker":null,"line":3}'
+t='{"id":"slow","status":"timeout","exit_code":null,"signal":"SIGKILL","syscall":null,"error_type":"CPUTimeout","error_message":"cpu time limit","stdout":"","stderr":"","cpu_ms":2001,"wall_ms":2100,"max_rss_kb":900,"worker":1,"line":2,"timeout":"cpu","attempts":2}'
+p='{"id":"007bbfb7#0","status":"ok","exit_code":0,"signal":null,"syscall":null,"error_type":null,"error_message":null,"stdout":"","stderr":"","cpu_ms":3,"wall_ms":4,"max_rss_kb":20000,"worker":0,"line":4,"outputs":[[[1]]],"passed":[true]}'
+printf '%s\n%s\n%s\n%s\n%s' "$r" "$t" "$d" "$p" '{"id":"torn","status":"o' | put result_line
+printf '%s\n\n{"id":null,"status":"invalid","line":5}\n{"status":"ok"}\nnot json\n' "$r" | put result_line
+for res in tests/bench/arc-mini/outcomes.jsonl tests/bench/arc-mini/scoring-outcomes.jsonl; do
+    [ -f "$src/$res" ] && head -n 20 "$src/$res" | put result_line
+done
+
 echo "make-seeds.sh: $(find "$out" -type f | wc -l) seeds in $out" >&2
