@@ -167,14 +167,20 @@ def m_wrong_constant(s, rng, task):
     return source(s.name, body) + wrapper(s.name)
 
 
-def m_swap_call(s, rng, task):
-    sites = [(i, f) for i, _, f, _ in s.calls() if f in SWAP]
+def replace_call(s, rng, calls, rename):
+    """One call `x = f(...)` of the solver, chosen among those whose
+    function `calls` accepts, made a call of rename(f); None when none."""
+    sites = [(i, f) for i, _, f, _ in s.calls() if calls(f)]
     if not sites:
         return None
     i, f = rng.choice(sites)
     body = list(s.body)
-    body[i] = body[i].replace(f" = {f}(", f" = {SWAP[f]}(", 1)
+    body[i] = body[i].replace(f" = {f}(", f" = {rename(f)}(", 1)
     return source(s.name, body) + wrapper(s.name)
+
+
+def m_swap_call(s, rng, task):
+    return replace_call(s, rng, lambda f: f in SWAP, lambda f: SWAP[f])
 
 
 def m_return_intermediate(s, rng, task):
@@ -252,13 +258,7 @@ def m_attribute_error(s, rng, task):
 
 
 def m_name_error(s, rng, task):
-    sites = [(i, f) for i, _, f, _ in s.calls() if not f.startswith("x")]
-    if not sites:
-        return None
-    i, f = rng.choice(sites)
-    body = list(s.body)
-    body[i] = body[i].replace(f" = {f}(", f" = {f}_grid(", 1)
-    return source(s.name, body) + wrapper(s.name)
+    return replace_call(s, rng, lambda f: not f.startswith("x"), lambda f: f + "_grid")
 
 
 def m_type_error(s, rng, task):

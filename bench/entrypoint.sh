@@ -25,7 +25,10 @@
 #                              (unshare --pid --fork; N/5 runs, the namespace
 #                              creation is the same for all)
 #
-# Environment: FITRUN (default build/fitrun), PYTHON (default /usr/bin/python3).
+# Environment: FITRUN (default build/fitrun), PYTHON (default /usr/bin/python3),
+# FITRUN_BASELINE (optional: another fitrun binary, e.g. one built from an
+# older commit; its rows run interleaved with the others and a last table
+# gives fitrun's ratio to it, for before/after comparisons).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-500}
@@ -44,10 +47,12 @@ echo "dumb-init: $(dumb-init --version 2>&1 | head -1)"
 echo "machine: $(nproc) CPUs online, load $(cut -d' ' -f1-3 /proc/loadavg), N=$N"
 echo
 
-exec "$PYTHON" - "$N" "$FITRUN" "$TRUE" <<'PY'
+[ -z "${FITRUN_BASELINE:-}" ] || echo "baseline: $("$FITRUN_BASELINE" --version 2>&1) ($FITRUN_BASELINE)"
+
+exec "$PYTHON" - "$N" "$FITRUN" "$TRUE" "${FITRUN_BASELINE:-}" <<'PY'
 import os, resource, statistics, sys, time
 
-n, fitrun, true = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+n, fitrun, true, baseline = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ns = ["unshare", "--pid", "--fork"]
 cases = [
     ("/bin/true", [true], n),
@@ -62,6 +67,14 @@ cases = [
     ("PID 1: tini -- true", ns + ["tini", "--", true], n // 5),
     ("PID 1: dumb-init true", ns + ["dumb-init", true], n // 5),
 ]
+# The baseline runs the same fitrun rows under its own name.
+compared = []
+if baseline:
+    for name, argv, count in list(cases):
+        if "fitrun" in name:
+            bname = name.replace("fitrun", "baseline")
+            cases.append((bname, [baseline if a == fitrun else a for a in argv], count))
+            compared.append((name, bname))
 devnull = os.open(os.devnull, os.O_RDWR)
 paths = {}
 
@@ -119,4 +132,12 @@ for name, _, count in cases:
 print()
 print("vs tini: ratio of median wall time (and of mean CPU time) to tini doing the same job;")
 print("< 1.00 = faster than tini. +wall: median over the bare /bin/true (or bare unshare) floor.")
+if compared:
+    print()
+    print(f"{'fitrun vs baseline':24} {'median':>8} {'p90':>8} {'cpu':>8}")
+    for name, bname in compared:
+        med, p90, c = stats(name)
+        bmed, bp90, bc = stats(bname)
+        print(f"{name:24} {med / bmed:8.2f} {p90 / bp90:8.2f} {c / bc:8.2f}")
+    print("ratios of fitrun's median and p90 wall time and mean CPU time to the baseline's (< 1.00 = faster)")
 PY

@@ -62,9 +62,9 @@ def _one_process(job, timeout, conn):
     conn.close()
 
 
-def peer_process(jobs, workers, timeout):
-    importlib.import_module("numpy")  # the parent has it loaded; children are forked
-    ctx = mp.get_context("fork")
+def _at_most(jobs, workers, start, finish):
+    """Run jobs with at most `workers` at once, finishing them in start order:
+    start(job) -> handle, finish(handle, job) -> the result tuple."""
     t0 = time.monotonic()
     out, running, it = [], [], iter(jobs)
     while True:
@@ -72,41 +72,50 @@ def peer_process(jobs, workers, timeout):
             j = next(it, None)
             if j is None:
                 break
-            r, w = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_one_process, args=(j, timeout, w))
-            p.start()
-            w.close()
-            running.append((p, r, j))
+            running.append((start(j), j))
         if not running:
             break
-        p, r, j = running.pop(0)
-        try:
-            out.append(r.recv())
-        except EOFError:
-            out.append((j["id"], "crash", False))
-        p.join()
-        r.close()
+        handle, j = running.pop(0)
+        out.append(finish(handle, j))
     return time.monotonic() - t0, out
+
+
+def peer_process(jobs, workers, timeout):
+    importlib.import_module("numpy")  # the parent has it loaded; children are forked
+    ctx = mp.get_context("fork")
+
+    def start(j):
+        r, w = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_one_process, args=(j, timeout, w))
+        p.start()
+        w.close()
+        return p, r
+
+    def finish(handle, j):
+        p, r = handle
+        try:
+            return r.recv()
+        except EOFError:
+            return (j["id"], "crash", False)
+        finally:
+            p.join()
+            r.close()
+
+    return _at_most(jobs, workers, start, finish)
 
 
 def peer_fresh(jobs, workers, timeout):
     src = pc.fresh_interpreter_runner()
-    t0 = time.monotonic()
-    out, running, it = [], [], iter(jobs)
-    while True:
-        while len(running) < workers:
-            j = next(it, None)
-            if j is None:
-                break
-            p = subprocess.Popen([pc.PYTHON, "-c", src, str(timeout)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
-            running.append((p, json.dumps(j)))
-        if not running:
-            break
-        p, data = running.pop(0)
-        stdout, _ = p.communicate(data)
-        out.append(tuple(json.loads(stdout)) if stdout.strip() else ("?", "crash", False))
-    return time.monotonic() - t0, out
+
+    def start(j):
+        return subprocess.Popen([pc.PYTHON, "-c", src, str(timeout)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+
+    def finish(p, j):
+        stdout, _ = p.communicate(json.dumps(j))
+        return tuple(json.loads(stdout)) if stdout.strip() else ("?", "crash", False)
+
+    return _at_most(jobs, workers, start, finish)
 
 
 KILLER = "import os\ndef transform(grid):\n    os._exit(1)\n"

@@ -1,69 +1,56 @@
-/* apply.c — fr_policy_apply: the child side, in a fixed order.
+/* apply.c — the child's entry points: fr_policy_apply (in process, or
+ * through a relay with a report descriptor) and fr_policy_apply_notify
+ * (the caller is the supervisor). Each runs the steps before the filter
+ * (steps.c), then installs the filter last: it denies most of what the
+ * steps use. With a supervisor, the filter's listener is handed over
+ * (notify.c) and closed before this returns. With a report descriptor,
+ * relay.c forks the job first and the job runs the same steps with the
+ * relay as its supervisor.
  *
- * Runs in a freshly forked child, possibly of a multithreaded C parent or
- * of a Python worker (through ctypes), so it is async-signal-safe: only
- * system calls (through thin libc/libcap wrappers that do not allocate),
- * no malloc, no stdio, no file access. Everything was prepared by
- * fr_policy_build in the parent.
- *
- * Order, and why:
- *  1. rlimits      first, while the process may still hold
- *                  CAP_SYS_RESOURCE, and because the filter (5) denies
- *                  setrlimit/prlimit64 with a new limit.
- *  2. no_new_privs before the filter (the kernel requires it to install a
- *                  filter without CAP_SYS_ADMIN, and we drop that in 3) and
- *                  before any exec: setuid bits and file capabilities stop
- *                  working, so an exec can never regain what 3 drops.
- *  3. capabilities bounding set (needs CAP_SETPCAP, so before capset drops
- *                  it), ambient, then E/P/I with one capset.
- *     not dumpable (unless core files were asked for): other processes of
- *                  the same uid — other jobs included — can then neither
- *                  ptrace the job nor read its memory through
- *                  /proc/<pid>/mem (a read-only open the presets allow).
- *  4. SIGSYS handler (TRAP filters): before the filter, which denies
- *                  rt_sigaction(SIGSYS).
- *  5. seccomp      last: it denies most of what 1-4 used.
- * For the exec preset with a report descriptor, relay.c forks the job
- * first and the job runs 1-3 and 5 (with a notification listener). */
+ * Async-signal-safe, as everything on the child side (internal.h). */
 #include <errno.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-int fr_apply_common(const struct fr_policy *p)
+int fr_policy_apply_slot(const struct fr_policy *p, int report_fd, int slot)
 {
-    int rc = fr_rlimits_apply(&p->rl);
-    if (rc < 0)
+    if (!p)
+        return -EINVAL;
+    if (report_fd >= 0)
+        return fr_relay_apply(p, report_fd, slot);
+    int rc = fr_apply_steps(p, slot);
+    if (rc < 0 || p->filter.mode == FR_FILTER_OFF)
         return rc;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return -errno;
-    return fr_caps_apply(&p->caps);
+    /* No one to name the syscall to: notify becomes a plain kill. */
+    return fr_filter_install(&p->filter, getpid(), -1, false);
 }
 
 int fr_policy_apply(const struct fr_policy *p, int report_fd)
 {
-    if (!p)
+    return fr_policy_apply_slot(p, report_fd, -1);
+}
+
+int fr_policy_apply_notify(const struct fr_policy *p, int notify_sock, int slot)
+{
+    if (!p || notify_sock < 0)
         return -EINVAL;
-    if (p->filter.mode == FR_FILTER_NOTIFY && report_fd >= 0)
-        return fr_relay_apply(p, report_fd);
-    int rc = fr_apply_common(p);
+    int rc = fr_apply_steps(p, slot);
     if (rc < 0)
         return rc;
-    if (!p->limits.core_bytes && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-        return -errno;
-    switch (p->filter.mode) {
-    case FR_FILTER_OFF:
-        return 0;
-    case FR_FILTER_TRAP:
-        rc = fr_violation_arm(report_fd, p->filter.arch);
-        if (rc < 0)
-            return rc;
-        return fr_filter_install(&p->filter, getpid(), false);
-    case FR_FILTER_NOTIFY:
-        /* No report descriptor, so no one to name the syscall to: the
-         * notify action becomes a plain kill (fr_filter_install). */
-        return fr_filter_install(&p->filter, getpid(), false);
+    int listener = -1;
+    if (p->filter.mode != FR_FILTER_OFF) {
+        listener = fr_filter_install(&p->filter, getpid(), notify_sock, true);
+        if (listener < 0)
+            return listener;
     }
-    return -EINVAL;
+    /* The filter is in force: only read, write, close, sendmsg on
+     * notify_sock and exit are sure to pass from here on. */
+    rc = fr_notify_send(notify_sock, listener);
+    if (listener >= 0)
+        close(listener);
+    close(notify_sock);
+    return rc;
 }

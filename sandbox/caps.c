@@ -8,7 +8,8 @@
  *   effective / permitted / inheritable  with one capset(2).
  * A policy may keep named capabilities ("cap_net_raw"): they stay in the
  * bounding set and in E/P/I, and are raised in the ambient set so they
- * survive an execve for a non-root uid too (the exec preset).
+ * survive an execve for a non-root uid too (the exec preset, and every job
+ * that runs under a per-slot uid: identity.c).
  *
  * Child-side cost and safety: libcap 2.66's cap_set_proc() takes the
  * cap_t's own spin lock and makes one capset(2) — no allocation (the
@@ -26,12 +27,12 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, size_t errlen)
 {
-    *out = (struct fr_caps_plan){ 0 };
+    *out = (struct fr_caps_plan){0};
     /* cap_max_bits() asks the running kernel (not the headers) how many
      * capabilities exist, so new kernels' capabilities are dropped too. */
     out->last_cap = (int)cap_max_bits() - 1;
@@ -48,11 +49,21 @@ int fr_caps_plan(const char *const *keep, struct fr_caps_plan *out, char *err, s
         fr_seterr(err, errlen, "sandbox: cap_init: %s", strerror(errno));
         return -1;
     }
+    /* The relay (relay.c) keeps CAP_KILL alone, when the builder has it: it
+     * must SIGKILL a job that runs under another uid (a slot's). */
+    out->relay = cap_init();
+    cap_value_t kill_cap = CAP_KILL;
+    if (!out->relay ||
+        (cap_get_bound(CAP_KILL) > 0 && (cap_set_flag(out->relay, CAP_EFFECTIVE, 1, &kill_cap, CAP_SET) < 0 ||
+                                         cap_set_flag(out->relay, CAP_PERMITTED, 1, &kill_cap, CAP_SET) < 0))) {
+        fr_seterr(err, errlen, "sandbox: preparing the relay's capabilities: %s", strerror(errno));
+        fr_caps_plan_free(out);
+        return -1;
+    }
     for (size_t i = 0; keep && keep[i]; i++) {
         cap_value_t cap;
         if (cap_from_name(keep[i], &cap) < 0 || cap < 0 || cap > out->last_cap) {
-            fr_seterr(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)",
-                      keep[i]);
+            fr_seterr(err, errlen, "unknown capability '%s' in keep_caps (expected a name like cap_net_raw)", keep[i]);
             fr_caps_plan_free(out);
             return -1;
         }
@@ -72,7 +83,9 @@ void fr_caps_plan_free(struct fr_caps_plan *plan)
 {
     if (plan->state)
         cap_free(plan->state);
-    plan->state = NULL;
+    if (plan->relay)
+        cap_free(plan->relay);
+    plan->state = plan->relay = NULL;
 }
 
 /* Bounding set first: dropping from it needs CAP_SETPCAP, which the
@@ -81,7 +94,7 @@ void fr_caps_plan_free(struct fr_caps_plan *plan)
  * holds no_new_privs by now, and with it an execve can never gain a
  * capability (the kernel caps the new permitted set at the old one), so we
  * stop dropping instead of failing. */
-static int drop_bounding(const struct fr_caps_plan *plan)
+int fr_caps_drop_bounding(const struct fr_caps_plan *plan)
 {
     for (cap_value_t cap = 0; cap <= plan->last_cap; cap++) {
         if (!(plan->bounding & (1ULL << cap)) || (plan->keep & (1ULL << cap)))
@@ -97,7 +110,7 @@ static int drop_bounding(const struct fr_caps_plan *plan)
 
 int fr_caps_prepare_worker(struct fr_caps_plan *plan)
 {
-    int rc = drop_bounding(plan);
+    int rc = fr_caps_drop_bounding(plan);
     if (rc < 0)
         return rc;
     uint64_t left = 0;
@@ -108,11 +121,11 @@ int fr_caps_prepare_worker(struct fr_caps_plan *plan)
     return 0;
 }
 
-int fr_caps_apply(const struct fr_caps_plan *plan)
+/* After an identity switch too: a uid change from 0 clears the effective
+ * and ambient sets (and the permitted one unless PR_SET_KEEPCAPS was set,
+ * identity.c), so the kept capabilities are raised here, after it. */
+int fr_caps_set(const struct fr_caps_plan *plan)
 {
-    int rc = drop_bounding(plan);
-    if (rc < 0)
-        return rc;
     /* Ambient: one CLEAR_ALL (libcap's cap_reset_ambient first reads all
      * ~40 capabilities one prctl at a time). EINVAL means the kernel
      * predates ambient capabilities (4.3): nothing to clear then. */
@@ -125,4 +138,19 @@ int fr_caps_apply(const struct fr_caps_plan *plan)
             return -errno;
     }
     return 0;
+}
+
+int fr_caps_relay(const struct fr_caps_plan *plan)
+{
+    /* Bounding set: everything (kept capabilities are the job's, not ours). */
+    for (cap_value_t cap = 0; cap <= plan->last_cap; cap++)
+        if ((plan->bounding & (1ULL << cap)) && cap != CAP_KILL && cap_drop_bound(cap) < 0) {
+            if (errno == EPERM)
+                break;
+            return -errno;
+        }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    /* Without CAP_KILL to begin with, the state asks for nothing: fine. */
+    return cap_set_proc(plan->relay) < 0 ? -errno : 0;
 }

@@ -1,42 +1,20 @@
-/* policy.c — building and freeing a policy, the "key=value;..." form used
- * through ctypes, preset names and a one-line description.
+/* policy.c — building and freeing a policy, a one-line description of it
+ * and what it will enforce (fr_policy_info).
  *
  * All the work happens here, in the parent: names are resolved (syscalls
- * with libseccomp, capabilities with libcap), limits are planned and the
- * filter compiled, so that fr_policy_apply in the child only makes
- * syscalls. */
+ * with libseccomp, capabilities with libcap), limits and the identity are
+ * planned, the Landlock ruleset is built and the filter compiled (it
+ * depends on what Landlock and the identity cover), so that
+ * fr_policy_apply in the child only makes syscalls. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
-
-static const char *const g_preset_names[] = {
-    [FR_PRESET_NONE] = "none",
-    [FR_PRESET_EXEC] = "exec",
-    [FR_PRESET_PYTHON] = "python",
-};
-
-int fr_preset_parse(const char *s, enum fr_preset *out)
-{
-    for (size_t i = 0; s && i < sizeof g_preset_names / sizeof g_preset_names[0]; i++) {
-        if (strcmp(s, g_preset_names[i]) == 0) {
-            *out = (enum fr_preset)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-const char *fr_preset_name(enum fr_preset p)
-{
-    if ((unsigned)p < sizeof g_preset_names / sizeof g_preset_names[0])
-        return g_preset_names[p];
-    return "unknown";
-}
 
 /* ---- build / free -------------------------------------------------------------- */
 
@@ -70,6 +48,16 @@ static int copy_list(const char *const *in, char ***out)
     return 0;
 }
 
+/* What the filter may leave to the kernel's other rules. */
+static void plan_presets(const struct fr_policy_spec *spec, struct fr_policy *p)
+{
+    p->pc.preset = spec->preset;
+    p->pc.open = p->ll.fd < 0 ? FR_OPEN_READ_ONLY : p->ll.abi >= 3 ? FR_OPEN_ANY : FR_OPEN_NO_TRUNC;
+    p->pc.procs = spec->nproc != 1;
+    p->pc.kill_any =
+        spec->preset == FR_PRESET_EXEC && p->pc.procs && ((p->ll.fd >= 0 && p->ll.scoped) || p->id.enabled);
+}
+
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen)
 {
     if (err && errlen)
@@ -83,7 +71,7 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
         fr_seterr(err, errlen, "sandbox: no policy spec given");
         return -1;
     }
-    if ((unsigned)spec->preset >= sizeof g_preset_names / sizeof g_preset_names[0]) {
+    if (spec->preset != FR_PRESET_NONE && spec->preset != FR_PRESET_EXEC && spec->preset != FR_PRESET_PYTHON) {
         fr_seterr(err, errlen, "sandbox: unknown preset %d (expected none, exec or python)", (int)spec->preset);
         return -1;
     }
@@ -96,8 +84,16 @@ int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, c
     p->spec_allow = spec->spec_allow;
     p->limits = *spec;
     p->limits.allow = p->limits.deny = p->limits.keep_caps = NULL;
+    p->limits.read_paths = p->limits.write_paths = NULL;
+    p->ll.fd = -1;
     if (fr_rlimits_plan(spec, &p->rl, err, errlen) < 0 || fr_caps_plan(spec->keep_caps, &p->caps, err, errlen) < 0 ||
-        fr_filter_build(spec, &p->filter, err, errlen) < 0) {
+        fr_identity_plan(spec, p->caps.keep != 0, &p->id, err, errlen) < 0 ||
+        fr_landlock_build(spec, &p->ll, err, errlen) < 0) {
+        fr_policy_free(p);
+        return -1;
+    }
+    plan_presets(spec, p);
+    if (fr_filter_build(spec, &p->pc, &p->filter, err, errlen) < 0) {
         fr_policy_free(p);
         return -1;
     }
@@ -117,126 +113,11 @@ void fr_policy_free(struct fr_policy *p)
         return;
     fr_filter_free(&p->filter);
     fr_caps_plan_free(&p->caps);
+    fr_landlock_free(&p->ll);
     free_list(p->allow);
     free_list(p->deny);
     free_list(p->keep);
     free(p);
-}
-
-/* ---- "key=value;key=value" ---------------------------------------------------------- */
-
-#define FR_KV_LIST_MAX 64
-
-struct kv_state {
-    struct fr_policy_spec spec;
-    const char *allow[FR_KV_LIST_MAX + 1];
-    const char *deny[FR_KV_LIST_MAX + 1];
-    const char *keep[FR_KV_LIST_MAX + 1];
-};
-
-/* Split a list value ("socket, connect bind") in place into list[]. */
-static int parse_list(char *val, const char **list, const char *key, int item, char *err, size_t errlen)
-{
-    size_t n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(val, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
-        if (n >= FR_KV_LIST_MAX) {
-            fr_seterr(err, errlen, "sandbox kv item %d: more than %d names in %s", item, FR_KV_LIST_MAX, key);
-            return -1;
-        }
-        list[n++] = tok;
-    }
-    list[n] = NULL;
-    return 0;
-}
-
-static int parse_item(struct kv_state *st, const char *key, char *val, int item, char *err, size_t errlen)
-{
-    struct fr_policy_spec *s = &st->spec;
-    uint64_t ignored;
-    int rc;
-    if (strcmp(key, "preset") == 0)
-        rc = fr_preset_parse(val, &s->preset);
-    else if (strcmp(key, "cpu_time") == 0)
-        rc = fr_parse_duration_ms(val, &s->cpu_ms);
-    else if (strcmp(key, "memory") == 0)
-        rc = fr_parse_size(val, &s->as_bytes);
-    else if (strcmp(key, "fsize") == 0)
-        rc = fr_parse_size(val, &s->fsize_bytes);
-    else if (strcmp(key, "nofile") == 0)
-        rc = fr_parse_u64(val, &s->nofile);
-    else if (strcmp(key, "processes") == 0)
-        rc = fr_parse_u64(val, &s->nproc);
-    else if (strcmp(key, "stack") == 0)
-        rc = fr_parse_size(val, &s->stack_bytes);
-    else if (strcmp(key, "core") == 0)
-        rc = fr_parse_size(val, &s->core_bytes);
-    else if (strcmp(key, "spec_allow") == 0)
-        rc = fr_parse_bool(val, &s->spec_allow);
-    else if (strcmp(key, "allow") == 0)
-        return parse_list(val, st->allow, key, item, err, errlen);
-    else if (strcmp(key, "deny") == 0)
-        return parse_list(val, st->deny, key, item, err, errlen);
-    else if (strcmp(key, "keep_caps") == 0)
-        return parse_list(val, st->keep, key, item, err, errlen);
-    /* The parent enforces these ([sandbox] keys too): accepted and checked
-     * so a caller can pass the whole section through. */
-    else if (strcmp(key, "wall_time") == 0)
-        rc = fr_parse_duration_ms(val, &ignored);
-    else if (strcmp(key, "output") == 0)
-        rc = fr_parse_size(val, &ignored);
-    else {
-        fr_seterr(err, errlen,
-                  "sandbox kv item %d: unknown key '%s' (known: preset, cpu_time, memory, fsize, nofile, "
-                  "processes, stack, core, allow, deny, keep_caps, spec_allow, wall_time, output)",
-                  item, key);
-        return -1;
-    }
-    if (rc < 0) {
-        fr_seterr(err, errlen, "sandbox kv item %d: bad value '%s' for %s", item, val, key);
-        return -1;
-    }
-    return 0;
-}
-
-int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen)
-{
-    if (out)
-        *out = NULL;
-    char *copy = strdup(kv ? kv : "");
-    struct kv_state *st = calloc(1, sizeof *st);
-    if (!copy || !st) {
-        fr_seterr(err, errlen, "sandbox kv: out of memory");
-        free(copy);
-        free(st);
-        return -1;
-    }
-    st->spec.preset = FR_PRESET_PYTHON; /* what the ctypes caller (the warm Python runtime) wants */
-    int rc = 0, item = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ";", &save); tok && !rc; tok = strtok_r(NULL, ";", &save)) {
-        char *it = fr_trim(tok);
-        if (!*it)
-            continue;
-        item++;
-        char *eq = strchr(it, '=');
-        if (!eq) {
-            fr_seterr(err, errlen, "sandbox kv item %d '%s': expected key=value", item, it);
-            rc = -1;
-            break;
-        }
-        *eq = '\0';
-        rc = parse_item(st, fr_trim(it), fr_trim(eq + 1), item, err, errlen);
-    }
-    if (!rc) {
-        st->spec.allow = st->allow[0] ? st->allow : NULL;
-        st->spec.deny = st->deny[0] ? st->deny : NULL;
-        st->spec.keep_caps = st->keep[0] ? st->keep : NULL;
-        rc = fr_policy_build(&st->spec, out, err, errlen);
-    }
-    free(st);
-    free(copy);
-    return rc;
 }
 
 /* ---- description --------------------------------------------------------------- */
@@ -276,10 +157,10 @@ static void sb_list(struct sbuf *b, const char *name, char *const *list)
 
 int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
 {
-    struct sbuf b = { buf, len, 0 };
+    struct sbuf b = {buf, len, 0};
     if (len)
         buf[0] = '\0';
-    static const char *const modes[] = { "off", "trap", "notify" };
+    static const char *const modes[] = {"off", "notify"};
     sb_printf(&b, "preset=%s seccomp=%s", fr_preset_name(p->preset), modes[p->filter.mode]);
     if (p->filter.mode != FR_FILTER_OFF)
         sb_printf(&b, "(%u insns)", p->filter.len);
@@ -303,7 +184,66 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
         sb_printf(&b, " caps=none");
     sb_list(&b, "allow", p->allow);
     sb_list(&b, "deny", p->deny);
+    if (p->limits.fs != FR_FS_OFF) {
+        if (p->ll.fd >= 0)
+            sb_printf(&b, " landlock=%s(abi %d, %u read, %u write)", fr_fs_base_name(p->limits.fs), p->ll.abi,
+                      p->ll.nread, p->ll.nwrite);
+        else
+            sb_printf(&b, " landlock=unavailable");
+    }
+    if (p->id.enabled)
+        sb_printf(&b, " uids=%u-%u", p->id.base, p->id.base + (unsigned)p->id.slots - 1);
     return b.used > (size_t)0x7fffffff ? -1 : (int)b.used;
+}
+
+/* ---- what will be enforced -------------------------------------------------------- */
+
+void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->preset = p->preset;
+    out->seccomp = p->filter.mode == FR_FILTER_OFF ? "off" : "notify";
+    out->filter_insns = p->filter.len;
+    out->spec_allow = p->spec_allow;
+    out->fs = p->limits.fs;
+    out->landlock_abi = p->ll.abi;
+    out->landlock = p->ll.fd >= 0;
+    snprintf(out->landlock_why, sizeof out->landlock_why, "%s",
+             p->limits.fs == FR_FS_OFF ? "not asked for (fs=off)" : p->ll.why);
+    if (out->landlock)
+        out->landlock_why[0] = '\0';
+    static const char *const opens[] = {
+        [FR_OPEN_READ_ONLY] = "denied", [FR_OPEN_NO_TRUNC] = "landlock, no O_TRUNC", [FR_OPEN_ANY] = "landlock"};
+    out->write_opens = p->filter.mode == FR_FILTER_OFF ? (out->landlock ? "landlock" : "allowed") : opens[p->pc.open];
+    out->scoped = out->landlock && p->ll.scoped;
+    out->nread = p->ll.nread;
+    out->nwrite = p->ll.nwrite;
+    out->identity = p->id.enabled;
+    out->uid_first = p->id.base;
+    out->uid_last = p->id.base + (uint32_t)p->id.slots - 1;
+    snprintf(out->identity_why, sizeof out->identity_why, "%s", p->id.enabled ? "" : p->id.why);
+    out->uid = p->id.builder_uid;
+    out->keep_caps = p->caps.keep;
+    /* Dropping the bounding set needs CAP_SETPCAP in the effective set. */
+    cap_t cur = cap_get_proc();
+    cap_flag_value_t v = CAP_CLEAR;
+    out->bounding = cur && cap_get_flag(cur, CAP_SETPCAP, CAP_EFFECTIVE, &v) == 0 && v == CAP_SET;
+    if (cur)
+        cap_free(cur);
+}
+
+bool fr_policy_may_read(const struct fr_policy *p, const char *path)
+{
+    char real[PATH_MAX];
+    if (!p || p->ll.fd < 0 || !realpath(path, real))
+        return false;
+    for (size_t i = 0; p->ll.granted && p->ll.granted[i]; i++) {
+        const char *g = p->ll.granted[i];
+        size_t n = strlen(g);
+        if (!strncmp(real, g, n) && (real[n] == '\0' || real[n] == '/' || (n == 1 && g[0] == '/')))
+            return true;
+    }
+    return false;
 }
 
 int fr_policy_prepare_worker(struct fr_policy *p)
@@ -311,6 +251,11 @@ int fr_policy_prepare_worker(struct fr_policy *p)
     if (!p)
         return -EINVAL;
     return fr_caps_prepare_worker(&p->caps);
+}
+
+int fr_policy_fd(const struct fr_policy *p)
+{
+    return p ? p->ll.fd : -1;
 }
 
 const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns)

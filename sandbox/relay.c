@@ -1,75 +1,75 @@
-/* relay.c — naming violations of a program that execs (the exec preset).
+/* relay.c — a supervisor between the caller and the job (fr_policy_apply
+ * with a report descriptor).
  *
- * A SIGSYS handler does not survive execve (caught signals are reset to
- * SIG_DFL), so SECCOMP_RET_TRAP would kill an exec'd program with an
- * anonymous SIGSYS. Instead the exec preset's filter answers denied calls
- * with SECCOMP_RET_USER_NOTIF, and a small relay process reads the
- * notification, which carries the syscall number, from the filter's
- * listener descriptor:
+ * The job's filter notifies denied calls to a listener (notify.c); someone
+ * the job cannot reach must hold it. For a program that execs (the exec
+ * runtime) that cannot be the job itself, and the caller (fitrun) should
+ * not have to be a seccomp supervisor. So the caller's child becomes a
+ * small relay and forks the job:
  *
- *   caller's child (the pid the caller knows)      the job (its child)
- *   ---------------------------------------------  ---------------------------
- *   fr_relay_apply: pipes, _Fork() -------------->  PDEATHSIG=SIGKILL
- *                                                   rlimits, no_new_privs, caps
- *                                                   seccomp(NEW_LISTENER) = L
- *   pidfd_getfd(job, L) <-- "L" ------------------  write(L's number)
- *   ---------------------- ack ------------------>  close(L); return 0 -> exec
- *   poll(L, pidfd):
- *     notification: record nr, SIGKILL the job
- *     job exited: write the record (if any) to report_fd and die of
- *                 SIGSYS, else mirror the job: same exit code or the same
- *                 fatal signal, so the caller's wait4 sees what the job did.
+ *   caller's child = relay (the pid the caller knows)   the job (its child)
+ *   ---------------------------------------------------  -------------------------------
+ *   setpgid(0, 0); socketpair; save interval timers
+ *   _Fork() ------------------------------------------->  PDEATHSIG=SIGKILL (relay)
+ *                                                          interval timers restored
+ *                                                          rlimits ... Landlock (apply.c)
+ *                                                          seccomp(NEW_LISTENER) = L
+ *   recvmsg = L  <--------------- SCM_RIGHTS -------------  sendmsg(L); close(L)
+ *   pidfd(parent), then PDEATHSIG cleared                  return 0 -> exec / the job
+ *   close everything else; no_new_privs, no caps,
+ *   not dumpable
+ *   poll(L, job's pidfd, parent's pidfd):
+ *     notification: record it, SIGKILL the caller of the denied call and
+ *                   the job (a blocked call never returns)
+ *     parent gone:  SIGKILL our process group — the job and everything it
+ *                   started (the presets deny setsid/setpgid, so nothing
+ *                   leaves it) — and ourselves with it
+ *     job exited:   write the record (if any) to report_fd and die of
+ *                   SIGSYS, else mirror the job: same exit code or the
+ *                   same fatal signal, so the caller's wait4 sees the job.
  *
- * The caller's wait4 rusage includes the job's (the relay reaps it), so CPU
- * accounting and classification work unchanged. If the relay is killed (a
- * wall timeout), PR_SET_PDEATHSIG takes the job with it. The relay closes
- * every descriptor it does not need (stdio included) so readers of the
- * job's output see EOF when the job exits.
+ * The caller's wait4 rusage includes the job's (the relay reaps it). If the
+ * relay is killed (a wall timeout), PR_SET_PDEATHSIG takes the job with it.
+ * The relay closes every descriptor it does not need (stdio included) so
+ * readers of the job's output see EOF when the job exits.
  *
- * Fallbacks: a kernel without listeners (< 5.0) or a process already under
- * a filter with a listener (EBUSY) gets the filter without one — violations
- * then kill with an unnamed SIGSYS. If the relay cannot take the listener
- * (pidfd_getfd needs ptrace access to the job: Yama ptrace_scope >= 2
- * without CAP_SYS_PTRACE), apply fails with that errno in the job rather
- * than run it with violations that would neither kill nor be reported.
+ * What the job can do to the relay: nothing that changes a verdict. The
+ * report descriptor and the listener never exist in the job after it
+ * returns from apply; the relay keeps the caller's uid while the job may
+ * run under a slot uid; the relay is not dumpable (no ptrace, no
+ * /proc/<pid>/mem, no pidfd_getfd of its descriptors); with Landlock the
+ * job cannot signal outside its domain, and the presets only let it signal
+ * itself unless signals are confined. A job that kills or stops its relay
+ * only ends or stalls itself (a `signal` or a wall `timeout`, never a
+ * violation). A job that raises SIGSYS is mirrored as that signal.
+ *
+ * Fallback: a process already under a filter with a listener (EBUSY: a
+ * fitrun job running fitrun) installs the filter without one; violations
+ * then kill with an unnamed SIGSYS.
  *
  * Everything here is async-signal-safe (system calls only). */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-static int read_int(int fd, int *v)
-{
-    for (;;) {
-        ssize_t n = read(fd, v, sizeof *v);
-        if (n == (ssize_t)sizeof *v)
-            return 0;
-        if (n < 0 && errno == EINTR)
-            continue;
-        return -1;
-    }
-}
-
-static void write_int(int fd, int v)
-{
-    while (write(fd, &v, sizeof v) < 0 && errno == EINTR) {
-    }
-}
+/* Interval timers are not inherited by fork; the job gets the caller's. */
+static const int g_timers[3] = {ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF};
 
 /* ---- the job ------------------------------------------------------------------ */
 
-static int job_side(const struct fr_policy *p, int report_fd, pid_t relay, int up_w, int down_r)
+static int job_side(const struct fr_policy *p, int report_fd, pid_t relay, int sock, int slot,
+                    const struct itimerval *timers)
 {
     /* The job does not report anything itself; not holding the report
      * descriptor also means it cannot forge a record. */
@@ -79,36 +79,30 @@ static int job_side(const struct fr_policy *p, int report_fd, pid_t relay, int u
         rc = -errno;
     else if (getppid() != relay)
         rc = -ESRCH; /* the relay died before PDEATHSIG was armed */
+    for (int i = 0; !rc && i < 3; i++)
+        if ((timers[i].it_value.tv_sec || timers[i].it_value.tv_usec) && setitimer(g_timers[i], &timers[i], NULL) < 0)
+            rc = -errno;
     if (!rc)
-        rc = fr_apply_common(p);
-    /* The relay takes the listener with pidfd_getfd, which needs ptrace
-     * access to us: a caller that switched uid left us non-dumpable. The
-     * execve that follows makes the job dumpable anyway (kernel rule for
-     * an ordinary binary), so this exposes nothing the job would not. */
-    if (!rc && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-        rc = -errno;
+        rc = fr_apply_steps(p, slot);
     int listener = -1;
-    if (!rc) {
-        listener = fr_filter_install(&p->filter, getpid(), true);
-        if (listener == -EBUSY || listener == -EINVAL) {
+    if (!rc && p->filter.mode != FR_FILTER_OFF) {
+        listener = fr_filter_install(&p->filter, getpid(), sock, true);
+        if (listener == -EBUSY) {
             listener = -1;
-            rc = fr_filter_install(&p->filter, getpid(), false);
+            rc = fr_filter_install(&p->filter, getpid(), sock, false);
         } else if (listener < 0) {
             rc = listener;
             listener = -1;
         }
     }
-    /* From here on the filter may be installed: only read, write and close
-     * (reserved in filter.c, so always allowed) until we return. */
-    write_int(up_w, rc < 0 ? -1 : listener);
-    if (listener >= 0) {
-        int ack = -EPIPE;
-        if (read_int(down_r, &ack) < 0 || ack < 0)
-            rc = ack < 0 ? ack : -EPIPE;
+    /* From here on the filter may be installed: only read, write, close,
+     * sendmsg on sock and exit (reserved in filter.c) until we return. A
+     * failure sends nothing: the relay sees EOF and mirrors our exit. */
+    if (!rc)
+        rc = fr_notify_send(sock, listener);
+    if (listener >= 0)
         close(listener);
-    }
-    close(up_w);
-    close(down_r);
+    close(sock);
     return rc;
 }
 
@@ -128,7 +122,7 @@ static void sort3(int v[3])
 /* Close every descriptor except the three given (best effort). */
 static void close_all_except(int a, int b, int c)
 {
-    int keep[3] = { a, b, c };
+    int keep[3] = {a, b, c};
     sort3(keep);
     unsigned int from = 0;
     for (int i = 0; i < 3; i++) {
@@ -142,35 +136,47 @@ static void close_all_except(int a, int b, int c)
 }
 
 struct relay_result {
-    int status;     /* the job's wait status */
-    int nr;         /* first violation, -1 = none */
+    int status; /* the job's wait status */
+    int nr;     /* first violation, -1 = none */
     uint32_t arch;
 };
 
+/* Our parent (fitrun, a worker) is gone: nobody will kill the job's tree
+ * for us. Everything it started is in our process group. */
+static _Noreturn void parent_gone(void)
+{
+    (void)kill(0, SIGKILL);
+    fr_die_by_signal(SIGKILL);
+}
+
 /* Wait for the job, turning every notification into a kill. */
-static void supervise(pid_t job, int pidfd, int listener, struct relay_result *res)
+static void supervise(pid_t job, int pidfd, int listener, int parentfd, struct relay_result *res)
 {
     res->nr = -1;
     while (pidfd >= 0) {
-        struct pollfd fds[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
-        if (poll(fds, listener >= 0 ? 2 : 1, -1) < 0) {
+        struct pollfd fds[3] = {
+            {.fd = pidfd, .events = POLLIN}, {.fd = parentfd, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
+        if (poll(fds, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
-        if (listener >= 0 && (fds[1].revents & POLLIN)) {
-            struct seccomp_notif req;
-            memset(&req, 0, sizeof req); /* the kernel insists on a zeroed buffer */
-            if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
-                if (res->nr < 0) {
-                    res->nr = req.data.nr;
-                    res->arch = req.data.arch;
-                }
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
+            parent_gone();
+        if (fds[2].revents & POLLIN) {
+            int nr, who;
+            if (fr_notify_read(listener, &nr, &who) == 0) {
+                if (res->nr < 0)
+                    res->nr = nr;
+                /* The caller of the denied call may be a descendant of the
+                 * job; it is parked in the call, so its pid is still its. */
+                if (who > 0)
+                    (void)kill(who, SIGKILL);
                 (void)kill(job, SIGKILL); /* our unreaped child: the pid cannot be reused */
             }
-        } else if (listener >= 0 && (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+        } else if (fds[2].revents & (POLLHUP | POLLERR | POLLNVAL)) {
             close(listener);
-            listener = -1;
+            listener = -1; /* poll ignores negative descriptors */
         }
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))
             break;
@@ -183,35 +189,45 @@ static void supervise(pid_t job, int pidfd, int listener, struct relay_result *r
     }
 }
 
-static _Noreturn void relay_side(const struct fr_policy *p, int report_fd, pid_t job, int up_r, int down_w)
+static _Noreturn void relay_side(const struct fr_policy *p, int report_fd, pid_t job, int sock, pid_t parent)
 {
-    close_all_except(report_fd, up_r, down_w);
+    /* Watch the parent before giving up the death signal the caller may
+     * have armed: from here on its pidfd says when it is gone, and the
+     * relay, unlike a SIGKILLed one, can take the job's tree with it. */
+    int parentfd = pidfd_open(parent, 0);
+    if (parentfd >= 0)
+        (void)prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+    if (getppid() != parent)
+        parent_gone();
+    close_all_except(report_fd, sock, parentfd);
     /* We re-raise the job's fatal signal on ourselves: no core of the relay,
      * and no death by SIGPIPE if the caller closed the report pipe. */
-    struct rlimit nocore = { 0, 0 };
+    struct rlimit nocore = {0, 0};
     (void)setrlimit(RLIMIT_CORE, &nocore);
     (void)signal(SIGPIPE, SIG_IGN);
+    struct itimerval off;
+    memset(&off, 0, sizeof off);
+    for (int i = 0; i < 3; i++)
+        (void)setitimer(g_timers[i], &off, NULL);
 
     int pidfd = pidfd_open(job, 0);
-    int listener = -1, theirs;
-    if (read_int(up_r, &theirs) == 0 && theirs >= 0) {
-        listener = pidfd >= 0 ? pidfd_getfd(pidfd, theirs, 0) : -1;
-        write_int(down_w, listener >= 0 ? 0 : -(errno ? errno : EPERM));
-    }
-    close(up_r);
-    close(down_w);
+    int listener = fr_notify_receive(sock);
+    close(sock);
     /* The relay only runs this file's code, but it lives as long as the job:
-     * give up what the job gave up too (errors ignored: nothing depends on
+     * give up every capability but CAP_KILL (a job under a slot's uid is
+     * not ours to kill without it; errors ignored: nothing else depends on
      * it), and be non-dumpable — its memory is a copy of the caller's, and
-     * the job (same uid) must not read it through /proc/<ppid>/mem. */
+     * a job of the same uid must not read it through /proc/<ppid>/mem. */
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    (void)fr_caps_apply(&p->caps);
+    (void)fr_caps_relay(&p->caps);
 
     struct relay_result res;
-    supervise(job, pidfd, listener, &res);
+    supervise(job, pidfd, listener, parentfd, &res);
     if (res.nr >= 0) {
-        (void)fr_report_write(report_fd, res.arch, res.nr);
+        /* The record keeps the number as the relay got it (the native arch
+         * for FR_VIOLATION_FOREIGN's own sentinel). */
+        (void)fr_report_write(report_fd, p->filter.arch, res.nr);
         fr_die_by_signal(SIGSYS);
     }
     if (WIFEXITED(res.status))
@@ -221,35 +237,34 @@ static _Noreturn void relay_side(const struct fr_policy *p, int report_fd, pid_t
     _exit(125);
 }
 
-int fr_relay_apply(const struct fr_policy *p, int report_fd)
+int fr_relay_apply(const struct fr_policy *p, int report_fd, int slot)
 {
-    int up[2], down[2];
-    if (pipe2(up, O_CLOEXEC) < 0)
+    pid_t parent = getppid();
+    /* The job's tree must be ours alone to kill: lead a process group
+     * (a session leader already does; then this fails, harmlessly). */
+    if (getpgid(0) != getpid())
+        (void)setpgid(0, 0);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
-    if (pipe2(down, O_CLOEXEC) < 0) {
-        int rc = -errno;
-        close(up[0]);
-        close(up[1]);
-        return rc;
-    }
+    struct itimerval timers[3];
+    for (int i = 0; i < 3; i++)
+        if (getitimer(g_timers[i], &timers[i]) < 0)
+            memset(&timers[i], 0, sizeof timers[i]);
     pid_t relay = getpid();
     /* _Fork, not fork: async-signal-safe, and it does not run the
      * pthread_atfork handlers of whatever the caller has loaded. */
     pid_t job = _Fork();
     if (job < 0) {
         int rc = -errno;
-        close(up[0]);
-        close(up[1]);
-        close(down[0]);
-        close(down[1]);
+        close(sv[0]);
+        close(sv[1]);
         return rc;
     }
     if (job == 0) {
-        close(up[0]);
-        close(down[1]);
-        return job_side(p, report_fd, relay, up[1], down[0]);
+        close(sv[0]);
+        return job_side(p, report_fd, relay, sv[1], slot, timers);
     }
-    close(up[1]);
-    close(down[0]);
-    relay_side(p, report_fd, job, up[0], down[1]);
+    close(sv[1]);
+    relay_side(p, report_fd, job, sv[0], parent);
 }

@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 static int plan_add(struct fr_rlimit_plan *p, int resource, rlim_t soft, rlim_t hard)
@@ -38,7 +38,7 @@ static int plan_add(struct fr_rlimit_plan *p, int resource, rlim_t soft, rlim_t 
 
 int fr_rlimits_plan(const struct fr_policy_spec *spec, struct fr_rlimit_plan *out, char *err, size_t errlen)
 {
-    *out = (struct fr_rlimit_plan){ 0 };
+    *out = (struct fr_rlimit_plan){0};
     int rc = 0;
     if (spec->cpu_ms) {
         /* ceil(ms / 1000) without overflow; at least one second. */

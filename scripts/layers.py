@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """layers.py — check that fitrun's layering goes one way.
 
-    scripts/layers.py [BUILD_DIR]        (default: build)
+    scripts/layers.py [--src DIR] [BUILD_DIR]    (defaults: this checkout, its build/)
 
 Reads the object files of a build (the code the binary really links) and
 the sources' quoted #include lines, and builds a file-level graph: an edge
@@ -11,7 +11,9 @@ header of b.c's module. Then it reports
   - circles: groups of source files that depend on each other (strongly
     connected components with more than one file), and
   - upward edges: a file of a lower layer depending on a higher one,
-    with LAYERS below as the order (common helpers first, the CLI last).
+    with LAYERS below as the order (common helpers first, the CLI last),
+  - unlayered files: a source of common/, launcher/ or sandbox/ that no
+    layer claims (a new folder must take its place in LAYERS).
 
 Exits 1 when it finds either, 0 otherwise. Standard library plus `nm`.
 """
@@ -21,31 +23,38 @@ import subprocess
 import sys
 from collections import defaultdict
 
-# Lowest first. A source belongs to the first entry whose prefix matches.
+# Lowest first: a layer's name and its folder (docs/architecture.md draws
+# the same order). A source belongs to the first entry whose prefix matches.
 # Files of one layer may depend on each other (without circles) and on
-# anything below; never on anything above.
-LAYERS = [
-    ("common", ["launcher/common/", "launcher/util/"]),
-    ("detect", ["launcher/detect/"]),
-    ("plan", ["launcher/plan/"]),
-    ("env", ["launcher/env/", "launcher/init/envexport.c"]),
-    ("sandbox", ["sandbox/"]),
-    ("profile", ["launcher/profile/"]),
-    ("jobs", ["launcher/jobs/"]),
-    ("verdict", ["launcher/verdict/"]),
-    ("runtimes", ["launcher/runtime/"]),
-    ("init", ["launcher/init/"]),
-    ("pool", ["launcher/pool/"]),
-    ("shard", ["launcher/shard/"]),
-    ("cli", ["launcher/cli/"]),
-]
+# anything below; never on anything above. `status` is one file of the
+# verdict's folder: the status words (fitrun/status.h), the results file's
+# vocabulary, below the jobs that write them and the verdict that decides them.
+LAYERS = [line.split() for line in """
+    common    common/
+    detect    launcher/detect/
+    plan      launcher/plan/
+    env       launcher/env/
+    sandbox   sandbox/
+    profile   launcher/profile/
+    status    launcher/verdict/status.c
+    jobs      launcher/jobs/
+    verdict   launcher/verdict/
+    runtimes  launcher/runtime/
+    init      launcher/init/
+    pool      launcher/pool/
+    scaleout  launcher/scaleout/
+    cli       launcher/cli/
+""".strip().splitlines()]
+
+# The folders whose every source must belong to a layer.
+CHECKED = ("common/", "launcher/", "sandbox/")
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def layer_of(path):
-    for i, (name, prefixes) in enumerate(LAYERS):
-        if any(path.startswith(p) for p in prefixes):
+    for i, (name, prefix) in enumerate(LAYERS):
+        if path.startswith(prefix):
             return i, name
     return None, None
 
@@ -66,7 +75,7 @@ def objects(build):
             # Objects of launcher/ targets are relative to launcher/.
             for base in ("", "launcher/", "sandbox/"):
                 cand = os.path.normpath(base + rel)
-                if os.path.isfile(os.path.join(SRC, cand)) and layer_of(cand)[0] is not None:
+                if os.path.isfile(os.path.join(SRC, cand)) and cand.startswith(CHECKED):
                     found.setdefault(cand, obj)
                     break
     return found
@@ -151,7 +160,12 @@ def sccs(nodes, edges):
 
 
 def main(argv):
-    build = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(SRC, "build"))
+    global SRC
+    args = argv[1:]
+    if args[:1] == ["--src"] and len(args) > 1:
+        SRC = os.path.abspath(args[1])
+        args = args[2:]
+    build = os.path.abspath(args[0] if args else os.path.join(SRC, "build"))
     objs = objects(build)
     if not objs:
         print(f"layers.py: no object files under {build} (build first)", file=sys.stderr)
@@ -160,6 +174,10 @@ def main(argv):
     for s, ts in include_edges(list(objs)).items():
         edges[s] |= ts
     bad = 0
+    for s in sorted(objs):
+        if layer_of(s)[0] is None:
+            bad += 1
+            print(f"unlayered: {s} (add its folder to LAYERS in scripts/layers.py)")
     for comp in sccs(objs.keys(), edges):
         if len(comp) > 1:
             bad += 1

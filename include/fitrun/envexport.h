@@ -47,26 +47,26 @@
  * 2e9 bytes available; fitrun's default threshold is 2 GiB. */
 #define FR_ENV_SHM_THRESHOLD_DEFAULT (2ull << 30)
 
-#define FR_ENV_MAX 96            /* our 16 + up to FR_PROFILE_MAX_ENV forced */
+#define FR_ENV_MAX 96 /* our 16 + up to FR_PROFILE_MAX_ENV forced */
 #define FR_ENV_REASON_MAX 320
 
 enum fr_env_action {
-    FR_ENV_SET = 0,   /* exported: fitrun's value */
-    FR_ENV_KEPT,      /* already in the environment: left as the user set it */
-    FR_ENV_FORCED,    /* profile [env]: exported, overrides the environment */
-    FR_ENV_SKIPPED,   /* not exported (nothing to say, e.g. no memory limit) */
+    FR_ENV_SET = 0, /* exported: fitrun's value */
+    FR_ENV_KEPT,    /* already in the environment: left as the user set it */
+    FR_ENV_FORCED,  /* profile [env]: exported, overrides the environment */
+    FR_ENV_SKIPPED, /* not exported (nothing to say, e.g. no memory limit) */
 };
 
 struct fr_env_entry {
-    char *name;                    /* owned */
-    char *value;                   /* owned; the value the child sees (user's for KEPT, "" for SKIPPED) */
+    char *name;  /* owned */
+    char *value; /* owned; the value the child sees (user's for KEPT, "" for SKIPPED) */
     enum fr_env_action action;
-    bool make_dir;                 /* value is a directory fr_env_make_dirs() must create */
+    bool make_dir; /* value is a directory fr_env_make_dirs() must create */
     char reason[FR_ENV_REASON_MAX];
 };
 
 struct fr_env_export {
-    int threads;                   /* the thread count fitrun computed (before KEPT/FORCED) */
+    int threads; /* the thread count fitrun computed (before KEPT/FORCED) */
     size_t n;
     struct fr_env_entry e[FR_ENV_MAX];
 };
@@ -77,39 +77,41 @@ struct fr_env_forced {
     int n;
     char *const *name;
     char *const *value;
-    const char *origin;            /* for reasons: "profile my.ini"; NULL = "profile" */
+    const char *origin; /* for reasons: "profile my.ini"; NULL = "profile" */
 };
 
 struct fr_env_opts {
-    uint64_t shm_threshold;        /* bytes; 0 = FR_ENV_SHM_THRESHOLD_DEFAULT */
-    uid_t uid;                     /* names the per-user joblib directory */
+    uint64_t shm_threshold; /* bytes; 0 = FR_ENV_SHM_THRESHOLD_DEFAULT */
+    uid_t uid;              /* names the per-user joblib directory */
 };
 
 /* Compute the export list into *out (which must be fr_env_free()d, even on
- * failure). threads > 0: the thread count for one process (pool jobs pass
- * plan->threads_per_worker, which FITRUN_CPUS then also reports); threads
- * <= 0: derived from res->cpu_effective rounded with plan->rounding (at
- * least 1) — the wrapper case, where CMD owns the whole allocation.
- * forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or EINVAL for a
- * forced name that is empty or contains '='). */
-int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads,
-                   char *const *envp, const struct fr_env_forced *forced,
-                   const struct fr_env_opts *opts, struct fr_env_export *out);
+ * failure). threads > 0: the thread count for one pool job (fitrun run
+ * passes plan->threads_per_job, which FITRUN_CPUS then also reports);
+ * threads <= 0: plan->threads_whole — the wrapper case, where CMD owns the
+ * whole allocation. The plan rounds and counts; this only exports. plan
+ * is required; forced and opts may be NULL. Returns 0, or -1 (ENOMEM, or
+ * EINVAL for no plan or a forced name that is empty or contains '='). */
+int fr_env_compute(const struct fr_resources *res, const struct fr_plan *plan, int threads, char *const *envp,
+                   const struct fr_env_forced *forced, const struct fr_env_opts *opts, struct fr_env_export *out);
 void fr_env_free(struct fr_env_export *ex);
 
 /* The entry for `name`, or NULL. */
 const struct fr_env_entry *fr_env_find(const struct fr_env_export *ex, const char *name);
-
-/* Value of `name` in envp ("NAME=value"), or NULL when absent. */
-const char *fr_env_lookup(char *const *envp, const char *name);
 
 /* Was `name=value` exported by an outer fitrun, i.e. does envp's
  * FITRUN_EXPORTED ("NAME=VALUE NAME=VALUE ...") record `name` with exactly
  * `value`? A variable whose value is still the recorded one did not come
  * from the user. Pure; false when envp has no record (or name/value is
  * NULL). Detection uses it so that an outer fitrun's FITRUN_CPUS is not
- * taken for a user's override. */
+ * taken for a user's override (fr_env_fitrun_cpus). */
 bool fr_env_from_outer(char *const *envp, const char *name, const char *value);
+
+/* FITRUN_CPUS of envp, told apart for detection (fitrun/detect.h): the
+ * user's value into o->cpus_env, or one an outer fitrun exported (recorded
+ * in FITRUN_EXPORTED) into o->cpus_outer; both NULL when envp has none.
+ * The strings point into envp. */
+void fr_env_fitrun_cpus(char *const *envp, struct fr_detect_opts *o);
 
 /* Create the directories of entries marked make_dir (mode 0700; an
  * existing one must be a real directory owned by us and not accessible to
@@ -142,8 +144,7 @@ enum fr_env_keep { FR_ENV_KEEP_NONE = 0, FR_ENV_KEEP_ALLOWED, FR_ENV_KEEP_FITRUN
 /* Whether the caller's variable `name` (its first len bytes: an envp entry
  * "NAME=value" may be passed with len = the name's length) reaches a job.
  * ex may be NULL (only the fixed lists), pass_env NULL-terminated or NULL. */
-enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len,
-                                  char *const *pass_env);
+enum fr_env_keep fr_env_job_keeps(const struct fr_env_export *ex, const char *name, size_t len, char *const *pass_env);
 /* As fr_env_build_envp, with the scrub above applied to envp. */
 char **fr_env_build_job_envp(const struct fr_env_export *ex, char *const *envp, char *const *pass_env);
 /* The names in envp the scrub removes (each once), NULL-terminated, for

@@ -33,17 +33,17 @@
 
 /* What fr_signals_block() changed, so the child can restore it. */
 struct fr_sigstate {
-    sigset_t waited;            /* blocked in fitrun, consumed by sigtimedwait */
-    sigset_t saved_mask;        /* the mask fitrun started with */
+    sigset_t waited;     /* blocked in fitrun, consumed by sigtimedwait */
+    sigset_t saved_mask; /* the mask fitrun started with */
     struct sigaction saved_ttin, saved_ttou, saved_chld;
 };
 
 struct fr_init_opts {
-    char *const *argv;          /* CMD [ARGS...]; argv[0] is searched in PATH */
-    char *const *envp;          /* the child's environment */
-    bool subreaper;             /* PR_SET_CHILD_SUBREAPER (--init when not PID 1) */
-    bool forward_to_group;      /* signals go to the child's whole process group */
-    uint64_t grace_ms;          /* TERM → KILL delay for the leftover group */
+    char *const *argv;     /* CMD [ARGS...]; argv[0] is searched in PATH */
+    char *const *envp;     /* the child's environment */
+    bool subreaper;        /* PR_SET_CHILD_SUBREAPER (--init when not PID 1) */
+    bool forward_to_group; /* signals go to the child's whole process group */
+    uint64_t grace_ms;     /* TERM → KILL delay for the leftover group */
 };
 
 /* Block every catchable signal (call it early: a SIGTERM that arrives

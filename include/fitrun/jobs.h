@@ -15,8 +15,8 @@
  * followed, only when they apply, by
  *   timeout   "cpu" | "wall"        (status "timeout")
  *   attempts  2                     (the job was retried after a crash)
- * and then the runtime's own fields (python: outputs, passed).
- * docs/run.md describes every field. (Owner: launcher/pool/.) */
+ * and then the fields of runtimes whose jobs produce outputs (python:
+ * outputs, passed, error_line). docs/run.md describes every field. */
 #ifndef FITRUN_JOBS_H
 #define FITRUN_JOBS_H
 
@@ -25,17 +25,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fitrun/sandbox.h"
+#include "fitrun/status.h"
 
 /* Longest input line accepted (a job with a long program and big inputs is
  * still far below this); longer lines are `invalid`. */
 #define FR_JOB_MAX_LINE (64u << 20)
 
 struct fr_job {
-    long line;          /* 1-based physical line of the input */
-    char *id;           /* owned; NULL when the line has no usable id */
-    json_t *obj;        /* owned reference to the parsed object; NULL when not JSON */
-    int attempts;       /* times the pool has started it (crash retry policy) */
+    long line;    /* 1-based physical line of the input */
+    char *id;     /* owned; NULL when the line has no usable id */
+    json_t *obj;  /* owned reference to the parsed object; NULL when not JSON */
+    char *text;   /* owned copy of the line as read (NUL-terminated), for runtimes that
+                           forward parts of it verbatim (fr_json_members); NULL when not JSON */
+    size_t len;   /* of text */
+    int attempts; /* times the pool has started it (crash retry policy) */
 };
 
 /* Parse one input line (without its '\n'). Returns 0 for an object with a
@@ -53,28 +56,39 @@ void fr_job_clear(struct fr_job *j);
  * on ENOMEM. */
 json_t *fr_json_bytes(const char *s, size_t n);
 
+/* A member appended verbatim to a result line: `"key":json`. json must be
+ * one valid JSON value (fitrun's own text, or text checked with
+ * fr_json_value(FR_JSON_STRICT)). */
+struct fr_result_field {
+    const char *key; /* a plain ASCII name */
+    const char *json;
+    size_t len;
+};
+
 /* Everything a result line says. Pointers are borrowed. */
 struct fr_result {
-    const char *id;                 /* NULL -> null */
+    const char *id; /* NULL -> null */
     enum fr_status status;
-    enum fr_timeout_kind timeout;   /* status timeout: cpu or wall */
-    bool has_exit;                  /* exit_code applies */
+    enum fr_timeout_kind timeout; /* status timeout: cpu or wall */
+    bool has_exit;                /* exit_code applies */
     int exit_code;
-    const char *signal;             /* "SIGSEGV" or NULL */
-    const char *syscall;            /* violation: syscall name, or NULL */
-    const char *error_type;         /* NULL -> null */
+    const char *signal;     /* "SIGSEGV" or NULL */
+    const char *syscall;    /* violation: syscall name, or NULL */
+    const char *error_type; /* NULL -> null */
     const char *error_message;
-    bool has_output;                /* stdout/stderr apply (false -> null) */
+    size_t error_message_len; /* it may hold NUL bytes: its length; 0 = strlen */
+    bool has_output;          /* stdout/stderr apply (false -> null) */
     const char *out;
     size_t out_len;
     const char *err;
     size_t err_len;
-    bool has_usage;                 /* cpu_ms/wall_ms/max_rss_kb apply */
+    bool has_usage; /* cpu_ms/wall_ms/max_rss_kb apply */
     uint64_t cpu_ms, wall_ms, max_rss_kb;
-    int worker;                     /* slot index; -1 -> null */
-    long line;                      /* input line; <= 0 -> null */
-    int attempts;                   /* > 1: "attempts" */
-    json_t *extra;                  /* object whose fields follow (borrowed), or NULL */
+    int worker;                           /* slot index; -1 -> null */
+    long line;                            /* input line; <= 0 -> null */
+    int attempts;                         /* > 1: "attempts" */
+    const struct fr_result_field *fields; /* follow the fixed ones, in this order */
+    size_t nfields;
 };
 
 /* The result as one JSON line ending in '\n' (malloc'd; *len without the
@@ -90,9 +104,9 @@ void fr_duplicate_message(char *buf, long line, const char *id);
 
 /* What --resume needs from a line of an existing results file. */
 struct fr_result_key {
-    char *id;           /* owned, NULL when the result has no id */
-    bool duplicate;     /* an `invalid` result for a repeated id: the id's own result is elsewhere */
-    long line;          /* its "line", 0 when absent */
+    char *id;       /* owned, NULL when the result has no id */
+    bool duplicate; /* an `invalid` result for a repeated id: the id's own result is elsewhere */
+    long line;      /* its "line", 0 when absent */
 };
 /* Returns 0, or -1 when the line is not a result object (message in err). */
 int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen);

@@ -1,8 +1,8 @@
 /* fitrun/pool.h — the prediction pool behind `fitrun run`: jobs (JSON Lines)
  * in, one result line per job out, each job run by a runtime (runtime.h)
  * in one of `workers` slots. docs/run.md describes the behaviour; the
- * event loop and its decisions are commented in launcher/pool/pool.c.
- * (Owner: launcher/pool/.) */
+ * event loop and its decisions are commented in launcher/pool/pool.c, and
+ * launcher/pool/internal.h says which file does what. */
 #ifndef FITRUN_POOL_H
 #define FITRUN_POOL_H
 
@@ -16,9 +16,9 @@
 #include "fitrun/shard.h"
 
 enum fr_progress {
-    FR_PROGRESS_AUTO = 0,   /* bar when stderr is a terminal, else none */
-    FR_PROGRESS_BAR,        /* one line redrawn in place (\r), at most 10 times a second */
-    FR_PROGRESS_PLAIN,      /* one line every FR_PROGRESS_PLAIN_S seconds */
+    FR_PROGRESS_AUTO = 0, /* bar when stderr is a terminal, else none */
+    FR_PROGRESS_BAR,      /* one line redrawn in place (\r), at most 10 times a second */
+    FR_PROGRESS_PLAIN,    /* one line every FR_PROGRESS_PLAIN_S seconds */
     FR_PROGRESS_NONE,
 };
 #define FR_PROGRESS_PLAIN_S 5
@@ -26,21 +26,21 @@ int fr_progress_parse(const char *s, enum fr_progress *out);
 
 /* One result that names its input line: which id it answered. */
 struct fr_resume_entry {
-    long line;                 /* the input line ("line" field) */
-    long rline;                /* the result's own line in the results file */
-    char *id;                  /* owned; NULL for a result with "id": null (a line that is not a job) */
-    bool duplicate;            /* a DuplicateId result */
+    long line;      /* the input line ("line" field) */
+    long rline;     /* the result's own line in the results file */
+    char *id;       /* owned; NULL for a result with "id": null (a line that is not a job) */
+    bool duplicate; /* a DuplicateId result */
 };
 
 /* What --resume found in an existing results file. */
 struct fr_resume {
-    struct fr_idset *ids;      /* ids that have their own result (not DuplicateId) */
-    struct fr_idset *lines;    /* input lines that have a result ("line" field, decimal) */
-    struct fr_idset *noline;   /* ids of results without "line" (other writers): skipped by id */
-    long results;              /* result lines kept */
+    struct fr_idset *ids;         /* ids that have their own result (not DuplicateId) */
+    struct fr_idset *lines;       /* input lines that have a result ("line" field, decimal) */
+    struct fr_idset *noline;      /* ids of results without "line" (other writers): skipped by id */
+    long results;                 /* result lines kept */
     struct fr_resume_entry *done; /* results naming their line, sorted by line (first result first) */
     size_t ndone, capdone;
-    char *name;                /* the results file, for messages */
+    char *name; /* the results file, for messages */
 };
 
 /* Read results file `fd` (named `name` in messages) for --resume: a torn
@@ -57,8 +57,8 @@ void fr_resume_free(struct fr_resume *r);
  * -1 when the result there answered another id (the jobs file changed):
  * a message naming the line, both ids and the result's place goes to err,
  * and the caller stops with 125. Never skips a line on a guess. */
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name,
-                   char *err, size_t errlen);
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
+                   size_t errlen);
 /* The same check over a whole regular jobs file, before anything runs
  * (pread from the start; the descriptor's offset is left alone), plus
  * results for lines the file no longer has. A stream (not a regular file)
@@ -67,17 +67,17 @@ int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_
 int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen);
 
 struct fr_pool_opts {
-    int workers;                          /* slots, >= 1 */
+    int workers; /* slots, >= 1 */
     const struct fr_runtime_ops *ops;
     const struct fr_runtime_config *rtcfg;
-    uint64_t cpu_ms;                      /* per job, 0 = none (the pool's CPU clock checks) */
-    uint64_t wall_ms;                     /* per job, 0 = none */
-    int in_fd;                            /* jobs: a pipe/tty (streamed) or a regular file */
+    uint64_t cpu_ms;  /* per job, 0 = none (the pool's CPU clock checks) */
+    uint64_t wall_ms; /* per job, 0 = none */
+    int in_fd;        /* jobs: a pipe/tty (streamed) or a regular file */
     const char *in_name;
-    int out_fd;                           /* results, written one line per write(2) */
+    int out_fd; /* results, written one line per write(2) */
     const char *out_name;
-    struct fr_shard shard;                /* enabled = only this shard's input lines */
-    const struct fr_resume *resume;       /* NULL = fresh run */
+    struct fr_shard shard;          /* enabled = only this shard's input lines */
+    const struct fr_resume *resume; /* NULL = fresh run */
     enum fr_progress progress;
     bool quiet;                           /* no progress, no summary */
     const struct fr_resources *resources; /* detection of this run, for the memory cgroup's OOM-kill
@@ -98,10 +98,10 @@ int fr_pool_run(const struct fr_pool_opts *o);
 #define FR_OOM_PATH_MAX (FR_SOURCE_MAX + 32)
 
 struct fr_oom {
-    char path[FR_OOM_PATH_MAX];   /* memory.oom_control (v1) / memory.events (v2); "" = no counter */
-    uint64_t seen;                /* the counter at the last read */
-    long credit;                  /* kills counted but not yet given to a job */
-    bool warned;                  /* a failed read was reported (once) */
+    char path[FR_OOM_PATH_MAX]; /* memory.oom_control (v1) / memory.events (v2); "" = no counter */
+    uint64_t seen;              /* the counter at the last read */
+    long credit;                /* kills counted but not yet given to a job */
+    bool warned;                /* a failed read was reported (once) */
 };
 
 /* The value of the "oom_kill N" line of a v1 memory.oom_control or a v2
@@ -117,8 +117,7 @@ int fr_oom_parse(const char *text, const char *name, uint64_t *count, char *err,
  * Returns 1 (counting), 0 (no memory cgroup or no such file: OOM kills stay
  * `signal`; o->path is "") or -1 with a message (the file is there but
  * unreadable or garbage; o->path is "" too). */
-int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err,
-                size_t errlen);
+int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err, size_t errlen);
 
 /* A job just died of an unexplained SIGKILL; `running` jobs (this one
  * included) are still unreported. Reads the counter once: kills since the

@@ -23,48 +23,47 @@ enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };
 
 /* Whose identity a job runs under ([sandbox] user). */
 enum fr_user_mode { FR_USER_SLOT = 0, FR_USER_ROOT };
-#define FR_PROFILE_UID_BASE_DEFAULT 60000u
 
 struct fr_profile {
-    char path[PATH_MAX];            /* "" when no file was given */
+    char path[PATH_MAX]; /* "" when no file was given */
 
     /* [resources] */
-    double cpus;                    /* 0 = auto */
-    int workers;                    /* 0 = auto */
-    uint64_t memory_per_worker;     /* bytes, 0 = not configured */
+    double cpus;                /* 0 = auto */
+    int workers;                /* 0 = auto */
+    uint64_t memory_per_worker; /* bytes, 0 = not configured */
     enum fr_rounding rounding;
 
     /* [sandbox] */
     enum fr_preset preset;
     uint64_t cpu_time_ms;
     uint64_t wall_time_ms;
-    uint64_t memory;                /* bytes, per job (RLIMIT_AS) */
-    uint64_t output;                /* bytes, cap on stdout and on stderr each */
+    uint64_t memory; /* bytes, per job (RLIMIT_AS) */
+    uint64_t output; /* bytes, cap on stdout and on stderr each */
     uint64_t processes;
-    uint64_t fsize;                 /* bytes, RLIMIT_FSIZE; 0 = inherited */
-    uint64_t nofile;                /* RLIMIT_NOFILE; 0 = inherited */
-    uint64_t stack;                 /* bytes, RLIMIT_STACK; 0 = inherited */
-    char *allow[FR_PROFILE_MAX_NAMES + 1];  /* NULL-terminated, owned */
+    uint64_t fsize;                        /* bytes, RLIMIT_FSIZE; 0 = inherited */
+    uint64_t nofile;                       /* RLIMIT_NOFILE; 0 = inherited */
+    uint64_t stack;                        /* bytes, RLIMIT_STACK; 0 = inherited */
+    char *allow[FR_PROFILE_MAX_NAMES + 1]; /* NULL-terminated, owned */
     char *deny[FR_PROFILE_MAX_NAMES + 1];
     char *keep_caps[FR_PROFILE_MAX_NAMES + 1];
     bool spec_allow;
 
     /* [sandbox], least privilege. Path lists are absolute paths, owned,
      * NULL-terminated; pass_env holds NAME or PREFIX* patterns. */
-    char *read_paths[FR_PROFILE_MAX_NAMES + 1];   /* readable beyond the runtime's own set (Landlock) */
-    char *write_paths[FR_PROFILE_MAX_NAMES + 1];  /* writable (Landlock); none by default */
-    bool require_landlock;          /* no Landlock = fatal (125) instead of a note */
-    enum fr_user_mode user;         /* slot: under root, each slot its own uid; root: keep fitrun's */
-    uint32_t uid_base;              /* slot k runs as uid/gid uid_base + k */
-    char *pass_env[FR_PROFILE_MAX_NAMES + 1];     /* caller variables let through the scrub */
-    uint64_t result;                /* bytes: cap on one prediction's encoded outputs */
-    bool preset_set;                /* preset given explicitly; else it follows [runtime] kind */
+    char *read_paths[FR_PROFILE_MAX_NAMES + 1];  /* readable beyond the runtime's own set (Landlock) */
+    char *write_paths[FR_PROFILE_MAX_NAMES + 1]; /* writable (Landlock); none by default */
+    bool require_landlock;                       /* no Landlock = fatal (125) instead of a note */
+    enum fr_user_mode user;                      /* slot: under root, each slot its own uid; root: keep fitrun's */
+    uint32_t uid_base;                           /* slot k runs as uid/gid uid_base + k */
+    char *pass_env[FR_PROFILE_MAX_NAMES + 1];    /* caller variables let through the scrub */
+    uint64_t result;                             /* bytes: cap on one prediction's encoded outputs */
+    bool preset_set;                             /* preset given explicitly; else it follows [runtime] kind */
 
     /* [runtime] */
     enum fr_runtime_kind kind;
-    char interpreter[PATH_MAX];     /* python: default /usr/bin/python3 */
-    char prelude[PATH_MAX];         /* python: resolved relative to the profile */
-    char entry[128];                /* python: default "transform" */
+    char interpreter[PATH_MAX]; /* python: default /usr/bin/python3 */
+    char prelude[PATH_MAX];     /* python: resolved relative to the profile */
+    char entry[128];            /* python: default "transform" */
 
     /* [env]: exported to every job; forces over the user's environment */
     int nenv;
@@ -74,8 +73,10 @@ struct fr_profile {
     /* Where [resources] cpus came from, so that it is
      * reported as such and ranked right (fitrun/detect.h: --cpus beats
      * FITRUN_CPUS, which beats a profile's value). */
-    bool cpus_cli;                  /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
-    char cpus_origin[PATH_MAX + 32];/* "profile my.ini:3" (file) or "--cpus"; "" = default (auto) */
+    bool cpus_cli;                   /* set by fr_profile_set() (--cpus, --set resources.cpus=N) */
+    char cpus_origin[PATH_MAX + 32]; /* "profile my.ini:3" (file) or "--cpus"; "" = default (auto) */
+    double cpus_file;                /* with cpus_cli: the file's cpus it replaced (0 = none) */
+    char cpus_file_origin[PATH_MAX + 32];
 };
 
 void fr_profile_defaults(struct fr_profile *p);
@@ -101,32 +102,36 @@ int fr_profile_parse(struct fr_profile *p, const char *text, const char *name, c
  * section and key as in the file. Relative prelude paths stay relative to
  * the working directory. Returns 0, or -1 with a message (no location) in
  * err, e.g. "unknown key 'cpu_tme' in [sandbox]". */
-int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value,
-                   char *err, size_t errlen);
+int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
+                   size_t errlen);
 
-/* The sandbox request for one job under this profile. The spec's lists
- * point into *p (valid while p is). */
+/* The sandbox request for one job under this profile, mapped from the
+ * [sandbox] key table (fitrun/sandbox_keys.h, where it is implemented),
+ * with the Landlock base set of the runtime kind. The spec's lists point
+ * into *p (valid while p is). spec->slots is left 0: the caller sets it
+ * to the number of workers it will run. */
 void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec);
 
 /* The one place where [resources] becomes detection and plan options, so
  * that `fitrun detect`, `fitrun run` and the wrapper (`fitrun -- CMD`)
  * size the same pool from the same profile.
  *
- * fr_profile_detect_opts: live detection (sysroot NULL, envp NULL =
- * environ; callers may change both), with the profile's cpus as the
- * override it is: a command-line one (cpus_cli, or cli_cpus > 0, which
- * wins over the profile) or a file's, which FITRUN_CPUS beats. The
- * sources point into *p (valid while p is).
+ * fr_profile_detect_opts: live detection (sysroot NULL; callers may set
+ * one) over envp (NULL = environ), with FITRUN_CPUS told apart as the
+ * user's or an outer fitrun's (fr_env_fitrun_cpus) and the profile's cpus
+ * as the override it is: a command-line one (cpus_cli: --cpus of any
+ * command, --set resources.cpus), which wins over FITRUN_CPUS, or a
+ * file's, which FITRUN_CPUS beats. The sources point into *p and envp.
  * fr_profile_plan_opts: rounding, memory_per_worker, workers, and the
  * threads one job can run (fr_profile_job_threads). */
-void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out);
+void fr_profile_detect_opts(const struct fr_profile *p, char *const *envp, struct fr_detect_opts *out);
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out);
 /* Detect (live, or under `sysroot` when not NULL) and plan with the two
  * option sets above: the one path `fitrun detect`, `fitrun run` and the
  * wrapper all take, so they agree on the pool size. popts (optional)
  * receives the plan options used. */
-void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
-                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts);
+void fr_profile_detect_plan(const struct fr_profile *p, const char *sysroot, struct fr_resources *res,
+                            struct fr_plan *plan, struct fr_plan_opts *popts);
 
 /* The export list of a `fitrun run` job under this profile (envexport.h):
  * the plan's threads per job, envp as the caller's environment, [env]

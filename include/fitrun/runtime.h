@@ -7,11 +7,13 @@
  * summary. A runtime owns how one job is started, observed and collected:
  *
  *   exec   (launcher/runtime/exec.c)   fork + sandbox + execvp per job
- *   python (launcher/runtime/python.c) one warm interpreter, long-lived
+ *   python (launcher/runtime/python/)  one warm interpreter, long-lived
  *           workers forked from it (one per slot), each forking a
- *           sandboxed child per job and sending back one JSON line of raw
- *           facts (wait status, rusage, violation, stdout, stderr,
- *           outputs, passed, error_type, ...)
+ *           sandboxed child per job; fitrun exchanges the job, the outputs
+ *           and the captured streams with that child directly, and its
+ *           worker, the child's sandbox supervisor, only reports the
+ *           facts the child cannot forge (wait status, rusage, the
+ *           denied call)
  *
  * Everything runs in the pool's single thread. A runtime never blocks: it
  * registers file descriptors with the host (fr_host_watch) and is called
@@ -51,15 +53,16 @@
  * (fr_host_session()). So a job's escaped descendants die at the latest
  * when its session is released. A python worker should itself be a
  * subreaper for its job children and kill their whole tree before it
- * reports, so that per-job accounting stays with the worker.
- * (Owner of this header: launcher/pool/.) */
+ * reports, so that per-job accounting stays with the worker. */
 #ifndef FITRUN_RUNTIME_H
 #define FITRUN_RUNTIME_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h> /* EPOLLIN, EPOLLOUT: the events of fr_host_watch() */
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -72,56 +75,72 @@ struct fr_host; /* the pool, as a runtime sees it */
 
 /* What a runtime gets to work with; valid from ops->start to ops->stop. */
 struct fr_runtime_config {
-    const struct fr_profile *profile;   /* [runtime] interpreter/prelude/entry, limits */
-    const struct fr_policy *policy;     /* built once from [sandbox]; fr_policy_apply() in each job's child */
-    char *const *envp;                  /* environment of every job: fitrun's own, plus thread variables,
+    const struct fr_profile *profile; /* [runtime] interpreter/prelude/entry, limits */
+    const struct fr_policy *policy;   /* built once from [sandbox]; fr_policy_apply() in each job's child */
+    char *const *envp;                /* environment of every job: fitrun's own, plus thread variables,
                                            FITRUN_CPUS/WORKERS and the profile's [env] (fr_env_build_envp) */
-    uint64_t output_cap;                /* bytes kept per stream (stdout, stderr); more = output_limit */
-    const char *self_exe;               /* absolute path of the running fitrun (to find share/fitrun/) */
+    uint64_t output_cap;              /* bytes kept per stream (stdout, stderr); more = output_limit */
+    const char *self_exe;             /* absolute path of the running fitrun (to find share/fitrun/) */
 };
 
 enum fr_abort_reason {
-    FR_ABORT_WALL = 1,      /* the job's wall-time deadline passed: reported as timeout (wall) */
-    FR_ABORT_CPU,           /* the pool read the CPU clock of the pid given to fr_host_watch_cpu()
+    FR_ABORT_WALL = 1,  /* the job's wall-time deadline passed: reported as timeout (wall) */
+    FR_ABORT_CPU,       /* the pool read the CPU clock of the pid given to fr_host_watch_cpu()
                                above the limit: reported as timeout (cpu) */
-    FR_ABORT_INTERRUPT,     /* SIGINT/SIGTERM/SIGHUP or a fatal error: the result is discarded
+    FR_ABORT_INTERRUPT, /* SIGINT/SIGTERM/SIGHUP or a fatal error: the result is discarded
                                (not written, so --resume runs the job again) */
 };
 
 enum fr_raw_kind {
-    FR_RAW_FINISHED = 0,    /* the job's process ran and was waited for: wstatus (and rusage) are valid */
-    FR_RAW_CRASHED,         /* the machinery failed; the job's outcome is unknown (retried once) */
-    FR_RAW_REJECTED,        /* the runtime refused the job after all: status invalid, message required */
+    FR_RAW_FINISHED = 0, /* the job's process ran and was waited for: wstatus (and rusage) are valid */
+    FR_RAW_CRASHED,      /* the machinery failed; the job's outcome is unknown (retried once) */
+    FR_RAW_REJECTED,     /* the runtime refused the job after all: status invalid, message required */
 };
 
 /* Raw facts about one finished job; the pool classifies them. Pointers are
  * borrowed for the duration of fr_host_complete() only. */
 struct fr_raw {
     enum fr_raw_kind kind;
-    int wstatus;                /* from wait4() on the job's process */
-    struct rusage ru;           /* from the same wait4() */
+    int wstatus;      /* from wait4() on the job's process */
+    struct rusage ru; /* from the same wait4() */
     bool has_rusage;
-    uint64_t wall_ms;           /* the job's own wall time; 0 = the pool's begin->complete time */
-    int violation_nr;           /* fr_report_read(); -1 = none */
-    bool output_exceeded;       /* a stream went over output_cap; the job was killed */
-    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
-    bool oom_killed;            /* a memory cgroup OOM-killed it */
-    bool cpu_exceeded;          /* the runtime itself killed it for CPU time */
-    bool wall_exceeded;         /* the runtime itself killed it for wall time */
-    const char *out;            /* captured stdout (at most output_cap bytes, any bytes) */
+    uint64_t wall_ms;     /* the job's own wall time; 0 = the pool's begin->complete time */
+    int violation_nr;     /* the sandbox supervisor's (fr_report_read, fr_notify_read); -1 = none */
+    bool output_exceeded; /* a stream went over output_cap; the job was killed */
+    bool memory_hint;     /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
+    bool oom_killed;      /* a memory cgroup OOM-killed it */
+    bool cpu_exceeded;    /* the runtime itself killed it for CPU time */
+    bool cpu_timer;       /* it died of a CPU-limit signal (RLIMIT_CPU's SIGXCPU, or the
+                                   runtime's own timer: python's SIGPROF) and rusage is the job's
+                                   own: a timeout only if the budget was spent (fitrun/verdict.h);
+                                   without it, SIGXCPU is a timeout (fr_classify) */
+    bool wall_exceeded;   /* the runtime itself killed it for wall time */
+    const char *out;      /* captured stdout (at most output_cap bytes, any bytes) */
     size_t out_len;
-    const char *err;            /* captured stderr */
+    const char *err; /* captured stderr */
     size_t err_len;
-    int status;                 /* -1 = classify; or an enum fr_status that wins (python: a
-                                   prediction that raised is FR_STATUS_ERROR even if the child exited 0) */
-    const char *error_type;     /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
-    const char *error_message;  /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
-    json_t *extra;              /* object: fields appended to the result (python: outputs, passed);
-                                   the pool steals this reference */
+    int status;                /* -1 = classify; or an enum fr_status that wins for a job that exited by
+                                   itself (python: a prediction that raised is FR_STATUS_ERROR, though
+                                   its process exited 0) */
+    const char *error_type;    /* NULL = derived by the pool ("exit 1", "SIGSEGV", "CPUTimeout", ...) */
+    const char *error_message; /* NULL = derived (last stderr line, ...); required for CRASHED/REJECTED */
+    size_t error_message_len;  /* it may hold NUL bytes: its length; 0 = strlen */
+    /* A runtime whose jobs produce outputs (python) sets has_outputs: the
+     * result then has "outputs" and, when the job has "expected", "passed"
+     * (scored by the pool: fitrun/verdict.h). */
+    bool has_outputs;
+    const char *outputs; /* a JSON array checked with fr_json_value(FR_JSON_STRICT); NULL = null */
+    size_t outputs_len;
+    long error_line; /* > 0: "error_line", the line of the job's code that raised */
 };
 
 /* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
-void fr_raw_init(struct fr_raw *raw);
+static inline void fr_raw_init(struct fr_raw *raw)
+{
+    memset(raw, 0, sizeof *raw);
+    raw->status = -1;
+    raw->violation_nr = -1;
+}
 
 struct fr_runtime;
 
@@ -154,7 +173,7 @@ struct fr_runtime {
     const struct fr_runtime_ops *ops;
     const struct fr_runtime_config *cfg;
     struct fr_host *host;
-    void *priv;                 /* the runtime's own state */
+    void *priv; /* the runtime's own state */
 };
 
 extern const struct fr_runtime_ops fr_runtime_exec_ops;
@@ -170,35 +189,94 @@ const struct fr_runtime_ops *fr_runtime_ops_for(enum fr_runtime_kind kind);
  * or NULL with the error (a failing prelude, a missing interpreter) in
  * err. Blocking; the interpreter is killed and reaped before it returns.
  * self_exe: the running fitrun (to find share/fitrun/). Defined in
- * launcher/runtime/python.c. */
+ * launcher/runtime/python/. */
 json_t *fr_python_probe(const struct fr_profile *p, const char *self_exe, char *err, size_t errlen);
 
-/* ---- the host: what the pool offers a runtime --------------------------- */
+/* ---- the host: what the pool offers a runtime --------------------------- *
+ *
+ * A runtime reaches the pool only through these functions, which call
+ * through the table the pool puts at the start of its struct fr_host: the
+ * runtimes (a lower layer) never link against the pool. */
+
+struct fr_host_ops {
+    int (*watch)(struct fr_host *h, int fd, uint32_t events, int slot);
+    int (*rewatch)(struct fr_host *h, int fd, uint32_t events);
+    void (*unwatch)(struct fr_host *h, int fd);
+    void (*close)(struct fr_host *h, int fd);
+    void (*complete)(struct fr_host *h, int slot, struct fr_raw *raw);
+    int (*own)(struct fr_host *h, pid_t pid);
+    void (*disown)(struct fr_host *h, pid_t pid);
+    void (*session)(struct fr_host *h, int slot, pid_t sid);
+    void (*reap)(struct fr_host *h);
+    void (*watch_cpu)(struct fr_host *h, int slot, pid_t pid, int pidfd);
+    void (*vfail)(struct fr_host *h, const char *fmt, va_list ap);
+};
+
+/* The first member of the pool's struct fr_host. */
+struct fr_host_base {
+    const struct fr_host_ops *ops;
+};
+
+static inline const struct fr_host_ops *fr_host_ops_of(struct fr_host *h)
+{
+    return ((const struct fr_host_base *)(const void *)h)->ops;
+}
 
 /* Watch fd (level-triggered) for `events` (EPOLLIN and/or EPOLLOUT; hang-up
  * and errors are always reported). fr_host_rewatch changes the events (0 =
  * keep registered, report nothing). Unwatch before closing. Return 0 or -1
  * (errno). */
-int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot);
-int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events);
-void fr_host_unwatch(struct fr_host *h, int fd);
+static inline int fr_host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
+{
+    return fr_host_ops_of(h)->watch(h, fd, events, slot);
+}
+static inline int fr_host_rewatch(struct fr_host *h, int fd, uint32_t events)
+{
+    return fr_host_ops_of(h)->rewatch(h, fd, events);
+}
+static inline void fr_host_unwatch(struct fr_host *h, int fd)
+{
+    fr_host_ops_of(h)->unwatch(h, fd);
+}
+/* Unwatch and close fd in one call and one system call: the registration
+ * goes with the open file. Only for an fd that is the sole descriptor of
+ * its open file (a pipe end the runtime created and never passed on). */
+static inline void fr_host_close(struct fr_host *h, int fd)
+{
+    fr_host_ops_of(h)->close(h, fd);
+}
 
 /* The job in `slot` is over. Copies what it needs; *raw may be freed when
  * this returns, and the slot may be given a new job right after the
  * current event callback returns. */
-void fr_host_complete(struct fr_host *h, int slot, struct fr_raw *raw);
+static inline void fr_host_complete(struct fr_host *h, int slot, struct fr_raw *raw)
+{
+    fr_host_ops_of(h)->complete(h, slot, raw);
+}
 
 /* Processes the runtime waits for itself (never killed or reaped by the
  * pool's orphan reaper). Disown after reaping. */
-int fr_host_own(struct fr_host *h, pid_t pid);
-void fr_host_disown(struct fr_host *h, pid_t pid);
+static inline int fr_host_own(struct fr_host *h, pid_t pid)
+{
+    return fr_host_ops_of(h)->own(h, pid);
+}
+static inline void fr_host_disown(struct fr_host *h, pid_t pid)
+{
+    fr_host_ops_of(h)->disown(h, pid);
+}
 
 /* The session id of the job running in `slot` (exec: the job's pid, it
  * calls setsid()); 0 = none. Orphans in a registered session are left
  * alone; releasing it (0) lets the reaper kill them. */
-void fr_host_session(struct fr_host *h, int slot, pid_t sid);
+static inline void fr_host_session(struct fr_host *h, int slot, pid_t sid)
+{
+    fr_host_ops_of(h)->session(h, slot, sid);
+}
 /* Run the orphan reaper now (after killing a job's process group). */
-void fr_host_reap(struct fr_host *h);
+static inline void fr_host_reap(struct fr_host *h)
+{
+    fr_host_ops_of(h)->reap(h);
+}
 
 /* Enforce the profile's cpu_time on `pid` (a process of the job in
  * `slot`) by reading CPU clocks: ms resolution, where RLIMIT_CPU has 1 s
@@ -206,10 +284,29 @@ void fr_host_reap(struct fr_host *h);
  * alive at each check (the exec preset's relay runs the job as its child;
  * `sh -c` wrappers do the same). Deeper descendants are held by their own
  * RLIMIT_CPU and the wall time. 0 = stop. */
-void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid);
+static inline void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
+{
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, -1);
+}
+/* The same for a process that is not fitrun's child (python: a worker's
+ * child), whose pid another process could get once its parent has reaped
+ * it. pidfd (pidfd_open of it, kept open by the caller while watched)
+ * confirms after each clock read that the clock read was that process's:
+ * a CPU kill can never be decided on a stranger's clock. */
+static inline void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
+{
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, pidfd);
+}
 
 /* Fatal runtime error: the pool kills running jobs (their results are
  * discarded), prints the message and the summary, and exits 125. */
-void fr_host_fail(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void fr_host_fail(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void fr_host_fail(struct fr_host *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fr_host_ops_of(h)->vfail(h, fmt, ap);
+    va_end(ap);
+}
 
 #endif

@@ -1,10 +1,11 @@
 /* fitrun/sandbox.h — isolate one untrusted job in a freshly forked child.
  *
- * Prepare once, apply cheaply: fr_policy_build() resolves syscall names and
- * compiles the seccomp filter to BPF in the parent; fr_policy_apply() runs
- * in the forked child and only makes syscalls (rlimits, no_new_privs,
- * capability drop, seccomp) — no allocation, no file access — so it is also
- * safe in a child forked from a multithreaded or Python parent.
+ * Prepare once, apply cheaply: fr_policy_build() resolves syscall names,
+ * compiles the seccomp filter to BPF and builds the Landlock ruleset in the
+ * parent; fr_policy_apply() runs in the forked child and only makes
+ * syscalls (rlimits, no_new_privs, capability drop, identity, Landlock,
+ * seccomp) — no allocation, no file access — so it is also safe in a child
+ * forked from a multithreaded or Python parent.
  *
  * This header is the contract used by the launcher's runtimes and, through
  * libfitrun_sandbox.so + ctypes, by the warm Python runtime.
@@ -18,17 +19,17 @@
  *    mount) speculative store-bypass attacks. Off by default; 5.16+ no
  *    longer ties the mitigation to seccomp, so it changes nothing there.
  *  - RLIMIT_NPROC counts all processes of the job's real uid, system-wide,
- *    and is not enforced for uid 0: it is not a per-job process cap. The
- *    presets deny process creation outright instead.
+ *    and is not enforced for uid 0: it is a per-job process cap only when
+ *    each slot runs under its own uid (identity, below).
  *  - RLIMIT_AS limits reserved address space: allocators and runtimes that
  *    reserve large ranges (Go, the JVM, ASan, glibc's 64 MiB per-thread
  *    arenas) fail well below the memory they actually use.
- *  - Violations: python preset = SECCOMP_RET_TRAP + a SIGSYS handler that
- *    reports the syscall on report_fd; exec preset = SECCOMP_RET_USER_NOTIF
- *    read by a relay process (a handler does not survive execve). A job
- *    that blocks SIGSYS, or uses a foreign syscall ABI (int 0x80), dies of
- *    SIGSYS without a name: classified `violation` with syscall "unknown".
- * (Owner: sandbox/. Extend, but do not rename what is here.) */
+ *  - Violations: every filter answers a denied call with
+ *    SECCOMP_RET_USER_NOTIF. The notification is read from the filter's
+ *    listener by a supervisor the job cannot reach (the relay process, or
+ *    the caller itself with fr_policy_apply_notify), so a job can neither
+ *    forge nor hide one. A SIGSYS the job raises itself is just a signal.
+ */
 #ifndef FITRUN_SANDBOX_H
 #define FITRUN_SANDBOX_H
 
@@ -39,37 +40,64 @@
 
 enum fr_preset { FR_PRESET_NONE = 0, FR_PRESET_EXEC, FR_PRESET_PYTHON };
 
+/* What a job may read besides the spec's read_paths (Landlock; docs/sandbox.md
+ * lists and justifies every path):
+ *   FR_FS_OFF     no Landlock at all: the job reads what its uid may read
+ *   FR_FS_LIBS    shared-library directories, the loader cache, time zones,
+ *                 CPU topology, /dev/null (also writable), /dev/zero,
+ *                 /dev/urandom — what a running interpreter still loads; the
+ *                 interpreter's own tree comes from read_paths
+ *   FR_FS_SYSTEM  FR_FS_LIBS + /usr, /bin, /sbin and the few /etc files
+ *                 programs read at start-up (exec jobs) */
+enum fr_fs_base { FR_FS_OFF = 0, FR_FS_LIBS, FR_FS_SYSTEM };
+#define FR_UID_BASE_DEFAULT 60000u
+#define FR_SLOTS_DEFAULT 4096
+
+/* A violation made through a foreign system-call ABI (i386 int 0x80, x32):
+ * fr_report_read / fr_notify_read return it, fr_syscall_name names it
+ * "foreign_abi". */
+#define FR_VIOLATION_FOREIGN 0x7fff0000
+
 /* 0 in a limit field = "leave as inherited"; core is always set to 0
  * unless core_bytes is set (documented default: no core files). */
 struct fr_policy_spec {
     enum fr_preset preset;
-    uint64_t cpu_ms;            /* RLIMIT_CPU (rounded up to whole seconds; soft, hard = soft+1) */
-    uint64_t as_bytes;          /* RLIMIT_AS */
-    uint64_t fsize_bytes;       /* RLIMIT_FSIZE */
-    uint64_t nofile;            /* RLIMIT_NOFILE */
-    uint64_t nproc;             /* RLIMIT_NPROC (per user! see docs) */
-    uint64_t stack_bytes;       /* RLIMIT_STACK */
-    uint64_t core_bytes;        /* RLIMIT_CORE, default 0 */
-    const char *const *allow;   /* NULL-terminated syscall names added to the preset */
-    const char *const *deny;    /* NULL-terminated syscall names removed from it */
+    uint64_t cpu_ms;              /* RLIMIT_CPU (rounded up to whole seconds; soft, hard = soft+1) */
+    uint64_t as_bytes;            /* RLIMIT_AS */
+    uint64_t fsize_bytes;         /* RLIMIT_FSIZE */
+    uint64_t nofile;              /* RLIMIT_NOFILE */
+    uint64_t nproc;               /* RLIMIT_NPROC (per user! see docs) */
+    uint64_t stack_bytes;         /* RLIMIT_STACK */
+    uint64_t core_bytes;          /* RLIMIT_CORE, default 0 */
+    const char *const *allow;     /* NULL-terminated syscall names added to the preset */
+    const char *const *deny;      /* NULL-terminated syscall names removed from it */
     const char *const *keep_caps; /* NULL-terminated capability names ("cap_net_raw") */
-    bool spec_allow;            /* SECCOMP_FILTER_FLAG_SPEC_ALLOW */
+    bool spec_allow;              /* SECCOMP_FILTER_FLAG_SPEC_ALLOW */
+
+    /* Least privilege. All zero = no Landlock, identity unchanged. */
+    enum fr_fs_base fs;             /* Landlock: what a job may read besides read_paths */
+    const char *const *read_paths;  /* NULL-terminated absolute paths: readable (and executable) */
+    const char *const *write_paths; /* NULL-terminated absolute paths: writable (and readable) */
+    bool require_landlock;          /* fs != FR_FS_OFF and no Landlock: fr_policy_build fails */
+    bool slot_identity;             /* under root, slot k runs as uid = gid = uid_base + k, no groups */
+    uint32_t uid_base;              /* first per-slot uid/gid (default FR_UID_BASE_DEFAULT when 0) */
+    int slots;                      /* slots the caller will use (0 = FR_SLOTS_DEFAULT): uid_base..+slots-1
+                                   must exist in the user namespace, and apply refuses slot >= slots */
 };
 
 struct fr_policy; /* opaque; immutable once built */
 
 /* Build (and compile) a policy. Returns 0, or -1 with a message in err
- * naming the culprit (e.g. "unknown syscall 'sockett' in allow"). */
+ * naming the culprit (e.g. "unknown syscall 'sockett' in allow"). Turning
+ * a profile's [sandbox] section into a spec is the launcher's business
+ * (fitrun/sandbox_keys.h): this library parses no text. */
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen);
-/* The same from "key=value;key=value" text (keys as in the profile's
- * [sandbox] section: preset, cpu_time, memory, fsize, nofile, processes,
- * stack, allow, deny, keep_caps, spec_allow) — for ctypes callers. */
-int fr_policy_build_kv(const char *kv, struct fr_policy **out, char *err, size_t errlen);
 void fr_policy_free(struct fr_policy *p);
 
 /* In the child, after fork and before exec/running the job. report_fd is a
  * pre-opened descriptor on which a violation record is written (may be -1).
  * Async-signal-safe. Returns 0 or -errno of the first failing step.
+ * The same as fr_policy_apply_slot(p, report_fd, -1): identity unchanged.
  *
  * Notes for callers (docs/sandbox.md has the details):
  *  - call it last, right before execve/the job: the filter denies most of
@@ -78,19 +106,120 @@ void fr_policy_free(struct fr_policy *p);
  *  - report_fd: the write end of a pipe; the parent closes its copy of the
  *    write end after fork and reads with fr_report_read after the child
  *    has been reaped.
- *  - exec preset with report_fd >= 0: the calling process becomes a relay
- *    that never returns; the job runs in a new child of it, in which this
- *    call returns 0 (the relay mirrors the job's exit status or fatal
- *    signal, so the caller's wait4 sees the job; getpid() in the job is not
- *    the pid the caller forked). The job's copy of report_fd is closed.
+ *  - report_fd >= 0 (any preset): the calling process becomes a relay that
+ *    never returns; the job runs in a new child of it, in which this call
+ *    returns 0. The relay leads its own process group (setpgid(0, 0) if it
+ *    did not already), holds the filter's listener, names violations on
+ *    report_fd, mirrors the job's exit status or fatal signal (so the
+ *    caller's wait4 sees the job; getpid() in the job is not the pid the
+ *    caller forked), hands the job the caller's interval timers, and kills
+ *    the whole process group when its own parent dies. The job's copy of
+ *    report_fd is closed: only the relay can write a record.
+ *  - report_fd < 0: in-process, violations kill with an unnamed SIGSYS.
  *  - on failure the caller should _exit (e.g. 125) without running the job. */
 int fr_policy_apply(const struct fr_policy *p, int report_fd);
 
 /* Parent side: read the child's report (non-blocking is fine) after it has
- * exited. Returns the violating syscall number, or -1 if none was reported. */
+ * exited. Returns the violating syscall number (FR_VIOLATION_FOREIGN for a
+ * foreign ABI), or -1 if none was reported. Only the relay writes it. */
 int fr_report_read(int report_fd);
 
-/* ---- additions (sandbox owner) ---- */
+/* With identity: slot k (0-based) runs the job as uid = gid = uid_base + k,
+ * supplementary groups dropped, when the policy has slot_identity and the
+ * builder was root; slot -1 = keep the caller's identity. Otherwise as
+ * fr_policy_apply. */
+int fr_policy_apply_slot(const struct fr_policy *p, int report_fd, int slot);
+
+/* In-process application for a caller that supervises the job itself (the
+ * warm Python worker is the parent of each prediction's child):
+ *
+ *   worker (supervisor)                      child (fork of the worker)
+ *   socketpair(AF_UNIX, SOCK_SEQPACKET) = s
+ *   fork() ------------------------------->  close(s[0])
+ *   close(s[1])                              ... its own set-up ...
+ *                                            fr_policy_apply_notify(p, s[1], slot)
+ *   L = fr_notify_receive(s[0])  <---------  (filter installed with a listener,
+ *                                             L sent with SCM_RIGHTS, then its
+ *                                             copy of L and s[1] closed)
+ *   poll(L) with the child's pipes/pidfd     the prediction runs
+ *   L readable: fr_notify_read(L, &nr, &pid)
+ *     -> violation nr; SIGKILL the child     (its denied call never returns)
+ *   after wait4: close(L)
+ *
+ * The child never holds the listener while untrusted code runs, so it can
+ * neither forge a notification nor answer its own. Call it last (as
+ * fr_policy_apply); async-signal-safe. notify_sock must be >= 0. Returns 0 or
+ * -errno; on failure the child should _exit without running the job (the
+ * supervisor's fr_notify_receive then returns -EPIPE).
+ * If the supervisor dies, the kernel answers pending and later denied calls
+ * with ENOSYS (they do not run) until the child's own PR_SET_PDEATHSIG, if
+ * the caller armed one (apply re-arms it after an identity change), kills it. */
+int fr_policy_apply_notify(const struct fr_policy *p, int notify_sock, int slot);
+/* The descriptor the child needs until apply (the prepared Landlock
+ * ruleset, O_CLOEXEC; apply closes it), or -1. A caller that closes
+ * inherited descriptors in the child before apply must keep this one. */
+int fr_policy_fd(const struct fr_policy *p);
+/* Supervisor: the listener the child sent (blocking until it sends or
+ * dies). Returns the descriptor (O_CLOEXEC), -ENODATA when the policy has
+ * no filter (nothing to supervise), -EPIPE when the child closed the socket
+ * without sending (apply failed, or it died), or another -errno. */
+int fr_notify_receive(int notify_sock);
+/* Supervisor: read one notification (blocks until there is one: poll the
+ * listener first). Returns 0 with *nr = the denied syscall (or
+ * FR_VIOLATION_FOREIGN) and *pid = the calling thread, or -errno (-ENOENT:
+ * the caller died before it could be read). The calling thread stays
+ * blocked until the supervisor kills it: never answer, never close the
+ * listener while the job lives. */
+int fr_notify_read(int listener, int *nr, int *pid);
+
+/* A spec as one self-contained byte string, lists included, so that another
+ * process can build the same policy: fitrun packs the spec of a python run
+ * and the warm interpreter builds it through ctypes, adding its own tree
+ * to the read paths (only it knows where that is). The format is private
+ * to this library (native byte order: both ends run on the same machine)
+ * and versioned. Returns the length the packed spec needs; it was written
+ * to buf only if that is <= len. -1 with errno = EINVAL for a spec that
+ * cannot be packed (more than 65535 names in a list). */
+long fr_policy_spec_pack(const struct fr_policy_spec *spec, void *buf, size_t len);
+/* fr_policy_build from a packed spec, with more_read (NULL-terminated, may
+ * be NULL) added to its read paths. A malformed or foreign byte string is
+ * an error ("sandbox: packed spec: ..."). */
+int fr_policy_build_packed(const void *packed, size_t len, const char *const *more_read, struct fr_policy **out,
+                           char *err, size_t errlen);
+
+/* What a policy will enforce, and why not where it will not (fitrun
+ * detect, the run's one-time notes). Strings are "" when not applicable. */
+struct fr_policy_info {
+    enum fr_preset preset;
+    const char *seccomp; /* "off" or "notify" */
+    unsigned filter_insns;
+    bool spec_allow;
+    enum fr_fs_base fs;
+    int landlock_abi;        /* of the running kernel; 0 = none */
+    bool landlock;           /* a ruleset is prepared and will be enforced */
+    char landlock_why[200];  /* fs != off and !landlock: why */
+    const char *write_opens; /* "landlock" (Landlock rules writes and truncation),
+                                       "landlock, no O_TRUNC" (ABI 1-2), "denied" (seccomp: read-only opens),
+                                       "allowed" (no filter, no Landlock) */
+    bool scoped;             /* ABI >= 6: signals and abstract unix sockets stay in the job */
+    unsigned nread, nwrite;  /* paths in the ruleset (base set included) */
+    bool identity;           /* jobs switch to per-slot uids */
+    uint32_t uid_first, uid_last;
+    char identity_why[200]; /* !identity: why ("user = root", "fitrun is not root (uid 1000)", ...) */
+    unsigned uid;           /* the builder's euid */
+    uint64_t keep_caps;     /* bit n = capability n is kept */
+    bool bounding;          /* the builder may drop the bounding set (CAP_SETPCAP) */
+};
+void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out);
+/* The path a policy's ruleset lets a job read (true) — resolved with
+ * realpath; false when Landlock is not enforced (then: whatever DAC says).
+ * For warnings such as "the jobs file is readable by jobs". */
+bool fr_policy_may_read(const struct fr_policy *p, const char *path);
+/* The running kernel's Landlock ABI (> 0), or 0 with *err = the errno that
+ * says why not (ENOSYS, EOPNOTSUPP, EPERM). Probed once per process. */
+int fr_landlock_abi(int *err);
+
+/* ---- workers, descriptions, names ---- */
 
 /* Optional, for a long-lived process that only forks jobs (a warm Python
  * worker): drop the capability bounding set (except kept capabilities) in
@@ -99,57 +228,27 @@ int fr_report_read(int report_fd);
  * its effective/permitted capabilities are untouched. Returns 0 or -errno. */
 int fr_policy_prepare_worker(struct fr_policy *p);
 
-/* One line for logs and `describe`: "preset=python seccomp=trap(301 insns)
- * spec_allow=no cpu=2s(hard 3s) as=1.0 GiB core=0 caps=none". Returns the
+/* One line for logs and `describe`: "preset=python seccomp=notify(301 insns)
+ * spec_allow=no cpu=2s(hard 3s) as=1.0 GiB core=0 caps=none landlock=libs(abi 7)
+ * uids=60000-60003". Returns the
  * length it needed (snprintf-style), or -1. */
 int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len);
 /* The compiled seccomp program (struct sock_filter[], 8 bytes each) as the
- * parent holds it — kill/tkill/tgkill compare against a pid placeholder the
- * child patches. NULL with *ninsns = 0 when the policy has no filter. */
+ * parent holds it — kill/tkill/tgkill compare against a pid placeholder and
+ * sendmsg against a descriptor placeholder, which the child patches. NULL
+ * with *ninsns = 0 when the policy has no filter. */
 const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns);
 /* Names: "socket" (libseccomp, native arch; "unknown" for nr < 0,
- * "syscall_<nr>" if unnamed) and "SIGSEGV" / "SIGRTMIN+3". Return buf. */
+ * "foreign_abi" for FR_VIOLATION_FOREIGN, "syscall_<nr>" if unnamed) and
+ * "SIGSEGV" / "SIGRTMIN+3". Return buf. */
 const char *fr_syscall_name(int nr, char *buf, size_t n);
 const char *fr_signal_name(int sig, char *buf, size_t n);
 
-/* Outcome classification. */
-enum fr_status {
-    FR_STATUS_OK = 0,
-    FR_STATUS_ERROR,
-    FR_STATUS_TIMEOUT,
-    FR_STATUS_MEMORY,
-    FR_STATUS_VIOLATION,
-    FR_STATUS_SIGNAL,
-    FR_STATUS_OUTPUT_LIMIT,
-    FR_STATUS_INVALID,
-    FR_STATUS_CRASH,
-};
-enum fr_timeout_kind { FR_TIMEOUT_NONE = 0, FR_TIMEOUT_CPU, FR_TIMEOUT_WALL };
-
-struct fr_classify_in {
-    int wstatus;                /* from wait4 */
-    const struct rusage *ru;    /* may be NULL */
-    uint64_t cpu_limit_ms;      /* 0 = none */
-    bool wall_expired;          /* the parent killed it for wall time */
-    bool output_exceeded;       /* the parent killed it for output */
-    int violation_nr;           /* from fr_report_read, -1 = none */
-    bool memory_hint;           /* the job itself reported an allocation failure (MemoryError, ENOMEM) */
-    bool oom_killed;            /* a memory cgroup reported an OOM kill */
-};
-
-struct fr_outcome {
-    enum fr_status status;
-    int exit_code;              /* -1 when killed by a signal */
-    int signal;                 /* 0 when exited */
-    enum fr_timeout_kind timeout;
-    char syscall[40];           /* violation: syscall name (libseccomp), else "" */
-    char signal_name[16];       /* "SIGSEGV", else "" */
-};
-
-void fr_classify(const struct fr_classify_in *in, struct fr_outcome *out);
-const char *fr_status_name(enum fr_status s);          /* "ok", "timeout", ... */
-const char *fr_timeout_kind_name(enum fr_timeout_kind k); /* "cpu", "wall", NULL */
+/* Names of the enums above: "none", "exec", "python" and "off", "libs",
+ * "system"; parse returns 0 or -1 (unknown name). */
 int fr_preset_parse(const char *s, enum fr_preset *out);
 const char *fr_preset_name(enum fr_preset p);
+int fr_fs_base_parse(const char *s, enum fr_fs_base *out);
+const char *fr_fs_base_name(enum fr_fs_base fs);
 
 #endif

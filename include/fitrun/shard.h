@@ -1,12 +1,10 @@
 /* fitrun/shard.h — split a job file into N shards by input line, and name
- * the per-shard outputs. Pure functions.
+ * the per-shard outputs (launcher/jobs/shard.c). Pure functions.
  *
  * Line numbers are physical, 1-based line numbers of the jobs file (blank
- * and invalid lines count), so that `fitrun run --shard K/N` and
- * `fitrun merge` agree on which shard a job belongs to without talking.
- *
- * Also here: `fitrun merge` (merge.c) and the batch-system job scripts of
- * `fitrun submit` (submit.c). */
+ * and invalid lines count), so that `fitrun run --shard K/N` (the pool)
+ * and `fitrun merge` (fitrun/scaleout.h) agree on which shard a job
+ * belongs to without talking. */
 #ifndef FITRUN_SHARD_H
 #define FITRUN_SHARD_H
 
@@ -17,8 +15,8 @@
 
 struct fr_shard {
     bool enabled;
-    int index;   /* K, 0-based */
-    int count;   /* N >= 1 */
+    int index; /* K, 0-based */
+    int count; /* N >= 1 */
 };
 
 /* Environment variable that pins N for `--shard auto`. The job scripts of
@@ -30,20 +28,15 @@ struct fr_shard {
 /* "K/N" or "auto" (auto reads SLURM_ARRAY_TASK_ID/_MIN/_COUNT from envp).
  * Returns 0, or -1 with a message in err. */
 int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char *err, size_t errlen);
-/* Inside a SLURM array task with no --shard: fill *out and return 1; 0 if not in an array task. */
-int fr_shard_from_env(char *const *envp, struct fr_shard *out);
 /* Does input line `line` (1-based) belong to this shard? (line-1) mod N == K. */
 bool fr_shard_selects(const struct fr_shard *s, long line);
 /* Replace "{shard}" in pattern with K. Returns 0 or -1 (too long). */
 int fr_shard_expand(const char *pattern, const struct fr_shard *s, char *buf, size_t n);
 
-/* Additions (stable; the four above are unchanged) ----------------------- */
-
-/* fr_shard_from_env with the reason: 1 = in a SLURM array task, *out filled;
- * 0 = not in an array task (no SLURM_ARRAY_TASK_ID); -1 = in an array task
- * whose variables are missing, not numbers or describe a non-contiguous
- * array (`--array=1,3,7`), message in err. fr_shard_from_env() returns 0 in
- * that last case; callers that can report an error should prefer this. */
+/* Inside a SLURM array task with no --shard: 1 = in an array task, *out
+ * filled; 0 = not in an array task (no SLURM_ARRAY_TASK_ID); -1 = in an
+ * array task whose variables are missing, not numbers or describe a
+ * non-contiguous array (`--array=1,3,7`), message in err. */
 int fr_shard_auto(char *const *envp, struct fr_shard *out, char *err, size_t errlen);
 /* The shard (0-based) of 1-based input line `line` among `count` shards. */
 int fr_shard_of_line(long line, int count);
@@ -51,51 +44,5 @@ int fr_shard_of_line(long line, int count);
  * (the pattern `{shard}` produces). Looks at the base name only. Returns K,
  * or -1 when the name carries no shard number. */
 int fr_shard_from_filename(const char *path);
-
-/* fitrun merge ------------------------------------------------------------ */
-
-struct fr_merge_opts {
-    const char *jobs;            /* jobs file ("-" = stdin) */
-    const char *const *results;  /* result files */
-    int nresults;
-    int shards;                  /* N from --shards; 0 = infer from file names */
-};
-
-/* Merge: one result per valid job of `jobs`, in input order, to `out`; every
- * problem on stderr with file:line. Returns the exit status: 0 complete,
- * 1 some valid job has no result, 125 the jobs file cannot be read or the
- * output cannot be written. */
-int fr_merge(const struct fr_merge_opts *o, FILE *out);
-
-/* fitrun submit ----------------------------------------------------------- */
-
-struct fr_submit {
-    const char *fitrun;      /* absolute path of the fitrun binary to run */
-    const char *profile;     /* absolute paths */
-    const char *jobs;
-    const char *out_dir;     /* results.{shard}.jsonl and per-task logs go here */
-    const char *workdir;     /* where each task starts */
-    int shards;              /* N >= 1 */
-    int cpus_per_task;       /* >= 1 */
-    uint64_t mem_bytes;      /* whole task; 0 = ask for nothing (site default) */
-    const char *mem_origin;  /* where mem_bytes comes from, for a comment
-                                ("profile memory_per_worker 512.0 MiB x 2 workers"); NULL = none */
-    uint64_t time_s;         /* 0 = no limit asked */
-    const char *partition;   /* NULL = default partition (slurm only) */
-    const char *job_name;    /* NULL = "fitrun" */
-};
-
-/* Write the sbatch array script / the HTCondor submit description for s to f.
- * Returns 0, or -1 with the reason in err (relative path, a character the
- * format cannot carry, N or C out of range, write error). */
-int fr_submit_slurm(FILE *f, const struct fr_submit *s, char *err, size_t errlen);
-int fr_submit_condor(FILE *f, const struct fr_submit *s, char *err, size_t errlen);
-
-/* Time limit: SLURM's own forms ("30" = minutes, "MM:SS", "H:MM:SS",
- * "D-H", "D-H:MM", "D-H:MM:SS") or a duration with a unit ("90m", "2h",
- * "1.5h", "45s"), to whole seconds (rounded up). 0 is refused (SLURM's
- * "no limit" is spelt by leaving --time out), and so is anything beyond
- * fitrun's maximum duration, 365 days. Returns 0 or -1. */
-int fr_parse_time_limit(const char *s, uint64_t *seconds);
 
 #endif

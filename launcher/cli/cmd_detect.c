@@ -6,8 +6,8 @@
  * Prints a table (each value with the file or variable it came from, then
  * the plan's reasons and the notes on what was ignored), or with --json one
  * object whose keys docs/detect.md describes. The report is built from
- * sections (cgroup, cpu, memory, pids, shm, profile, plan, notes, and
- * python for a python profile).
+ * sections (cgroup, cpu, memory, pids, shm, profile, plan, sandbox, notes,
+ * and python for a python profile).
  *
  * The plan is the one `fitrun run` and the wrapper make: the built-in
  * profile (profiles/default.ini) or --profile FILE, then the options above
@@ -30,25 +30,18 @@
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
 #include "fitrun/runtime.h"
-#include "fitrun/util.h"
+#include "fitrun/sandbox.h"
+#include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
-/* Options; the plan ones are applied over the profile once it is loaded. */
+/* Options; --profile and the plan options are the profile's (options.c). */
 struct detect_args {
     bool json;
     const char *sysroot;
-    const char *profile;
-    double cpus;                /* 0 = not given */
-    bool rounding_given;
-    enum fr_rounding rounding;
-    const char *memory_per_worker; /* NULL = not given; applied as the profile key */
-    int workers;                /* 0 = not given */
+    struct fr_cli_profile prof;
 };
-
-/* Text of a macro's value, for messages that quote a limit. */
-#define FR_XSTR(x) #x
-#define FR_STR(x) FR_XSTR(x)
 
 static void usage(FILE *f)
 {
@@ -73,69 +66,43 @@ static void usage(FILE *f)
           f);
 }
 
-/* "fitrun: detect: <option> '<arg>': <why> (see fitrun detect --help)" -> 125 */
-static int bad(const char *what, const char *arg, const char *why)
-{
-    fr_warn("detect: %s '%s': %s (see fitrun detect --help)", what, arg, why);
-    return FR_EXIT_USAGE;
-}
-
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct detect_args *a)
 {
-    enum { O_JSON = 1, O_SYSROOT, O_PROFILE, O_CPUS, O_ROUNDING, O_MPW, O_WORKERS, O_HELP };
+    enum { O_JSON = 1, O_SYSROOT, O_HELP };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, O_JSON},
         {"sysroot", required_argument, NULL, O_SYSROOT},
-        {"cpus", required_argument, NULL, O_CPUS},
-        {"rounding", required_argument, NULL, O_ROUNDING},
-        {"memory-per-worker", required_argument, NULL, O_MPW},
-        {"workers", required_argument, NULL, O_WORKERS},
-        {"profile", required_argument, NULL, O_PROFILE},
         {"help", no_argument, NULL, O_HELP},
+        FR_CLI_PLAN_OPTS,
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own messages, naming fitrun */
     optind = 0; /* full re-initialisation (GNU) */
-    int c;
-    int64_t n;
+    int c, idx;
     struct stat st;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
         switch (c) {
         case O_JSON: a->json = true; break;
         case O_SYSROOT:
             errno = 0;
-            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode))
-                return bad("--sysroot", optarg, errno ? strerror(errno) : "not a directory");
+            if (stat(optarg, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                fr_warn("detect: --sysroot '%s': %s (see fitrun detect --help)", optarg,
+                        errno ? strerror(errno) : "not a directory");
+                return FR_EXIT_USAGE;
+            }
             a->sysroot = optarg;
             break;
-        case O_PROFILE: a->profile = optarg; break;
-        case O_CPUS:
-            if (fr_parse_cpus(optarg, &a->cpus) < 0)
-                return bad("--cpus", optarg, "not a positive number of CPUs");
-            break;
-        case O_ROUNDING:
-            if (fr_rounding_parse(optarg, &a->rounding) < 0)
-                return bad("--rounding", optarg, "expected floor, ceil or nearest");
-            a->rounding_given = true;
-            break;
-        case O_MPW:
-            a->memory_per_worker = optarg; /* checked as the profile's key, over the profile */
-            break;
-        case O_WORKERS:
-            if (fr_parse_i64(optarg, &n) < 0 || n < 1 || n > FR_PROFILE_MAX_WORKERS)
-                return bad("--workers", optarg, "not a number of workers (1.." FR_STR(FR_PROFILE_MAX_WORKERS) ")");
-            a->workers = (int)n;
+        case FR_CLI_PROFILE_OPT:
+            if (fr_cli_option(&a->prof, longopts[idx].name, optarg) < 0)
+                return FR_EXIT_USAGE;
             break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':': return bad("option", argv[optind - 1], "missing argument");
-        default: return bad("option", argv[optind - 1], "unknown option");
+        default: return fr_cli_getopt_error("detect", c, argv);
         }
     }
-    if (optind < argc)
-        return bad("argument", argv[optind], "unexpected");
-    return -1;
+    return fr_cli_no_operands("detect", argc, argv);
 }
 
 /* ---- JSON ---- */
@@ -166,10 +133,22 @@ static json_t *json_cgroup(const struct fr_resources *r)
     json_t *ctl = json_object();
     for (int i = 0; i < FR_CTL_COUNT; i++) {
         const struct fr_cgroup_loc *l = &r->cgroup[i];
-        json_object_set_new(ctl, names[i], l->version ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
-                                                      : json_null());
+        json_object_set_new(ctl, names[i],
+                            l->version
+                                ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
+                                : json_null());
     }
     return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
+}
+
+/* o[key] = the value (a number, or an integer when `integer`; null when
+ * unknown) and o[key_source] = where it came from. */
+static void set_value(json_t *o, const char *key, const struct fr_value *v, bool integer)
+{
+    char source[64];
+    json_object_set_new(o, key, integer ? jint(v) : jnum(v));
+    snprintf(source, sizeof source, "%s_source", key);
+    json_object_set_new(o, source, jsrc(v));
 }
 
 static json_t *json_cpu(const struct fr_resources *r)
@@ -182,16 +161,11 @@ static json_t *json_cpu(const struct fr_resources *r)
     json_object_set_new(o, "cpuset", jint(&r->cpu_cpuset));
     json_object_set_new(o, "cpuset_list", r->cpu_cpuset.known ? json_string(r->cpu_cpuset_list) : json_null());
     json_object_set_new(o, "cpuset_source", jsrc(&r->cpu_cpuset));
-    json_object_set_new(o, "quota", jnum(&r->cpu_quota));
-    json_object_set_new(o, "quota_source", jsrc(&r->cpu_quota));
-    json_object_set_new(o, "scheduler", jnum(&r->cpu_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->cpu_scheduler));
-    json_object_set_new(o, "outer", jnum(&r->cpu_outer));
-    json_object_set_new(o, "outer_source", jsrc(&r->cpu_outer));
-    json_object_set_new(o, "override", jnum(&r->cpu_override));
-    json_object_set_new(o, "override_source", jsrc(&r->cpu_override));
-    json_object_set_new(o, "shares", jint(&r->cpu_shares));
-    json_object_set_new(o, "shares_source", jsrc(&r->cpu_shares));
+    set_value(o, "quota", &r->cpu_quota, false);
+    set_value(o, "scheduler", &r->cpu_scheduler, false);
+    set_value(o, "outer", &r->cpu_outer, false);
+    set_value(o, "override", &r->cpu_override, false);
+    set_value(o, "shares", &r->cpu_shares, true);
     json_object_set_new(o, "detected", json_real(r->cpu_detected));
     json_object_set_new(o, "effective", json_real(r->cpu_effective));
     return o;
@@ -201,24 +175,18 @@ static json_t *json_memory(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "total", json_integer((json_int_t)r->mem_total));
-    json_object_set_new(o, "limit", jint(&r->mem_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->mem_limit));
-    json_object_set_new(o, "high", jint(&r->mem_high));
-    json_object_set_new(o, "high_source", jsrc(&r->mem_high));
-    json_object_set_new(o, "scheduler", jint(&r->mem_scheduler));
-    json_object_set_new(o, "scheduler_source", jsrc(&r->mem_scheduler));
+    set_value(o, "limit", &r->mem_limit, true);
+    set_value(o, "high", &r->mem_high, true);
+    set_value(o, "scheduler", &r->mem_scheduler, true);
     return o;
 }
 
 static json_t *json_pids(const struct fr_resources *r)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "limit", jint(&r->pids_limit));
-    json_object_set_new(o, "limit_source", jsrc(&r->pids_limit));
-    json_object_set_new(o, "current", jint(&r->pids_current));
-    json_object_set_new(o, "current_source", jsrc(&r->pids_current));
-    json_object_set_new(o, "available", jint(&r->pids_available));
-    json_object_set_new(o, "available_source", jsrc(&r->pids_available));
+    set_value(o, "limit", &r->pids_limit, true);
+    set_value(o, "current", &r->pids_current, true);
+    set_value(o, "available", &r->pids_available, true);
     return o;
 }
 
@@ -226,8 +194,7 @@ static json_t *json_shm(const struct fr_resources *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string("/dev/shm"));
-    json_object_set_new(o, "size", jint(&r->shm_size));
-    json_object_set_new(o, "size_source", jsrc(&r->shm_size));
+    set_value(o, "size", &r->shm_size, true);
     json_object_set_new(o, "free", jint(&r->shm_free));
     return o;
 }
@@ -242,8 +209,10 @@ static json_t *json_plan(const struct fr_plan *p, const struct fr_plan_opts *o)
     json_object_set_new(j, "threads_per_worker", json_integer(p->threads_per_worker));
     json_object_set_new(j, "threads_per_job", json_integer(p->threads_per_job));
     json_object_set_new(j, "rounding", json_string(fr_rounding_name(p->rounding)));
-    json_object_set_new(j, "memory_per_worker", o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
-    json_object_set_new(j, "workers_override", o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
+    json_object_set_new(j, "memory_per_worker",
+                        o->memory_per_worker ? json_integer((json_int_t)o->memory_per_worker) : json_null());
+    json_object_set_new(j, "workers_override",
+                        o->workers_override > 0 ? json_integer(o->workers_override) : json_null());
     json_object_set_new(j, "reasons", reasons);
     return j;
 }
@@ -253,20 +222,6 @@ static json_t *json_profile(const struct fr_profile *prof)
     return json_pack("{s:o, s:s}", "path", jstr_or_null(prof->path), "runtime", fr_runtime_kind_name(prof->kind));
 }
 
-/* Everything one report needs. */
-struct report {
-    const struct fr_resources *res;
-    const struct fr_plan *plan;
-    const struct fr_plan_opts *popts;
-    const struct fr_profile *prof;
-    const char *sysroot;
-    json_t *python;             /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
-    const struct fr_env_export *jobenv; /* what a `fitrun run` job would get; NULL = out of memory */
-    char **scrubbed;            /* names of this environment a job would not see */
-};
-
-/* ---- the job environment (what `fitrun run` jobs see) ---- */
-
 static json_t *json_names(char *const *names)
 {
     json_t *a = json_array();
@@ -274,6 +229,86 @@ static json_t *json_names(char *const *names)
         json_array_append_new(a, json_string(*n));
     return a;
 }
+
+/* ---- sandbox: what a job of this profile gets on this machine ---- */
+
+struct sandbox_report {
+    bool built; /* false: the profile's [sandbox] does not build (error) */
+    char error[1024];
+    struct fr_policy_info in;
+};
+
+/* Build the policy `fitrun run` would build (slots = the plan's workers). */
+static void sandbox_probe(const struct fr_profile *prof, const struct fr_plan *plan, struct sandbox_report *sb)
+{
+    struct fr_policy_spec spec;
+    struct fr_policy *pol = NULL;
+    fr_profile_policy_spec(prof, &spec);
+    spec.slots = plan->workers > 0 ? plan->workers : 1;
+    sb->built = fr_policy_build(&spec, &pol, sb->error, sizeof sb->error) == 0;
+    if (!sb->built)
+        return;
+    fr_policy_info(pol, &sb->in);
+    fr_policy_free(pol);
+}
+
+static const char *fs_base_name(enum fr_fs_base fs)
+{
+    return fs == FR_FS_SYSTEM ? "system" : fs == FR_FS_LIBS ? "libs" : "off";
+}
+
+static json_t *json_sandbox(const struct sandbox_report *sb, const struct fr_profile *prof)
+{
+    if (!sb->built)
+        return json_pack("{s:s}", "error", sb->error);
+    const struct fr_policy_info *in = &sb->in;
+    json_t *seccomp = json_pack("{s:s, s:i, s:b}", "mode", in->seccomp, "instructions", (int)in->filter_insns,
+                                "spec_allow", in->spec_allow);
+    json_t *ll = json_object();
+    json_object_set_new(ll, "abi", json_integer(in->landlock_abi));
+    json_object_set_new(ll, "enforced", json_boolean(in->landlock));
+    json_object_set_new(ll, "why_not", in->landlock ? json_null() : json_string(in->landlock_why));
+    json_object_set_new(ll, "required", json_boolean(prof->require_landlock));
+    json_object_set_new(ll, "base", json_string(fs_base_name(in->fs)));
+    json_object_set_new(ll, "read", json_names(prof->read_paths));
+    json_object_set_new(ll, "write", json_names(prof->write_paths));
+    json_object_set_new(ll, "rules", json_integer(in->nread + in->nwrite));
+    json_object_set_new(ll, "write_opens", json_string(in->write_opens));
+    json_object_set_new(ll, "scoped", json_boolean(in->scoped));
+    json_t *id = json_object();
+    json_object_set_new(id, "enforced", json_boolean(in->identity));
+    json_object_set_new(id, "uid_first", in->identity ? json_integer(in->uid_first) : json_null());
+    json_object_set_new(id, "uid_last", in->identity ? json_integer(in->uid_last) : json_null());
+    if (!in->identity)
+        json_object_set_new(id, "uid", json_integer((json_int_t)in->uid));
+    json_object_set_new(id, "why_not", in->identity ? json_null() : json_string(in->identity_why));
+    json_t *caps = json_object();
+    json_object_set_new(caps, "kept", json_names(prof->keep_caps));
+    json_object_set_new(caps, "bounding_set", json_string(in->bounding ? "dropped" : "unchanged"));
+    json_t *o = json_object();
+    json_object_set_new(o, "preset", json_string(fr_preset_name(in->preset)));
+    json_object_set_new(o, "seccomp", seccomp);
+    json_object_set_new(o, "landlock", ll);
+    json_object_set_new(o, "no_new_privs", json_true());
+    json_object_set_new(o, "identity", id);
+    json_object_set_new(o, "capabilities", caps);
+    return o;
+}
+
+/* Everything one report needs. */
+struct report {
+    const struct fr_resources *res;
+    const struct fr_plan *plan;
+    const struct fr_plan_opts *popts;
+    const struct fr_profile *prof;
+    const char *sysroot;
+    json_t *python;                       /* python profile: fr_python_probe()'s object, or {"error"}; else NULL */
+    const struct fr_env_export *jobenv;   /* what a `fitrun run` job would get; NULL = out of memory */
+    char **scrubbed;                      /* names of this environment a job would not see */
+    const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
+};
+
+/* ---- the job environment (what `fitrun run` jobs see) ---- */
 
 static json_t *json_env(const struct report *rep)
 {
@@ -305,6 +340,7 @@ static int print_json(const struct report *rep)
     json_object_set_new(root, "profile", json_profile(rep->prof));
     json_object_set_new(root, "plan", json_plan(rep->plan, rep->popts));
     json_object_set_new(root, "env", json_env(rep));
+    json_object_set_new(root, "sandbox", rep->sandbox ? json_sandbox(rep->sandbox, rep->prof) : json_null());
     json_object_set_new(root, "notes", notes);
     if (rep->python)
         json_object_set(root, "python", rep->python);
@@ -450,13 +486,65 @@ static void print_python(json_t *py)
         row("error", err, NULL);
         return;
     }
-    row("version", json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?", NULL);
-    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)", ms(py, "total_ms", total, sizeof total),
-             ms(py, "boot_ms", boot, sizeof boot), ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
+    row("version",
+        json_string_value(json_object_get(py, "python")) ? json_string_value(json_object_get(py, "python")) : "?",
+        NULL);
+    snprintf(line, sizeof line, "%s (interpreter %s, prelude %s, sandbox self-test %s)",
+             ms(py, "total_ms", total, sizeof total), ms(py, "boot_ms", boot, sizeof boot),
+             ms(py, "prelude_ms", prelude, sizeof prelude), ms(py, "selftest_ms", self, sizeof self));
     row("total", line, NULL);
     const char *warning = json_string_value(json_object_get(py, "warning"));
     if (warning)
         row("warning", warning, NULL);
+}
+
+/* Append a comma-separated list to line. */
+static void append_names(char *line, size_t n, const char *lead, char *const *names)
+{
+    for (size_t i = 0; names[i]; i++) {
+        size_t used = strlen(line);
+        if (used + 1 >= n)
+            return;
+        snprintf(line + used, n - used, "%s%s", i ? ", " : lead, names[i]);
+    }
+}
+
+static void print_sandbox(const struct sandbox_report *sb, const struct fr_profile *prof)
+{
+    char line[1024];
+    printf("sandbox\n");
+    if (!sb->built) {
+        row("error", sb->error, NULL);
+        return;
+    }
+    const struct fr_policy_info *in = &sb->in;
+    row("preset", fr_preset_name(in->preset), NULL);
+    if (strcmp(in->seccomp, "off"))
+        snprintf(line, sizeof line, "notify, %u instructions: a supervisor names denied calls", in->filter_insns);
+    else
+        snprintf(line, sizeof line, "off (preset none without a deny list)");
+    row("seccomp", line, NULL);
+    if (in->landlock) {
+        snprintf(line, sizeof line, "ABI %d: reads: the %s set", in->landlock_abi, fs_base_name(in->fs));
+        append_names(line, sizeof line, " + ", prof->read_paths);
+        snprintf(line + strlen(line), sizeof line - strlen(line), "; writes: %s", prof->write_paths[0] ? "" : "none");
+        append_names(line, sizeof line, "", prof->write_paths);
+        if (in->scoped)
+            snprintf(line + strlen(line), sizeof line - strlen(line), "; signals stay in the job");
+    } else {
+        snprintf(line, sizeof line, "not enforced: %s", in->landlock_why);
+    }
+    row("landlock", line, NULL);
+    row("privs", "no_new_privs: an exec gains nothing (setuid bits, file capabilities)", NULL);
+    if (in->identity)
+        snprintf(line, sizeof line, "uid/gid %u-%u, one per slot, no supplementary groups", in->uid_first,
+                 in->uid_last);
+    else
+        snprintf(line, sizeof line, "unchanged (uid %u): %s", in->uid, in->identity_why);
+    row("identity", line, NULL);
+    snprintf(line, sizeof line, "%s", prof->keep_caps[0] ? "kept: " : "all dropped");
+    append_names(line, sizeof line, "", prof->keep_caps);
+    row("caps", line, in->bounding ? NULL : "bounding set unchanged (no CAP_SETPCAP); no_new_privs holds");
 }
 
 /* "A, B, C" (or `none`), cut to fit. */
@@ -508,14 +596,16 @@ static void print_table(const struct report *rep)
     print_profile(rep->prof);
     if (rep->python)
         print_python(rep->python);
-    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s", p->threads_per_worker,
-           p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
+    printf("plan        %d worker%s x %d thread%s (rounding %s)", p->workers, p->workers == 1 ? "" : "s",
+           p->threads_per_worker, p->threads_per_worker == 1 ? "" : "s", fr_rounding_name(p->rounding));
     if (p->threads_per_job != p->threads_per_worker)
         printf("; %d thread%s per job", p->threads_per_job, p->threads_per_job == 1 ? "" : "s");
     printf("\n");
     for (int i = 0; i < p->nreasons; i++)
         bullet(p->reasons[i]);
     print_env(rep);
+    if (rep->sandbox)
+        print_sandbox(rep->sandbox, rep->prof);
     if (r->nnotes) {
         printf("notes (what was ignored, and why)\n");
         for (int i = 0; i < r->nnotes; i++)
@@ -524,36 +614,14 @@ static void print_table(const struct report *rep)
     fflush(stdout);
 }
 
-/* The profile (built-in defaults, or --profile FILE), then the command
- * line over it: what `fitrun run` does with the same options. */
-static int load_profile(const struct detect_args *a, struct fr_profile *prof)
-{
-    char err[1024] = "";
-    fr_profile_defaults(prof);
-    if (a->profile && fr_profile_load(prof, a->profile, err, sizeof err) < 0) {
-        fr_warn("%s", err[0] ? err : "cannot load the profile");
-        return -1;
-    }
-    if (a->rounding_given)
-        prof->rounding = a->rounding;
-    if (a->memory_per_worker &&
-        fr_profile_set(prof, "resources", "memory_per_worker", a->memory_per_worker, err, sizeof err) < 0) {
-        bad("--memory-per-worker", a->memory_per_worker, err);
-        return -1;
-    }
-    if (a->workers)
-        prof->workers = a->workers;
-    return 0;
-}
-
 /* A python profile: start its interpreter and prelude once (as `fitrun
  * run` does) and time it. Returns the object for the report (never NULL
  * unless out of memory); *failed when the runtime could not start. */
 static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 {
     char exe[PATH_MAX], err[2048] = "";
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[l > 0 ? l : 0] = '\0';
+    if (fr_self_exe(exe, sizeof exe) < 0)
+        fr_warn("detect: cannot find the fitrun binary (/proc/self/exe): %s", strerror(errno));
     json_t *py = fr_python_probe(prof, exe, err, sizeof err);
     *failed = !py;
     if (!py) {
@@ -571,7 +639,8 @@ static json_t *probe_python(const struct fr_profile *prof, bool *failed)
 
 int fr_cmd_detect(int argc, char **argv)
 {
-    struct detect_args a = {.json = false};
+    static struct detect_args a; /* ~10 KiB: keep it off the stack */
+    memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
@@ -587,17 +656,26 @@ int fr_cmd_detect(int argc, char **argv)
         return FR_EXIT_USAGE;
     }
     struct fr_plan_opts popts;
+    struct sandbox_report sb = {.built = false};
     struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
-    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL};
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
     bool failed = false;
-    if (load_profile(&a, prof) < 0) {
+    if (fr_cli_load_profile(&a.prof, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
     }
-    fr_profile_detect_plan(prof, a.cpus, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
+    fr_profile_detect_plan(prof, a.sysroot, res, plan, &popts); /* as `fitrun run` does */
     if (jobenv && fr_profile_job_env(prof, res, plan, environ, jobenv) == 0) {
         rep.jobenv = jobenv;
         rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);
+    }
+    if (!a.sysroot) {
+        sandbox_probe(prof, plan, &sb);
+        rep.sandbox = &sb;
+        if (!sb.built) {
+            fr_warn("detect: %s: [sandbox]: %s", prof->path[0] ? prof->path : "built-in profile", sb.error);
+            failed = true;
+        }
     }
     if (prof->kind == FR_RUNTIME_PYTHON)
         rep.python = probe_python(prof, &failed);

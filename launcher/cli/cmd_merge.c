@@ -1,13 +1,14 @@
 /* cmd_merge.c — `fitrun merge --jobs JOBS [--shards N] RESULTS...`:
  * merged results on stdout in input order, completeness on stderr and in
- * the exit status (see launcher/shard/merge.c). */
+ * the exit status (see launcher/scaleout/merge.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fitrun/cli.h"
-#include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/scaleout.h"
+#include "fitrun/common.h"
+#include "internal.h"
 
 static void merge_usage(FILE *f)
 {
@@ -38,11 +39,10 @@ int fr_cmd_merge(int argc, char **argv)
     int64_t v;
     int c;
     optind = 0; /* GNU: full re-initialisation, so the command can be run twice in one process */
-    while ((c = getopt_long(argc, argv, "j:n:qh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":j:n:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            o.jobs = optarg;
-            break;
+        case 'j': o.jobs = optarg; break;
         case 'n':
             if (fr_parse_i64(optarg, &v) < 0 || v < 1 || v > 1000000000) {
                 fr_warn("merge: --shards '%s': expected a whole number >= 1", optarg);
@@ -50,15 +50,9 @@ int fr_cmd_merge(int argc, char **argv)
             }
             o.shards = (int)v;
             break;
-        case 'q':
-            fr_quiet = true;
-            break;
-        case 'h':
-            merge_usage(stdout);
-            return 0;
-        default:
-            merge_usage(stderr);
-            return FR_EXIT_USAGE;
+        case 'q': fr_quiet = true; break;
+        case 'h': merge_usage(stdout); return 0;
+        default: return fr_cli_getopt_error("merge", c, argv);
         }
     }
     if (!o.jobs || optind >= argc) {

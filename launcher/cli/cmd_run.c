@@ -19,17 +19,17 @@
 #include "fitrun/profile.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
-
-#define MAX_OVERRIDES 64
 
 static void usage(FILE *f)
 {
     fputs("usage: fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
           "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [-q|--quiet]\n"
-          "                  [--cpus N] [--cpu-time T] [--wall-time T] [--memory SIZE] [--output SIZE]\n"
+          "                  [--cpus N] [--rounding R] [--memory-per-worker S]\n"
+          "                  [--cpu-time T] [--wall-time T] [--memory SIZE] [--output SIZE]\n"
           "                  [--preset python|exec|none] [--set SECTION.KEY=VALUE]...\n"
           "Runs every job (one JSON object per line) in the sandbox on a pool sized by the plan,\n"
           "and writes one result line per job. Options override the profile. See docs/run.md.\n"
@@ -41,6 +41,8 @@ static void usage(FILE *f)
           "                      run only the jobs that have none, append\n"
           "  --workers N         pool size (1 to 4096), overriding the plan\n"
           "  --cpus N            CPUs, overriding detection (the plan sizes the pool from them)\n"
+          "  --rounding R        [resources] rounding: CPUs -> workers, floor, ceil or nearest\n"
+          "  --memory-per-worker S  [resources] memory_per_worker: cap workers at memory limit / S\n"
           "  --cpu-time T        [sandbox] cpu_time: CPU time per job (default 2s; none; up to 8760h)\n"
           "  --wall-time T       [sandbox] wall_time: wall-clock time per job (default 10s; none)\n"
           "  --memory SIZE       [sandbox] memory: address space per process (default 512M; none)\n"
@@ -56,82 +58,49 @@ static void usage(FILE *f)
           f);
 }
 
-struct override {
-    const char *opt;
-    char section[32];
-    char key[64];
-    const char *value;
-};
-
 struct run_args {
-    const char *profile;
+    struct fr_cli_profile prof; /* --profile and the options that set its keys */
     const char *jobs;
     const char *out;
     const char *shard;
     bool resume;
     enum fr_progress progress;
-    int noverrides;
-    struct override overrides[MAX_OVERRIDES];
 };
 
-static int add_override(struct run_args *a, const char *opt, const char *section, const char *key,
-                        const char *value)
-{
-    if (a->noverrides == MAX_OVERRIDES) {
-        fr_warn("%s: too many overrides (at most %d)", opt, MAX_OVERRIDES);
-        return -1;
-    }
-    struct override *o = &a->overrides[a->noverrides++];
-    o->opt = opt;
-    snprintf(o->section, sizeof o->section, "%s", section);
-    snprintf(o->key, sizeof o->key, "%s", key);
-    o->value = value;
-    return 0;
-}
+enum { OPT_JOBS = 256, OPT_OUT, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET, OPT_HELP };
 
-/* --set sandbox.cpu_time=1s */
-static int add_set(struct run_args *a, const char *arg)
-{
-    const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
-    if (!dot || !eq || dot > eq || dot == arg || eq == dot + 1 || (size_t)(dot - arg) >= 32 ||
-        (size_t)(eq - dot - 1) >= 64) {
-        fr_warn("--set '%s': expected SECTION.KEY=VALUE (e.g. sandbox.cpu_time=1s)", arg);
-        return -1;
-    }
-    char section[32], key[64];
-    snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
-    snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
-    return add_override(a, "--set", section, key, eq + 1);
-}
-
-enum {
-    OPT_PROFILE = 256, OPT_JOBS, OPT_OUT, OPT_WORKERS, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET,
-    OPT_CPUS, OPT_CPU_TIME, OPT_WALL_TIME, OPT_MEMORY, OPT_OUTPUT, OPT_PRESET, OPT_SET, OPT_HELP,
-};
-
-/* Returns 0, 1 (--help printed) or -1. */
+/* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        {"profile", required_argument, NULL, OPT_PROFILE},     {"jobs", required_argument, NULL, OPT_JOBS},
-        {"out", required_argument, NULL, OPT_OUT},             {"workers", required_argument, NULL, OPT_WORKERS},
-        {"resume", no_argument, NULL, OPT_RESUME},             {"progress", required_argument, NULL, OPT_PROGRESS},
-        {"shard", required_argument, NULL, OPT_SHARD},         {"quiet", no_argument, NULL, OPT_QUIET},
-        {"cpus", required_argument, NULL, OPT_CPUS},           {"cpu-time", required_argument, NULL, OPT_CPU_TIME},
-        {"wall-time", required_argument, NULL, OPT_WALL_TIME}, {"memory", required_argument, NULL, OPT_MEMORY},
-        {"output", required_argument, NULL, OPT_OUTPUT},       {"preset", required_argument, NULL, OPT_PRESET},
-        {"set", required_argument, NULL, OPT_SET},             {"help", no_argument, NULL, OPT_HELP},
+        FR_CLI_PLAN_OPTS,
+        FR_CLI_OPT("cpu-time"),
+        FR_CLI_OPT("wall-time"),
+        FR_CLI_OPT("memory"),
+        FR_CLI_OPT("output"),
+        FR_CLI_OPT("preset"),
+        FR_CLI_OPT("set"),
+        {"jobs", required_argument, NULL, OPT_JOBS},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"resume", no_argument, NULL, OPT_RESUME},
+        {"progress", required_argument, NULL, OPT_PROGRESS},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     a->jobs = "-";
     a->out = "-";
-    optind = 1;
+    optind = 0; /* GNU: full re-initialisation */
     opterr = 0;
-    int c, r = 0;
-    while (r == 0 && (c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "+:qh", opts, &idx)) != -1) {
         switch (c) {
-        case OPT_PROFILE: a->profile = optarg; break;
+        case FR_CLI_PROFILE_OPT:
+            if (fr_cli_option(&a->prof, opts[idx].name, optarg) < 0)
+                return FR_EXIT_USAGE;
+            break;
         case OPT_JOBS: a->jobs = optarg; break;
         case OPT_OUT: a->out = optarg; break;
         case OPT_RESUME: a->resume = true; break;
@@ -141,51 +110,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case OPT_PROGRESS:
             if (fr_progress_parse(optarg, &a->progress) < 0) {
                 fr_warn("--progress '%s': expected auto, bar, plain or none", optarg);
-                r = -1;
+                return FR_EXIT_USAGE;
             }
             break;
-        case OPT_WORKERS: r = add_override(a, "--workers", "resources", "workers", optarg); break;
-        case OPT_CPUS: r = add_override(a, "--cpus", "resources", "cpus", optarg); break;
-        case OPT_CPU_TIME: r = add_override(a, "--cpu-time", "sandbox", "cpu_time", optarg); break;
-        case OPT_WALL_TIME: r = add_override(a, "--wall-time", "sandbox", "wall_time", optarg); break;
-        case OPT_MEMORY: r = add_override(a, "--memory", "sandbox", "memory", optarg); break;
-        case OPT_OUTPUT: r = add_override(a, "--output", "sandbox", "output", optarg); break;
-        case OPT_PRESET: r = add_override(a, "--preset", "sandbox", "preset", optarg); break;
-        case OPT_SET: r = add_set(a, optarg); break;
         case 'h':
-        case OPT_HELP: usage(stdout); return 1;
-        default:
-            fr_warn("run: %s '%s' (see fitrun run --help)",
-                    optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
-            r = -1;
+        case OPT_HELP: usage(stdout); return 0;
+        default: return fr_cli_getopt_error("run", c, argv);
         }
     }
-    if (r == 0 && optind < argc) {
-        fr_warn("run: unexpected argument '%s' (see fitrun run --help)", argv[optind]);
-        r = -1;
-    }
-    return r;
-}
-
-static int load_profile(const struct run_args *a, struct fr_profile *p)
-{
-    char err[1024];
-    fr_profile_defaults(p);
-    if (a->profile && fr_profile_load(p, a->profile, err, sizeof err) < 0) {
-        fr_warn("%s", err);
-        return -1;
-    }
-    for (int i = 0; i < a->noverrides; i++) {
-        const struct override *o = &a->overrides[i];
-        if (fr_profile_set(p, o->section, o->key, o->value, err, sizeof err) < 0) {
-            if (!strcmp(o->opt, "--set"))
-                fr_warn("--set %s.%s=%s: %s", o->section, o->key, o->value, err);
-            else
-                fr_warn("%s %s: %s", o->opt, o->value, err);
-            return -1;
-        }
-    }
-    return 0;
+    return fr_cli_no_operands("run", argc, argv);
 }
 
 /* --shard, or the SLURM array task we are in. */
@@ -203,8 +136,8 @@ static int pick_shard(const struct run_args *a, struct fr_shard *shard)
         return -1;
     }
     if (shard->enabled)
-        fr_info("shard %d/%d: running input lines L with (L-1) mod %d = %d", shard->index, shard->count,
-                shard->count, shard->index);
+        fr_info("shard %d/%d: running input lines L with (L-1) mod %d = %d", shard->index, shard->count, shard->count,
+                shard->index);
     return 0;
 }
 
@@ -264,8 +197,7 @@ static int open_output(const char *name, bool resume, int in_fd)
  * job (the plan's threads per job) and the profile's [env] forced. The
  * runtimes take it as it is: the Python interpreter, its workers and every
  * prediction, and every exec command. */
-static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan,
-                              const struct fr_profile *p)
+static char **job_environment(const struct fr_resources *res, const struct fr_plan *plan, const struct fr_profile *p)
 {
     static struct fr_env_export ex; /* ~35 KiB: keep it off the stack */
     char **envp = NULL;
@@ -278,6 +210,25 @@ static char **job_environment(const struct fr_resources *res, const struct fr_pl
         fr_warn("cannot compute the job environment: %s", strerror(errno));
     fr_env_free(&ex);
     return envp;
+}
+
+/* Say once what least privilege will not cover on this machine. */
+static void sandbox_notes(const struct fr_policy *pol, const char *jobs, const char *out)
+{
+    struct fr_policy_info in;
+    fr_policy_info(pol, &in);
+    if (in.fs != FR_FS_OFF && !in.landlock)
+        fr_warn("sandbox: file reads are not confined (no Landlock: %s); jobs read what their uid may read. "
+                "[sandbox] require_landlock = true makes this fatal",
+                in.landlock_why);
+    if (!in.identity && in.uid == 0)
+        fr_warn("sandbox: jobs run as uid 0: %s", in.identity_why);
+    else if (!in.identity)
+        fr_info("sandbox: %s", in.identity_why);
+    const char *files[2] = {jobs, out};
+    for (int i = 0; i < 2; i++)
+        if (files[i] && strcmp(files[i], "-") && fr_policy_may_read(pol, files[i]))
+            fr_warn("sandbox: %s is inside what [sandbox] read/write lets every job read: a job can read it", files[i]);
 }
 
 struct run_state {
@@ -308,7 +259,7 @@ static int run(const struct run_args *a, struct run_state *s)
 {
     char err[1024], out_name[PATH_MAX], exe[PATH_MAX];
     struct fr_shard shard;
-    if (load_profile(a, &s->profile) < 0 || pick_shard(a, &shard) < 0)
+    if (fr_cli_load_profile(&a->prof, &s->profile) < 0 || pick_shard(a, &shard) < 0)
         return FR_EXIT_USAGE;
     const char *out = a->out;
     if (strstr(out, "{shard}")) {
@@ -323,17 +274,17 @@ static int run(const struct run_args *a, struct run_state *s)
         out = out_name;
     }
 
-    /* Plan options as `fitrun detect` and the wrapper build them
-     * (fr_profile_*_opts); --cpus/--workers reached the profile through
-     * fr_profile_set, which marks cpus as the command line's. */
+    /* The plan `fitrun detect` and the wrapper make from the same profile
+     * and options (fr_profile_detect_plan). */
     struct fr_resources res;
     struct fr_plan plan;
-    fr_profile_detect_plan(&s->profile, 0, NULL, &res, &plan, NULL);
+    fr_profile_detect_plan(&s->profile, NULL, &res, &plan, NULL);
     char summary[2048];
     fr_info("%s", fr_plan_summary(&res, &plan, summary, sizeof summary));
 
     struct fr_policy_spec spec;
     fr_profile_policy_spec(&s->profile, &spec);
+    spec.slots = plan.workers > 0 ? plan.workers : 1;
     if (fr_policy_build(&spec, &s->policy, err, sizeof err) < 0) {
         fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
         return FR_EXIT_USAGE;
@@ -343,6 +294,7 @@ static int run(const struct run_args *a, struct run_state *s)
 
     if ((s->in_fd = open_input(a->jobs)) < 0 || (s->out_fd = open_output(out, a->resume, s->in_fd)) < 0)
         return FR_EXIT_USAGE;
+    sandbox_notes(s->policy, a->jobs, out);
     if (a->resume) {
         if (fr_resume_scan(s->out_fd, out, &s->resume, err, sizeof err) < 0) {
             fr_warn("%s", err);
@@ -357,8 +309,8 @@ static int run(const struct run_args *a, struct run_state *s)
         fr_info("resuming %s: %ld result%s kept", out, s->resume.results, s->resume.results == 1 ? "" : "s");
     }
 
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[l > 0 ? l : 0] = '\0';
+    if (fr_self_exe(exe, sizeof exe) < 0)
+        fr_warn("cannot find the fitrun binary (/proc/self/exe): %s", strerror(errno));
     struct fr_runtime_config rtcfg = {
         .profile = &s->profile,
         .policy = s->policy,
@@ -387,10 +339,10 @@ static int run(const struct run_args *a, struct run_state *s)
 
 int fr_cmd_run(int argc, char **argv)
 {
-    struct run_args a;
+    static struct run_args a; /* ~10 KiB: keep it off the stack */
     int r = parse_args(argc, argv, &a);
-    if (r != 0)
-        return r > 0 ? 0 : FR_EXIT_USAGE;
+    if (r >= 0)
+        return r;
     struct run_state s = {.in_fd = -1, .out_fd = -1};
     int rc = run(&a, &s);
     cleanup(&s);

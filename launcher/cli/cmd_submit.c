@@ -1,5 +1,5 @@
 /* cmd_submit.c — `fitrun submit slurm|condor ...`: print the batch job
- * script that runs one shard per array task (launcher/shard/submit.c), or
+ * script that runs one shard per array task (launcher/scaleout/submit.c), or
  * with --submit (SLURM) write it next to the results and hand it to sbatch.
  *
  * Every path in the script is absolute, resolved here, because tasks start
@@ -19,8 +19,9 @@
 
 #include "fitrun/cli.h"
 #include "fitrun/profile.h"
-#include "fitrun/shard.h"
-#include "fitrun/util.h"
+#include "fitrun/scaleout.h"
+#include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
@@ -73,21 +74,34 @@ static int parse_positive(const char *opt, const char *v, int *out)
 static int parse_args(int argc, char **argv, struct submit_args *a)
 {
     static const struct option longopts[] = {
-        {"profile", required_argument, NULL, 'p'},  {"jobs", required_argument, NULL, 'j'},
-        {"shards", required_argument, NULL, 'n'},   {"cpus-per-task", required_argument, NULL, 'c'},
-        {"mem", required_argument, NULL, 'm'},      {"time", required_argument, NULL, 't'},
-        {"partition", required_argument, NULL, 'P'}, {"out-dir", required_argument, NULL, 'o'},
-        {"job-name", required_argument, NULL, 'J'}, {"submit", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"profile", required_argument, NULL, 'p'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"shards", required_argument, NULL, 'n'},
+        {"cpus-per-task", required_argument, NULL, 'c'},
+        {"mem", required_argument, NULL, 'm'},
+        {"time", required_argument, NULL, 't'},
+        {"partition", required_argument, NULL, 'P'},
+        {"out-dir", required_argument, NULL, 'o'},
+        {"job-name", required_argument, NULL, 'J'},
+        {"submit", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 0; /* GNU: full re-initialisation */
-    while ((c = getopt_long(argc, argv, "p:j:n:c:m:t:P:o:J:sh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:p:j:n:c:m:t:P:o:J:sh", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': a->profile = optarg; break;
         case 'j': a->jobs = optarg; break;
-        case 'n': if (parse_positive("--shards", optarg, &a->shards) < 0) return -1; break;
-        case 'c': if (parse_positive("--cpus-per-task", optarg, &a->cpus) < 0) return -1; break;
+        case 'n':
+            if (parse_positive("--shards", optarg, &a->shards) < 0)
+                return -1;
+            break;
+        case 'c':
+            if (parse_positive("--cpus-per-task", optarg, &a->cpus) < 0)
+                return -1;
+            break;
         case 'm': a->mem = optarg; break;
         case 't': a->time = optarg; break;
         case 'P': a->partition = optarg; break;
@@ -95,15 +109,18 @@ static int parse_args(int argc, char **argv, struct submit_args *a)
         case 'J': a->job_name = optarg; break;
         case 's': a->submit = true; break;
         case 'h': return 1;
-        default: return -1;
+        default: fr_cli_getopt_error("submit", c, argv); return -1;
         }
     }
     if (optind < argc) {
         fr_warn("submit: unexpected argument '%s'", argv[optind]);
         return -1;
     }
-    const char *missing = !a->profile ? "--profile" : !a->jobs ? "--jobs" : !a->shards ? "--shards"
-                        : !a->cpus    ? "--cpus-per-task" : NULL;
+    const char *missing = !a->profile  ? "--profile"
+                          : !a->jobs   ? "--jobs"
+                          : !a->shards ? "--shards"
+                          : !a->cpus   ? "--cpus-per-task"
+                                       : NULL;
     if (missing) {
         fr_warn("submit: %s is required", missing);
         return -1;
@@ -178,8 +195,7 @@ static int mkdir_p(const char *dir)
 /* --mem, else memory_per_worker x workers: the profile's fixed worker
  * count if it has one (the pool runs that many whatever the allocation),
  * else one worker per allocated CPU, which is what the plan gives a task. */
-static int task_memory(const struct submit_args *a, const struct fr_profile *p, uint64_t *bytes, char *origin,
-                       size_t n)
+static int task_memory(const struct submit_args *a, const struct fr_profile *p, uint64_t *bytes, char *origin, size_t n)
 {
     char sz[32];
     if (a->mem) {
@@ -328,12 +344,10 @@ static int submit(const struct submit_args *a)
     static char exe[PATH_MAX], profile[PATH_MAX], jobs[PATH_MAX], out[PATH_MAX], cwd[PATH_MAX];
     char err[PATH_MAX + 128] = "", origin[256] = "";
     bool out_exists;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n < 0) {
+    if (fr_self_exe(exe, sizeof exe) < 0) {
         fr_warn("submit: cannot find the fitrun binary: readlink /proc/self/exe: %s", strerror(errno));
         return FR_EXIT_USAGE;
     }
-    exe[n] = '\0';
     if (!getcwd(cwd, sizeof cwd)) {
         fr_warn("submit: getcwd: %s", strerror(errno));
         return FR_EXIT_USAGE;
@@ -349,9 +363,16 @@ static int submit(const struct submit_args *a)
         fr_profile_free(&p);
         return FR_EXIT_USAGE;
     }
-    struct fr_submit s = {.fitrun = exe, .profile = profile, .jobs = jobs, .out_dir = out, .workdir = cwd,
-                          .shards = a->shards, .cpus_per_task = a->cpus, .partition = a->partition,
-                          .job_name = a->job_name, .mem_origin = origin};
+    struct fr_submit s = {.fitrun = exe,
+                          .profile = profile,
+                          .jobs = jobs,
+                          .out_dir = out,
+                          .workdir = cwd,
+                          .shards = a->shards,
+                          .cpus_per_task = a->cpus,
+                          .partition = a->partition,
+                          .job_name = a->job_name,
+                          .mem_origin = origin};
     int rc = task_memory(a, &p, &s.mem_bytes, origin, sizeof origin);
     fr_profile_free(&p);
     if (rc < 0)
@@ -365,7 +386,8 @@ static int submit(const struct submit_args *a)
         return submit_slurm(&s);
     if (!out_exists)
         fr_warn("submit: %s does not exist yet: create it before submitting (the batch system opens the "
-                "per-task logs there)", out);
+                "per-task logs there)",
+                out);
     rc = !strcmp(a->system, "slurm") ? fr_submit_slurm(stdout, &s, err, sizeof err)
                                      : fr_submit_condor(stdout, &s, err, sizeof err);
     if (rc < 0) {

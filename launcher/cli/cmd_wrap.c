@@ -17,7 +17,8 @@
 #include "fitrun/init.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
+#include "internal.h"
 
 extern char **environ;
 
@@ -27,9 +28,8 @@ struct wrap_opts {
     bool forward_to_group;
     bool grace_given;
     uint64_t grace_ms;
-    double cpus;                /* --cpus; 0 = not given */
     uint64_t shm_threshold;     /* 0 = default */
-    const char *profile;
+    struct fr_cli_profile prof; /* --profile and --cpus (options.c) */
     char **cmd;
 };
 
@@ -46,6 +46,9 @@ static void usage(FILE *f)
           "      --explain           print what would be exported and why on stdout, do not run CMD\n"
           "  -q, --quiet             no informational messages (warnings still print)\n"
           "      --cpus N            use N CPUs whatever was detected (beats FITRUN_CPUS and the profile)\n"
+          "      --workers N         FITRUN_WORKERS = N whatever the plan says\n"
+          "      --rounding R        CPUs -> threads and workers: floor (default), ceil or nearest\n"
+          "      --memory-per-worker S  cap FITRUN_WORKERS at memory limit / S (default 512M; none)\n"
           "      --profile FILE      INI profile: [resources] apply, [env] values are forced\n"
           "      --shm-threshold S   /dev/shm smaller than S sends joblib to disk (default 2G)\n"
           "  -h, --help              this help\n"
@@ -54,7 +57,7 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_GRACE = 256, OPT_EXPLAIN, OPT_CPUS, OPT_PROFILE, OPT_SHM };
+enum { OPT_GRACE = 256, OPT_EXPLAIN, OPT_SHM };
 
 /* Parse options; returns -1 to continue, or an exit status. */
 static int parse(int argc, char **argv, struct wrap_opts *w)
@@ -66,38 +69,34 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
         {"help", no_argument, NULL, 'h'},
         {"grace", required_argument, NULL, OPT_GRACE},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
-        {"cpus", required_argument, NULL, OPT_CPUS},
-        {"profile", required_argument, NULL, OPT_PROFILE},
         {"shm-threshold", required_argument, NULL, OPT_SHM},
+        FR_CLI_PLAN_OPTS,
         {NULL, 0, NULL, 0},
     };
     memset(w, 0, sizeof *w);
     w->grace_ms = FR_INIT_GRACE_DEFAULT_MS;
     optind = 1;
     opterr = 0;
-    int c;
+    int c, idx;
     const char *why = NULL;
     /* "+": stop at the first non-option, so `fitrun ls -l` runs `ls -l`. */
-    while ((c = getopt_long(argc, argv, "+:sgqh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:sgqh", longopts, &idx)) != -1) {
         switch (c) {
         case 's': w->init = true; break;
         case 'g': w->forward_to_group = true; break;
         case 'q': fr_quiet = true; break;
         case 'h': usage(stdout); return 0;
         case OPT_EXPLAIN: w->explain = true; break;
-        case OPT_PROFILE: w->profile = optarg; break;
+        case FR_CLI_PROFILE_OPT:
+            if (fr_cli_option(&w->prof, longopts[idx].name, optarg) < 0)
+                return FR_EXIT_USAGE;
+            break;
         case OPT_GRACE:
             if (fr_parse_duration_why(optarg, &w->grace_ms, &why) < 0) {
                 fr_warn("--grace: invalid duration '%s': %s (examples: 5s, 500ms, 2m)", optarg, why);
                 return FR_EXIT_USAGE;
             }
             w->grace_given = true;
-            break;
-        case OPT_CPUS:
-            if (fr_parse_cpus(optarg, &w->cpus) < 0) {
-                fr_warn("--cpus: expected a positive number of CPUs (at most %d), got '%s'", FR_CPU_BITS, optarg);
-                return FR_EXIT_USAGE;
-            }
             break;
         case OPT_SHM:
             if (fr_parse_size_why(optarg, &w->shm_threshold, &why) < 0 || w->shm_threshold == 0) {
@@ -106,16 +105,7 @@ static int parse(int argc, char **argv, struct wrap_opts *w)
                 return FR_EXIT_USAGE;
             }
             break;
-        case ':':
-            fr_warn("option '%s' needs a value (try --help)", argv[optind - 1]);
-            return FR_EXIT_USAGE;
-        default:
-            /* optopt is 0 for an unknown long option; name it from argv. */
-            if (optopt && optopt < 256)
-                fr_warn("unknown option '-%c' (try --help)", optopt);
-            else
-                fr_warn("unknown option '%s' (try --help)", argv[optind - 1]);
-            return FR_EXIT_USAGE;
+        default: return fr_cli_getopt_error(NULL, c, argv);
         }
     }
     w->cmd = argv + optind;
@@ -133,12 +123,11 @@ static int compute(const struct wrap_opts *w, const struct fr_profile *prof, str
     /* The same detection and plan options as `fitrun run` and `fitrun
      * detect` (fr_profile_*_opts), so FITRUN_WORKERS is the pool size
      * they report. Without --profile, prof holds the built-in defaults. */
-    fr_profile_detect_plan(prof, w->cpus, NULL, res, plan, NULL);
+    fr_profile_detect_plan(prof, NULL, res, plan, NULL);
 
     char origin[PATH_MAX + 16];
     snprintf(origin, sizeof origin, "profile %s", prof->path[0] ? prof->path : "");
-    struct fr_env_forced forced = {
-        .n = prof->nenv, .name = prof->env_name, .value = prof->env_value, .origin = origin};
+    struct fr_env_forced forced = {.n = prof->nenv, .name = prof->env_name, .value = prof->env_value, .origin = origin};
     struct fr_env_opts eopts = {.shm_threshold = w->shm_threshold, .uid = geteuid()};
     if (fr_env_compute(res, plan, 0, environ, &forced, &eopts, ex) < 0) {
         fr_warn("cannot compute the environment to export: %s", strerror(errno));
@@ -229,8 +218,7 @@ static void announce(const struct fr_env_export *ex)
         fr_info("JOBLIB_TEMP_FOLDER=%s: %s", jb->value, jb->reason);
 }
 
-static int run(const struct wrap_opts *w, bool supervise, const struct fr_sigstate *st,
-               struct fr_env_export *ex)
+static int run(const struct wrap_opts *w, bool supervise, const struct fr_sigstate *st, struct fr_env_export *ex)
 {
     char err[1024];
     if (fr_env_make_dirs(ex, err, sizeof err) < 0)
@@ -260,7 +248,7 @@ static int run(const struct wrap_opts *w, bool supervise, const struct fr_sigsta
 
 int fr_cmd_wrap(int argc, char **argv)
 {
-    struct wrap_opts w;
+    static struct wrap_opts w; /* ~10 KiB: keep it off the stack */
     int rc = parse(argc, argv, &w);
     if (rc >= 0)
         return rc;
@@ -279,17 +267,9 @@ int fr_cmd_wrap(int argc, char **argv)
     }
 
     struct fr_profile prof;
-    fr_profile_defaults(&prof);
-    if (w.profile) {
-        char err[1024] = "";
-        if (fr_profile_load(&prof, w.profile, err, sizeof err) < 0) {
-            if (err[0])
-                fr_warn("%s", err);
-            else
-                fr_warn("%s: cannot load the profile", w.profile);
-            fr_profile_free(&prof);
-            return FR_EXIT_USAGE;
-        }
+    if (fr_cli_load_profile(&w.prof, &prof) < 0) {
+        fr_profile_free(&prof);
+        return FR_EXIT_USAGE;
     }
 
     struct fr_resources res;

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 static bool list_has(const char *list, size_t len, const char *name)
@@ -73,8 +73,8 @@ int fr_proc_cgroup_find(struct fr_dx *x, const char *text, const char *controlle
             continue;
         }
         size_t listlen = (size_t)(c2 - c1 - 1);
-        bool match = controller ? list_has(c1 + 1, listlen, controller)
-                                : (listlen == 0 && c1 - line == 1 && line[0] == '0');
+        bool match =
+            controller ? list_has(c1 + 1, listlen, controller) : (listlen == 0 && c1 - line == 1 && line[0] == '0');
         if (match && found < 0) {
             size_t plen = len - (size_t)(c2 + 1 - line);
             if (plen >= n) {
@@ -154,7 +154,8 @@ static bool v2_controller_enabled(struct fr_dx *x, const char *mount, const char
         if (!strcmp(tok, name))
             found = true;
     if (!found)
-        fr_detect_note(x->res, "%s: no '%s' controller in this cgroup2 hierarchy: no %s limits apply", path, name, name);
+        fr_detect_note(x->res, "%s: no '%s' controller in this cgroup2 hierarchy: no %s limits apply", path, name,
+                       name);
     free(text);
     return found;
 }
@@ -185,7 +186,8 @@ static void locate_one(struct fr_dx *x, int c, const char *text)
     const char *name = fr_ctl_names[c];
     if (!text || fr_proc_cgroup_find(NULL, text, loc->version == 1 ? name : NULL, cgpath, sizeof cgpath) < 0) {
         if (text)
-            fr_detect_note(x->res, "/proc/self/cgroup: no %s line for %s: reading the mount root %s", loc->version == 1 ? "v1" : "'0::'", name, m->mountpoint);
+            fr_detect_note(x->res, "/proc/self/cgroup: no %s line for %s: reading the mount root %s",
+                           loc->version == 1 ? "v1" : "'0::'", name, m->mountpoint);
         fr_copy(loc->dir, sizeof loc->dir, m->mountpoint);
         return;
     }
@@ -198,8 +200,10 @@ static void locate_one(struct fr_dx *x, int c, const char *text)
         fr_detect_note(x->res, "cgroup %s is not below the mount root %s of %s (cgroup namespace): reading %s itself",
                        cgpath, m->root, m->mountpoint, m->mountpoint);
     } else if (!fr_dx_is_dir(x, loc->dir)) {
-        fr_detect_note(x->res, "cgroup directory %s not visible (cgroup namespace or bind-mounted leaf): reading the mount root %s",
-                       loc->dir, m->mountpoint);
+        fr_detect_note(
+            x->res,
+            "cgroup directory %s not visible (cgroup namespace or bind-mounted leaf): reading the mount root %s",
+            loc->dir, m->mountpoint);
         fr_copy(loc->dir, sizeof loc->dir, m->mountpoint);
     }
 }
@@ -218,13 +222,15 @@ void fr_cgroups_locate(struct fr_dx *x, const char *text)
         struct fr_dx_loc *loc = &x->loc[c];
         r->cgroup[c].version = loc->version;
         if (!loc->version) {
-            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "", fr_ctl_names[c]);
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "",
+                     fr_ctl_names[c]);
             continue;
         }
         any_v1 |= loc->version == 1;
         any_v2 |= loc->version == 2;
         if (strlen(loc->mount) >= FR_SOURCE_MAX || strlen(loc->dir) >= FR_SOURCE_MAX)
-            fr_detect_note(r, "%s: cgroup path longer than %d bytes: truncated in the report", fr_ctl_names[c], FR_SOURCE_MAX - 1);
+            fr_detect_note(r, "%s: cgroup path longer than %d bytes: truncated in the report", fr_ctl_names[c],
+                           FR_SOURCE_MAX - 1);
         fr_copy(r->cgroup[c].mount, sizeof r->cgroup[c].mount, loc->mount);
         fr_copy(r->cgroup[c].dir, sizeof r->cgroup[c].dir, loc->dir);
     }
@@ -316,8 +322,8 @@ static const char *quote(const char *s, char *buf, size_t n)
     return fr_term_text(s, strcspn(s, "\n"), buf, n); /* the first line, control characters shown */
 }
 
-enum fr_level fr_cgroup_read_u64(struct fr_dx *x, const char *dir, const char *name, bool allow_minus1, bool note_missing,
-                                 uint64_t *v, char *src, size_t n)
+enum fr_level fr_cgroup_read_u64(struct fr_dx *x, const char *dir, const char *name, bool allow_minus1,
+                                 bool note_missing, uint64_t *v, char *src, size_t n)
 {
     char path[FR_PATH];
     fr_dir_file(path, sizeof path, dir, name);

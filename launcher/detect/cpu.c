@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 #define CFS_DEFAULT_PERIOD 100000.0 /* µs: kernel default, assumed for a one-field cpu.max */
@@ -420,7 +420,8 @@ static void detect_affinity(struct fr_dx *x)
     if (cs.any) {
         char list[FR_SOURCE_MAX];
         fr_value_set(&r->cpu_cpuset, mask_count(cs.mask), "%s", cs.source);
-        fr_copy(r->cpu_cpuset_list, sizeof r->cpu_cpuset_list, fr_cpulist_format(cs.mask, FR_CPU_BITS, list, sizeof list));
+        fr_copy(r->cpu_cpuset_list, sizeof r->cpu_cpuset_list,
+                fr_cpulist_format(cs.mask, FR_CPU_BITS, list, sizeof list));
     }
 
     if (n_aff <= 0) {
@@ -428,7 +429,10 @@ static void detect_affinity(struct fr_dx *x)
         int fallback = cs.any ? (int)r->cpu_cpuset.value : n_online > 0 ? n_online : 1;
         fr_detect_note(x->res, "affinity unknown: using %d CPU%s", fallback, fallback == 1 ? "" : "s");
         r->cpu_affinity = fallback;
-        fr_copy(r->cpu_affinity_source, sizeof r->cpu_affinity_source, cs.any ? cs.source : n_online > 0 ? "/sys/devices/system/cpu/online" : "fallback: nothing known");
+        fr_copy(r->cpu_affinity_source, sizeof r->cpu_affinity_source,
+                cs.any         ? cs.source
+                : n_online > 0 ? "/sys/devices/system/cpu/online"
+                               : "fallback: nothing known");
         if (cs.any)
             fr_copy(r->cpu_affinity_list, sizeof r->cpu_affinity_list, r->cpu_cpuset_list);
         return;
@@ -438,7 +442,8 @@ static void detect_affinity(struct fr_dx *x)
         both[i] = aff[i] & (cs.any ? cs.mask[i] : ~0ull);
     int n_both = mask_count(both);
     if (cs.any && n_both == 0) {
-        fr_detect_note(x->res, "affinity (%s) and cpuset (%s) do not intersect: using the affinity alone", aff_src, cs.source);
+        fr_detect_note(x->res, "affinity (%s) and cpuset (%s) do not intersect: using the affinity alone", aff_src,
+                       cs.source);
         memcpy(both, aff, sizeof both);
         n_both = n_aff;
     } else if (cs.any && n_both < n_aff) {

@@ -30,28 +30,28 @@ extern const char *const fr_ctl_names[FR_CTL_COUNT];
 
 /* One detection run. */
 struct fr_dx {
-    const char *sysroot;        /* "/" when live */
+    const char *sysroot; /* "/" when live */
     bool live;
     char *const *envp;
     struct fr_resources *res;
-    struct fr_dx_loc {          /* per controller, logical paths */
-        int version;            /* 0 = not found */
-        char mount[FR_PATH];    /* mount point: the ancestor walk stops here */
-        char dir[FR_PATH];      /* own cgroup directory */
+    struct fr_dx_loc {       /* per controller, logical paths */
+        int version;         /* 0 = not found */
+        char mount[FR_PATH]; /* mount point: the ancestor walk stops here */
+        char dir[FR_PATH];   /* own cgroup directory */
     } loc[FR_CTL_COUNT];
-    struct fr_dx_mount {        /* chosen from mountinfo */
+    struct fr_dx_mount { /* chosen from mountinfo */
         bool found;
-        bool preferred;         /* under /sys/fs/cgroup */
+        bool preferred; /* under /sys/fs/cgroup */
         char mountpoint[FR_PATH];
         char root[FR_PATH];
-    } v1m[FR_CTL_COUNT], v2m;   /* v1 mount per controller; the cgroup2 mount */
+    } v1m[FR_CTL_COUNT], v2m; /* v1 mount per controller; the cgroup2 mount */
     /* /dev/shm as mountinfo describes it (sysroot mode reads size= here) */
     bool shm_found;
     char shm_fstype[32];
-    char shm_size_opt[64];      /* value of size= ("65536k"), "" = none */
+    char shm_size_opt[64]; /* value of size= ("65536k"), "" = none */
 };
 
-/* ---- file access (detect.c) ---- */
+/* ---- file access, notes, values (dx.c) ---- */
 
 /* Read logical path `path` under the sysroot. Returns a fresh string (caller
  * frees) or NULL with errno set. */
@@ -61,8 +61,6 @@ char *fr_dx_read(const struct fr_dx *x, const char *path, size_t max);
 char *fr_dx_read_noted(struct fr_dx *x, const char *path, size_t max, bool quiet_missing, const char *what);
 /* Is logical path `path` a directory under the sysroot? */
 bool fr_dx_is_dir(const struct fr_dx *x, const char *path);
-/* Value of NAME in the run's environment, or NULL. */
-const char *fr_dx_getenv(const struct fr_dx *x, const char *name);
 /* buf = dir + "/" + name ("/" as dir gives "/name"). A path that does not
  * fit leaves buf "" (so reading it fails) and returns false. */
 bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name);
@@ -71,14 +69,22 @@ void fr_copy(char *dst, size_t n, const char *src);
 /* Set v to value/source (printf-style source). */
 void fr_value_set(struct fr_value *v, double value, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- override.c ---- */
+
+/* Resolve the overrides of o (fitrun/detect.h) into r->cpu_override and
+ * r->cpu_outer, noting the losers and values that are not CPU counts.
+ * `what` (n bytes) names the winner for later notes ("--cpus 8"); "" when
+ * there is none. o may be NULL. */
+void fr_detect_override(struct fr_resources *r, const struct fr_detect_opts *o, char *what, size_t n);
+
 /* ---- mountinfo.c ---- */
 
-struct fr_mountinfo_entry {     /* pointers into the (modified) line */
-    char *root;                 /* field 4, unescaped */
-    char *mountpoint;           /* field 5, unescaped */
-    char *fstype;               /* after the lone "-" */
+struct fr_mountinfo_entry { /* pointers into the (modified) line */
+    char *root;             /* field 4, unescaped */
+    char *mountpoint;       /* field 5, unescaped */
+    char *fstype;           /* after the lone "-" */
     char *source;
-    char *super_opts;           /* "rw,cpu,cpuacct", "rw,size=65536k" */
+    char *super_opts; /* "rw,cpu,cpuacct", "rw,size=65536k" */
 };
 
 /* Decode the \ooo octal escapes the kernel writes for space, tab, newline
@@ -104,15 +110,16 @@ void fr_mounts_scan(struct fr_dx *x, char *text, const char *path);
 int fr_proc_cgroup_find(struct fr_dx *x, const char *text, const char *controller, char *out, size_t n);
 
 enum fr_translate {
-    FR_TR_OK = 0,               /* out = mountpoint + (path relative to root) */
-    FR_TR_OUTSIDE = 1,          /* path not below the mount root: out = mountpoint */
+    FR_TR_OK = 0,      /* out = mountpoint + (path relative to root) */
+    FR_TR_OUTSIDE = 1, /* path not below the mount root: out = mountpoint */
     FR_TR_TOOLONG = -1,
 };
 /* Translate cgroup path `cgpath` through a mount with root field `root`
  * mounted at `mountpoint`. Handles "/" roots, bind-mounted subtrees
  * (root = the cgroup itself or an ancestor) and roots outside the
  * namespace ("/.."). Pure. */
-enum fr_translate fr_cgroup_translate(const char *mountpoint, const char *root, const char *cgpath, char *out, size_t n);
+enum fr_translate fr_cgroup_translate(const char *mountpoint, const char *root, const char *cgpath, char *out,
+                                      size_t n);
 
 /* Resolve every controller's own directory (fills x->loc[i].dir). */
 void fr_cgroups_locate(struct fr_dx *x, const char *proc_cgroup_text);
@@ -142,8 +149,8 @@ int fr_cgroup_walk_min(struct fr_dx *x, enum fr_controller ctl, fr_level_reader 
 int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v);
 /* Read dir/name as with fr_parse_limit_u64. Missing file: FR_LVL_SKIP, noted
  * only when note_missing. Garbage: FR_LVL_SKIP with a note. */
-enum fr_level fr_cgroup_read_u64(struct fr_dx *x, const char *dir, const char *name, bool allow_minus1, bool note_missing,
-                                 uint64_t *v, char *src, size_t n);
+enum fr_level fr_cgroup_read_u64(struct fr_dx *x, const char *dir, const char *name, bool allow_minus1,
+                                 bool note_missing, uint64_t *v, char *src, size_t n);
 
 /* ---- cpu.c ---- */
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 /* Without MemTotal, anything this large is an "unlimited" spelling. */
@@ -96,7 +96,8 @@ static enum fr_level read_mem_file(struct fr_dx *x, const char *dir, bool own, c
 
 static enum fr_level read_mem_max(struct fr_dx *x, const char *dir, bool own, double *val, char *src, size_t n)
 {
-    return read_mem_file(x, dir, own, x->loc[FR_CTL_MEMORY].version == 1 ? "memory.limit_in_bytes" : "memory.max", true, val, src, n);
+    return read_mem_file(x, dir, own, x->loc[FR_CTL_MEMORY].version == 1 ? "memory.limit_in_bytes" : "memory.max", true,
+                         val, src, n);
 }
 
 static enum fr_level read_mem_high(struct fr_dx *x, const char *dir, bool own, double *val, char *src, size_t n)
@@ -116,7 +117,8 @@ static void v1_hierarchical(struct fr_dx *x)
     if (!text)
         return;
     uint64_t v;
-    if (fr_parse_memory_stat_hier(text, &v) && !is_unlimited(x, v) && (!r->mem_limit.known || (double)v < r->mem_limit.value))
+    if (fr_parse_memory_stat_hier(text, &v) && !is_unlimited(x, v) &&
+        (!r->mem_limit.known || (double)v < r->mem_limit.value))
         fr_value_set(&r->mem_limit, (double)v, "%s (hierarchical_memory_limit)", path);
     free(text);
 }

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 long fr_parse_slurm_cpus_per_node(const char *s, long index)
@@ -101,7 +101,7 @@ int fr_parse_classad_number(const char *text, const char *name, double *v)
 /* A positive number in env var `name`: 1 found, 0 absent, -1 garbage (noted). */
 static int env_number(struct fr_dx *x, const char *name, double *v)
 {
-    const char *s = fr_dx_getenv(x, name);
+    const char *s = fr_env_lookup(x->envp, name);
     if (!s)
         return 0;
     if (fr_parse_double(s, v) < 0 || *v <= 0) {
@@ -114,13 +114,13 @@ static int env_number(struct fr_dx *x, const char *name, double *v)
 static int slurm_cpus(struct fr_dx *x, double *v, char *src, size_t n)
 {
     if (env_number(x, "SLURM_CPUS_PER_TASK", v) > 0) {
-        snprintf(src, n, "SLURM_CPUS_PER_TASK=%s", fr_dx_getenv(x, "SLURM_CPUS_PER_TASK"));
+        snprintf(src, n, "SLURM_CPUS_PER_TASK=%s", fr_env_lookup(x->envp, "SLURM_CPUS_PER_TASK"));
         return 1;
     }
-    const char *list = fr_dx_getenv(x, "SLURM_JOB_CPUS_PER_NODE");
+    const char *list = fr_env_lookup(x->envp, "SLURM_JOB_CPUS_PER_NODE");
     if (!list)
         return 0;
-    const char *node = fr_dx_getenv(x, "SLURM_NODEID");
+    const char *node = fr_env_lookup(x->envp, "SLURM_NODEID");
     int64_t idx = 0;
     if (node && (fr_parse_i64(node, &idx) < 0 || idx < 0)) {
         fr_detect_note(x->res, "SLURM_NODEID='%.40s' is not a node index: using the first node's entry", node);
@@ -128,7 +128,8 @@ static int slurm_cpus(struct fr_dx *x, double *v, char *src, size_t n)
     }
     long cpus = fr_parse_slurm_cpus_per_node(list, (long)idx);
     if (cpus < 0) {
-        fr_detect_note(x->res, "SLURM_JOB_CPUS_PER_NODE='%.60s' has no valid entry for node %lld: ignored", list, (long long)idx);
+        fr_detect_note(x->res, "SLURM_JOB_CPUS_PER_NODE='%.60s' has no valid entry for node %lld: ignored", list,
+                       (long long)idx);
         return -1;
     }
     *v = (double)cpus;
@@ -141,7 +142,7 @@ static int slurm_cpus(struct fr_dx *x, double *v, char *src, size_t n)
  * directory, as the job would. */
 static char *condor_ad(struct fr_dx *x, const char **path)
 {
-    *path = fr_dx_getenv(x, "_CONDOR_MACHINE_AD");
+    *path = fr_env_lookup(x->envp, "_CONDOR_MACHINE_AD");
     if (!*path || !**path)
         return NULL;
     char *text = (*path)[0] == '/' ? fr_dx_read(x, *path, FR_BIG_FILE) : fr_read_file(*path, FR_BIG_FILE, NULL);
@@ -150,7 +151,8 @@ static char *condor_ad(struct fr_dx *x, const char **path)
     return text;
 }
 
-static int condor_value(struct fr_dx *x, const char *text, const char *path, const char *attr, double *v, char *src, size_t n)
+static int condor_value(struct fr_dx *x, const char *text, const char *path, const char *attr, double *v, char *src,
+                        size_t n)
 {
     int r = fr_parse_classad_number(text, attr, v);
     if (r < 0)
@@ -168,7 +170,7 @@ static int simple_env(struct fr_dx *x, const char *name, double *v, char *src, s
 {
     int r = env_number(x, name, v);
     if (r > 0)
-        snprintf(src, n, "%s=%s", name, fr_dx_getenv(x, name));
+        snprintf(src, n, "%s=%s", name, fr_env_lookup(x->envp, name));
     return r;
 }
 

@@ -9,12 +9,13 @@
  *
  * Pages written to tmpfs are charged to the memory cgroup of the writer,
  * so a big /dev/shm does not give more memory than the cgroup limit. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)
@@ -29,18 +30,13 @@ int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)
     if (l == 0)
         return -1;
     uint64_t mult = 1;
-    bool percent = false;
-    /* The kernel's memparse suffixes (binary), or a percentage of RAM. */
-    switch (buf[l - 1]) {
-    case 'k': case 'K': mult = 1ull << 10; break;
-    case 'm': case 'M': mult = 1ull << 20; break;
-    case 'g': case 'G': mult = 1ull << 30; break;
-    case 't': case 'T': mult = 1ull << 40; break;
-    case 'p': case 'P': mult = 1ull << 50; break;
-    case 'e': case 'E': mult = 1ull << 60; break;
-    case '%': percent = true; break;
-    default: break;
-    }
+    /* The kernel's memparse suffixes (binary: k = 2^10 ... e = 2^60), or a
+     * percentage of RAM. */
+    static const char suffixes[] = "kmgtpe";
+    const char *suffix = strchr(suffixes, tolower((unsigned char)buf[l - 1]));
+    bool percent = buf[l - 1] == '%';
+    if (suffix && *suffix)
+        mult = 1ull << (10 * (suffix - suffixes + 1));
     if (mult != 1 || percent)
         buf[l - 1] = '\0';
     uint64_t n;
@@ -84,7 +80,8 @@ static void shm_sysroot(struct fr_dx *x)
     }
     if (!x->shm_size_opt[0]) {
         if (r->mem_total)
-            fr_value_set(&r->shm_size, (double)(r->mem_total / 2), "/proc/self/mountinfo (no size=: tmpfs default, MemTotal / 2)");
+            fr_value_set(&r->shm_size, (double)(r->mem_total / 2),
+                         "/proc/self/mountinfo (no size=: tmpfs default, MemTotal / 2)");
         else
             fr_detect_note(r, "/proc/self/mountinfo: /dev/shm has no size= and MemTotal is unknown: size unknown");
         return;

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_exit_status(int wstatus)
@@ -136,8 +136,8 @@ static void forward(int sig, const struct fr_main_child *m, bool group)
      * process group (kept alive by its remaining members) is addressed. */
     pid_t target = group || m->done ? -m->pid : m->pid;
     if (kill(target, sig) < 0 && errno != ESRCH)
-        fr_warn("cannot forward signal %d to %s %d: %s", sig, target < 0 ? "process group" : "process",
-                (int)m->pid, strerror(errno));
+        fr_warn("cannot forward signal %d to %s %d: %s", sig, target < 0 ? "process group" : "process", (int)m->pid,
+                strerror(errno));
 }
 
 static struct timespec ms_to_ts(uint64_t ms)
@@ -150,8 +150,8 @@ static struct timespec ms_to_ts(uint64_t ms)
 struct cleanup {
     bool started;
     bool killed;
-    uint64_t deadline_ns;       /* TERM → KILL, then KILL → give up */
-    uint64_t poll_ms;           /* back-off for groups whose members are not our children */
+    uint64_t deadline_ns; /* TERM → KILL, then KILL → give up */
+    uint64_t poll_ms;     /* back-off for groups whose members are not our children */
 };
 
 static void cleanup_start(struct cleanup *c, const struct fr_main_child *m, uint64_t grace_ms)
@@ -172,8 +172,8 @@ static bool cleanup_step(struct cleanup *c, const struct fr_main_child *m, struc
     uint64_t now = fr_now_ns();
     if (now >= c->deadline_ns) {
         if (c->killed) {
-            fr_warn("process group %d survived SIGKILL for %d ms (uninterruptible sleep?): exiting anyway",
-                    (int)m->pid, FR_INIT_KILL_WAIT_MS);
+            fr_warn("process group %d survived SIGKILL for %d ms (uninterruptible sleep?): exiting anyway", (int)m->pid,
+                    FR_INIT_KILL_WAIT_MS);
             return true;
         }
         fr_info("process group %d still running after the grace period: sending SIGKILL", (int)m->pid);

@@ -7,9 +7,9 @@
 
 /* What the reaper knows about the main child. */
 struct fr_main_child {
-    pid_t pid;                  /* also its process group id */
-    bool done;                  /* reaped */
-    int wstatus;                /* valid when done */
+    pid_t pid;   /* also its process group id */
+    bool done;   /* reaped */
+    int wstatus; /* valid when done */
 };
 
 /* reaper.c */

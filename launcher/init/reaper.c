@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 
 #include "fitrun/init.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int fr_subreaper_enable(void)

@@ -23,9 +23,8 @@ int fr_signals_block(struct fr_sigstate *st)
      * synchronous fault signals (SIGSEGV, SIGBUS, ...) may be blocked:
      * a real fault in fitrun still kills it (the kernel unblocks them),
      * while a `kill -SEGV` from outside is forwarded like any other. */
-    if (sigfillset(&st->waited) < 0 || sigdelset(&st->waited, SIGKILL) < 0 ||
-        sigdelset(&st->waited, SIGSTOP) < 0 || sigdelset(&st->waited, SIGTTIN) < 0 ||
-        sigdelset(&st->waited, SIGTTOU) < 0)
+    if (sigfillset(&st->waited) < 0 || sigdelset(&st->waited, SIGKILL) < 0 || sigdelset(&st->waited, SIGSTOP) < 0 ||
+        sigdelset(&st->waited, SIGTTIN) < 0 || sigdelset(&st->waited, SIGTTOU) < 0)
         return -1;
     if (sigprocmask(SIG_BLOCK, &st->waited, &st->saved_mask) < 0)
         return -1;

@@ -8,6 +8,8 @@
  *   threads_per_worker = max(1, floor(effective / workers))
  *   threads_per_job = threads_per_worker, capped by what a job's sandbox
  *   lets it run (job_threads_max: 1 under the python preset)
+ *   threads_whole = max(1, rounding(effective CPUs)): one process that
+ *   owns the whole allocation (the wrapper's CMD)
  *
  * Every decision appends a reason, so `fitrun detect` and the start of
  * `fitrun run` can say why they chose what they chose. Pure: no I/O. */
@@ -17,7 +19,7 @@
 #include <string.h>
 
 #include "fitrun/plan.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 /* pids kept free for fitrun itself, its threads, a shell and helpers. */
 #define PIDS_HEADROOM 16
@@ -88,13 +90,17 @@ static void cpu_reason(const struct fr_resources *res, struct fr_plan *p, double
     bound(s, sizeof s, "scheduler", &res->cpu_scheduler);
     if (res->cpu_outer.known)
         snprintf(o, sizeof o, ", outer fitrun %g", res->cpu_outer.value);
-    const char *dsrc, *dname = fr_cpu_detected_bound(res, &dsrc);
+    struct fr_cpu_limit d;
+    fr_cpu_binding(res, true, &d);
     double det = res->cpu_detected > 0 ? res->cpu_detected : eff;
     if (res->cpu_override.known)
-        reason(p, "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s", eff,
-               cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, dname, dsrc);
+        reason(
+            p,
+            "effective %g %s: override from %.100s, replacing the detected %g = min(affinity %d, %s, %s%s): %s from %.100s",
+            eff, cpus_word(eff), res->cpu_override.source, det, res->cpu_affinity, q, s, o, d.name, d.source);
     else
-        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff), res->cpu_affinity, q, s, o, dname, dsrc);
+        reason(p, "effective %g %s = min(affinity %d, %s, %s%s): %s from %.200s", eff, cpus_word(eff),
+               res->cpu_affinity, q, s, o, d.name, d.source);
     if (res->cpu_shares.known)
         reason(p, "cpu shares/weight %g ignored: a relative weight, not a number of CPUs", res->cpu_shares.value);
 }
@@ -155,11 +161,13 @@ static int pids_cap(const struct fr_resources *res, struct fr_plan *p, int w, in
     int cost = threads + 1;
     double cap = floor(budget / cost);
     if (cap < 1) {
-        reason(p, "pids: %g left [%.150s], %d kept as headroom: room for less than one worker: 1 worker anyway", room, src, PIDS_HEADROOM);
+        reason(p, "pids: %g left [%.150s], %d kept as headroom: room for less than one worker: 1 worker anyway", room,
+               src, PIDS_HEADROOM);
         return 1;
     }
     if (cap < w) {
-        reason(p, "pids: (%g left [%.150s] - %d headroom) / %d per worker = %g: %d -> %d workers", room, src, PIDS_HEADROOM, cost, cap, w, (int)cap);
+        reason(p, "pids: (%g left [%.150s] - %d headroom) / %d per worker = %g: %d -> %d workers", room, src,
+               PIDS_HEADROOM, cost, cap, w, (int)cap);
         return (int)cap;
     }
     reason(p, "pids: (%g left - %d headroom) / %d per worker = %g >= %d: no cap", room, PIDS_HEADROOM, cost, cap, w);
@@ -183,7 +191,8 @@ static void apply_override(const struct fr_resources *res, const struct fr_plan_
     if (o->memory_per_worker && limit > 0 && (double)o->memory_per_worker * n > limit) {
         char per[32], lim[32];
         reason(p, "warning: %d workers x %s exceed %s %s", n, fr_format_size(o->memory_per_worker, per, sizeof per),
-               res->mem_limit.known ? "the memory limit" : "MemTotal", fr_format_size((uint64_t)limit, lim, sizeof lim));
+               res->mem_limit.known ? "the memory limit" : "MemTotal",
+               fr_format_size((uint64_t)limit, lim, sizeof lim));
     }
     double room;
     const char *src;
@@ -203,6 +212,7 @@ void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opt
 
     double r = round_cpus(eff, o->rounding);
     int w = r < 1 ? 1 : r > 1e6 ? 1000000 : (int)r;
+    out->threads_whole = w;
     reason(out, "%s(%g) = %g -> %d worker%s%s", fr_rounding_name(o->rounding), eff, r, w, w == 1 ? "" : "s",
            r < 1 ? " (never fewer than one)" : "");
     w = memory_cap(res, o, out, w);
@@ -211,8 +221,8 @@ void fr_plan_make(const struct fr_resources *res, const struct fr_plan_opts *opt
     if (o->workers_override > 0)
         apply_override(res, o, out, eff);
     out->threads_per_worker = threads_for(eff, out->workers);
-    reason(out, "%d thread%s per worker = max(1, floor(%g / %d))", out->threads_per_worker, out->threads_per_worker == 1 ? "" : "s",
-           eff, out->workers);
+    reason(out, "%d thread%s per worker = max(1, floor(%g / %d))", out->threads_per_worker,
+           out->threads_per_worker == 1 ? "" : "s", eff, out->workers);
     out->threads_per_job = out->threads_per_worker;
     if (o->job_threads_max > 0 && o->job_threads_max < out->threads_per_worker) {
         out->threads_per_job = o->job_threads_max;

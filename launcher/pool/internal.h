@@ -1,4 +1,14 @@
-/* internal.h — pieces of the pool shared between its files (not an API). */
+/* internal.h — pieces of the pool shared between its files (not an API).
+ *
+ *   pool.c     the event loop and fr_pool_run
+ *   setup.c    the process state a run needs (epoll, signals, limits)
+ *   intake.c   job lines in: shard, resume, duplicates, checks, queue
+ *   slots.c    queued jobs into free slots; interrupting
+ *   host.c     the host API runtimes call (fitrun/runtime.h)
+ *   results.c  result lines out, through the verdict
+ *   timers.c   wall deadlines and CPU clocks
+ *   input.c    reading lines; reap.c orphans; report.c counts, progress,
+ *              summary; oom.c OOM kills; resume.c --resume */
 #ifndef FITRUN_POOL_INTERNAL_H
 #define FITRUN_POOL_INTERNAL_H
 
@@ -8,7 +18,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <signal.h>
+
+#include "fitrun/jobs.h"
 #include "fitrun/pool.h"
+#include "fitrun/runtime.h"
 #include "fitrun/sandbox.h"
 
 /* ---- input.c: jobs, line by line, from a pipe or a file ----------------- */
@@ -16,13 +30,13 @@
 struct input {
     int fd;
     const char *name;
-    bool pollable;      /* pipe/tty/socket: read when epoll says so; else always ready */
+    bool pollable; /* pipe/tty/socket: read when epoll says so; else always ready */
     bool eof;
-    char *buf;          /* unconsumed bytes are buf[off, len) */
+    char *buf; /* unconsumed bytes are buf[off, len) */
     size_t off, len, cap;
-    long line;          /* physical lines handed out so far */
-    bool skipping;      /* inside an over-long line: drop bytes up to its '\n' */
-    bool use_pread;     /* read a regular file at pread_pos, leaving the descriptor's offset alone */
+    long line;      /* physical lines handed out so far */
+    bool skipping;  /* inside an over-long line: drop bytes up to its '\n' */
+    bool use_pread; /* read a regular file at pread_pos, leaving the descriptor's offset alone */
     off_t pread_pos;
 };
 
@@ -73,14 +87,14 @@ struct stats {
     uint64_t start_ns;
     int workers;
     long counts[STATUS_COUNT];
-    long done;          /* results written by this run */
-    long total;         /* expected results of this run; -1 = unknown (streamed input) */
-    long skipped;       /* already in the results file (--resume) */
+    long done;    /* results written by this run */
+    long total;   /* expected results of this run; -1 = unknown (streamed input) */
+    long skipped; /* already in the results file (--resume) */
     struct error_count *types;
     size_t ntypes, captypes;
-    enum fr_progress mode;      /* resolved: BAR, PLAIN or NONE */
-    uint64_t next_ns;           /* next progress output */
-    bool drawn;                 /* a bar is on screen */
+    enum fr_progress mode; /* resolved: BAR, PLAIN or NONE */
+    uint64_t next_ns;      /* next progress output */
+    bool drawn;            /* a bar is on screen */
 };
 
 void stats_init(struct stats *s, enum fr_progress mode, int workers, long total, long skipped);
@@ -94,5 +108,152 @@ void progress_finish(struct stats *s);
 void progress_clear(struct stats *s);
 /* The end-of-run table on stderr. `interrupted`: jobs were left unrun. */
 void summary_print(struct stats *s, const char *how);
+
+/* ---- the pool's state (pool.c runs it; the files below act on it) ------- */
+
+#define NS_PER_MS 1000000ull
+
+struct slot {
+    bool busy;
+    struct fr_job job;
+    uint64_t start_ns;
+    uint64_t deadline_ns;         /* wall time; 0 = none */
+    enum fr_abort_reason aborted; /* 0 = not aborted */
+    bool completing;              /* inside fr_host_complete: not to be aborted */
+    pid_t sid;                    /* the job's session (orphans in it are spared) */
+    pid_t cpu_pid;                /* CPU clock watched; 0 = none */
+    int cpu_pidfd;                /* confirms cpu_pid is still that process; -1 = it is our child */
+    uint64_t cpu_seen_ns;         /* the last CPU time read from it */
+    uint64_t cpu_check_ns;
+};
+
+struct watch {
+    bool used;
+    int slot;
+    uint32_t gen; /* guards against a stale event for a closed and reused fd */
+};
+
+struct fr_host {
+    struct fr_host_base base; /* first: the table runtimes call through (runtime.h) */
+    const struct fr_pool_opts *o;
+    struct fr_runtime rt;
+    int epfd, sigfd;
+    sigset_t oldmask;
+    struct sigaction old_pipe, old_chld;
+    bool was_subreaper;
+    int was_dumpable;
+
+    struct slot *slots;
+    int nslots, nbusy;
+    struct watch *watches;
+    size_t nwatches;
+    uint32_t gen;
+
+    struct input in;
+    bool in_watched; /* registered with epoll (pipes, while we want jobs) */
+    bool in_done;    /* no more lines will come */
+
+    struct fr_job *pending; /* FIFO ring of parsed jobs waiting for a slot */
+    int pend_head, npending;
+    struct fr_job *retry; /* crashed once, run again first */
+    int nretry;
+
+    struct fr_idset *seen; /* ids of this run (and of resumed results) */
+    struct reaper reaper;
+    struct stats stats;
+    long invalid;
+    long ncpus;
+    struct fr_oom oom; /* OOM kills of our memory cgroup (oom.c) */
+
+    bool stopping;
+    int stop_signal;
+    bool failed;
+};
+
+static inline bool pool_valid_slot(const struct fr_host *h, int s)
+{
+    return s >= 0 && s < h->nslots;
+}
+
+/* Room for another parsed job: not stopping, and fewer waiting than slots. */
+static inline bool pool_has_room(const struct fr_host *h)
+{
+    return !h->stopping && h->npending < h->nslots;
+}
+
+/* Time in ns and ms. Durations are checked when parsed, but any accepted
+ * value must work: instants and budgets in ns saturate instead of
+ * wrapping. */
+static inline uint64_t ms_between(uint64_t from_ns, uint64_t to_ns)
+{
+    uint64_t d = to_ns > from_ns ? to_ns - from_ns : 0;
+    return d / NS_PER_MS + (d % NS_PER_MS != 0);
+}
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t ms_to_ns(uint64_t ms)
+{
+    return ms > UINT64_MAX / NS_PER_MS ? UINT64_MAX : ms * NS_PER_MS;
+}
+
+/* A warning on stderr that first clears the progress bar (report.c). */
+void pool_say(struct fr_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- results.c: writing result lines ------------------------------------- */
+
+/* An `invalid` result for input line `line` (id may be NULL). */
+void pool_emit_invalid(struct fr_host *h, const char *id, long line, const char *type, const char *msg);
+/* The result of slot s's job, which ran to a verdict (FR_RAW_FINISHED). */
+void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now);
+/* The result of slot s's job whose worker crashed or which the runtime
+ * rejected. */
+void pool_write_crash(struct fr_host *h, int s, const struct fr_raw *raw);
+
+/* ---- host.c: the table runtimes call (fitrun/runtime.h) ----------------- */
+
+extern const struct fr_host_ops pool_host_ops;
+
+/* ---- slots.c: jobs into slots, and out ---------------------------------- */
+
+/* Start queued jobs (retries first) in every free slot. */
+void pool_dispatch(struct fr_host *h);
+/* Slot s is free again (its job cleared unless kept for a retry). */
+void pool_release(struct fr_host *h, int s, bool free_job);
+/* Drop every queued job (pending and retries). */
+void pool_drop_queued(struct fr_host *h);
+/* Stop taking jobs and kill the running ones; their results are dropped.
+ * sig: the signal that asked (0 = an error). */
+void pool_interrupt(struct fr_host *h, int sig);
+
+/* ---- intake.c: job lines in --------------------------------------------- */
+
+/* Turn buffered (and, for files, freshly read) input into jobs while there
+ * is room; `readable`: epoll said the input pipe has data. */
+void pool_intake(struct fr_host *h, bool readable);
+/* Watch the input only while more jobs are wanted. */
+void pool_input_interest(struct fr_host *h);
+
+/* ---- timers.c: wall deadlines and CPU clocks ------------------------------ */
+
+/* Abort the jobs whose wall time or CPU time is spent. */
+void pool_timers(struct fr_host *h, uint64_t now);
+/* The epoll timeout in ms: the nearest deadline, -1 = none. */
+int pool_next_timeout(const struct fr_host *h, uint64_t now);
+/* Watch pid's CPU clock for slot `slot` (pidfd confirms it; -1: our child). */
+void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd);
+
+/* ---- setup.c: the process state a run needs, and its restoration --------- */
+
+/* epoll, signals (signalfd), subreaper, non-dumpable, the input, slots and
+ * queues, the open-file limit. Returns 0, or -1 with err. */
+int pool_setup(struct fr_host *h, char *err, size_t errlen);
+/* The OOM-kill counter of our memory cgroup, with its baseline. */
+void pool_oom_setup(struct fr_host *h);
+/* Free everything and restore what setup changed. */
+void pool_teardown(struct fr_host *h);
 
 #endif

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "fitrun/pool.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define OOM_FILE_MAX 4096 /* memory.events is ~100 bytes, oom_control ~50 */
 
@@ -88,8 +88,7 @@ static int read_counter(const struct fr_oom *o, uint64_t *count, char *err, size
     return r;
 }
 
-int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err,
-                size_t errlen)
+int fr_oom_init(struct fr_oom *o, const struct fr_cgroup_loc *loc, const char *sysroot, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     if (!loc || (loc->version != 1 && loc->version != 2) || !loc->dir[0])

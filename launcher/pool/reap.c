@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 int reaper_own(struct reaper *r, pid_t pid)

@@ -3,13 +3,14 @@
  * left to results (`--out -`). Text that came from jobs is printed through
  * fr_term_text (control characters shown, not sent); results files keep
  * the real bytes. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 #define BAR_INTERVAL_NS (100ull * 1000 * 1000) /* redraw at most 10 times a second */
@@ -129,8 +130,8 @@ static void draw_bar(struct stats *s, double elapsed, double rate)
         for (int i = 0; i < barw; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[barw] = '\0';
-        snprintf(line, sizeof line, "%3d%% [%s] %ld/%ld [%s<%s, %.1f jobs/s] %s", (int)(frac * 100), bar,
-                 s->done, s->total, el, eta, rate, counts);
+        snprintf(line, sizeof line, "%3d%% [%s] %ld/%ld [%s<%s, %.1f jobs/s] %s", (int)(frac * 100), bar, s->done,
+                 s->total, el, eta, rate, counts);
     } else {
         snprintf(line, sizeof line, "%ld done [%s, %.1f jobs/s] %s", s->done, el, rate, counts);
     }
@@ -226,4 +227,15 @@ void summary_print(struct stats *s, const char *how)
     }
     if (s->ntypes > TOP_ERRORS)
         fprintf(stderr, "  (%zu more error types)\n", s->ntypes - TOP_ERRORS);
+}
+
+void pool_say(struct fr_host *h, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    progress_clear(&h->stats);
+    fr_warn("%s", msg);
 }

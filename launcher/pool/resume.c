@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fitrun/jobs.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "internal.h"
 
 void fr_resume_free(struct fr_resume *r)
@@ -89,8 +89,8 @@ static void shown_id(const char *id, char *buf, size_t n)
     snprintf(buf, n, "\"%s\"", safe);
 }
 
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name,
-                   char *err, size_t errlen)
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
+                   size_t errlen)
 {
     const struct fr_resume_entry *e = find(r, line);
     if (!e)
@@ -241,8 +241,8 @@ int fr_resume_scan(int fd, const char *name, struct fr_resume *r, char *err, siz
         char *nl = memchr(text + off, '\n', len - off);
         if (!nl) {
             /* torn last line */
-            fr_warn("%s:%ld: incomplete last line (%zu bytes, the writer was interrupted); removed", name,
-                    lineno + 1, len - off);
+            fr_warn("%s:%ld: incomplete last line (%zu bytes, the writer was interrupted); removed", name, lineno + 1,
+                    len - off);
             if (ftruncate(fd, (off_t)off) < 0) {
                 snprintf(err, errlen, "cannot cut the incomplete last line of %s: %s", name, strerror(errno));
                 free(text);

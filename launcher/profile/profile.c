@@ -16,15 +16,17 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <unistd.h>
 
+#include "fitrun/common.h"
 #include "fitrun/envexport.h"
-#include "fitrun/util.h"
+#include "fitrun/sandbox_keys.h"
+#include "internal.h"
+
+extern char **environ;
 
 /* Longest profile line we accept. inih keeps its line buffer on the stack,
  * sized by the (Debian runtime-configurable) ini_max_line; 4 KiB leaves
@@ -36,11 +38,11 @@ static const char *const sections[] = {"resources", "sandbox", "runtime", "env"}
 /* Parse state shared by the reader and the handler. */
 struct parse_ctx {
     struct fr_profile *p;
-    const char *name;       /* where the file is (relative preludes resolve against it) */
-    const char *shown;      /* the name the user wrote, for messages and sources */
-    const char *text;       /* remaining input */
-    int lines;              /* lines handed to inih so far */
-    int err_line;           /* first error found by us (0 = none) */
+    const char *name;  /* where the file is (relative preludes resolve against it) */
+    const char *shown; /* the name the user wrote, for messages and sources */
+    const char *text;  /* remaining input */
+    int lines;         /* lines handed to inih so far */
+    int err_line;      /* first error found by us (0 = none) */
     char err[512];
     /* keys set by this file, to refuse duplicates ("section\0key") */
     int nseen;
@@ -71,228 +73,26 @@ void fr_profile_defaults(struct fr_profile *p)
     p->workers = 0;
     p->memory_per_worker = 512ull << 20;
     p->rounding = FR_ROUND_FLOOR;
-    p->preset = FR_PRESET_EXEC;
-    p->cpu_time_ms = 2000;
-    p->wall_time_ms = 10000;
-    p->memory = 512ull << 20;
-    p->output = 1ull << 20;
-    p->processes = 1;
-    p->spec_allow = false;
-    p->user = FR_USER_SLOT;
-    p->uid_base = FR_PROFILE_UID_BASE_DEFAULT;
-    p->result = 1ull << 20;
+    fr_sandbox_keys_defaults(p);
     p->kind = FR_RUNTIME_EXEC;
     snprintf(p->interpreter, sizeof p->interpreter, "/usr/bin/python3");
     snprintf(p->entry, sizeof p->entry, "transform");
 }
 
-static void free_names(char **names)
-{
-    for (size_t i = 0; names[i]; i++) {
-        free(names[i]);
-        names[i] = NULL;
-    }
-}
-
 void fr_profile_free(struct fr_profile *p)
 {
-    free_names(p->allow);
-    free_names(p->deny);
-    free_names(p->keep_caps);
-    free_names(p->read_paths);
-    free_names(p->write_paths);
-    free_names(p->pass_env);
+    prof_free_names(p->allow);
+    prof_free_names(p->deny);
+    prof_free_names(p->keep_caps);
+    prof_free_names(p->read_paths);
+    prof_free_names(p->write_paths);
+    prof_free_names(p->pass_env);
     for (int i = 0; i < p->nenv; i++) {
         free(p->env_name[i]);
         free(p->env_value[i]);
         p->env_name[i] = p->env_value[i] = NULL;
     }
     p->nenv = 0;
-}
-
-void fr_profile_policy_spec(const struct fr_profile *p, struct fr_policy_spec *spec)
-{
-    memset(spec, 0, sizeof *spec);
-    spec->preset = p->preset;
-    spec->cpu_ms = p->cpu_time_ms;
-    spec->as_bytes = p->memory;
-    spec->fsize_bytes = p->fsize;
-    spec->nofile = p->nofile;
-    spec->nproc = p->processes;
-    spec->stack_bytes = p->stack;
-    spec->allow = (const char *const *)p->allow;
-    spec->deny = (const char *const *)p->deny;
-    spec->keep_caps = (const char *const *)p->keep_caps;
-    spec->spec_allow = p->spec_allow;
-}
-
-/* ---- value parsers: 0 or -1 with a message in msg ---------------------- */
-
-/* `none` (= `unlimited` = 0) means "no limit", for every limit that may be
- * switched off; the limits that may not (output, result: they bound what
- * fitrun itself holds in memory) refuse all three. */
-static bool is_none(const char *v)
-{
-    return !strcmp(v, "none") || !strcmp(v, "unlimited");
-}
-
-static int refuse_none(const char *what, const char *key, const char *v, const char *example, char *msg, size_t n)
-{
-    fr_seterr(msg, n, "bad %s '%s' for %s: %s cannot be switched off (none, unlimited and 0 all mean no limit); "
-                      "give a limit such as %s",
-              what, v, key, key, example);
-    return -1;
-}
-
-static int get_duration(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
-{
-    const char *why = "";
-    if (is_none(v)) {
-        if (!none_ok)
-            return refuse_none("duration", key, v, "10s", msg, n);
-        *out = 0;
-        return 0;
-    }
-    if (fr_parse_duration_why(v, out, &why) < 0) {
-        fr_seterr(msg, n, "bad duration '%s' for %s: %s (examples: 2s, 500ms, 1.5m%s)", v, key, why,
-                  none_ok ? ", none" : "");
-        return -1;
-    }
-    if (*out == 0 && !none_ok)
-        return refuse_none("duration", key, v, "10s", msg, n);
-    return 0;
-}
-
-static int get_size(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
-{
-    const char *why = "";
-    if (is_none(v)) {
-        if (!none_ok)
-            return refuse_none("size", key, v, "1M", msg, n);
-        *out = 0;
-        return 0;
-    }
-    if (fr_parse_size_why(v, out, &why) < 0) {
-        fr_seterr(msg, n, "bad size '%s' for %s: %s (examples: 512M, 2G, 64k%s)", v, key, why,
-                  none_ok ? ", none" : "");
-        return -1;
-    }
-    if (*out == 0 && !none_ok)
-        return refuse_none("size", key, v, "1M", msg, n);
-    return 0;
-}
-
-static int get_count(const char *key, const char *v, bool none_ok, uint64_t *out, char *msg, size_t n)
-{
-    if (none_ok && is_none(v)) {
-        *out = 0;
-        return 0;
-    }
-    if (fr_parse_u64(v, out) < 0) {
-        fr_seterr(msg, n, "bad number '%s' for %s (a whole number >= 0%s)", v, key, none_ok ? ", or none" : "");
-        return -1;
-    }
-    return 0;
-}
-
-/* Check one list entry: a syscall name libseccomp knows, or a capability
- * libcap knows. Done here (not only in fr_policy_build) so that the error
- * names the profile line. */
-static bool is_identifier(const char *s);
-
-static int check_name(const char *key, const char *name, char *msg, size_t n)
-{
-    if (!strcmp(key, "read") || !strcmp(key, "write")) {
-        if (name[0] != '/') {
-            fr_seterr(msg, n, "path '%s' in %s is not absolute", name, key);
-            return -1;
-        }
-        if (strlen(name) >= PATH_MAX) {
-            fr_seterr(msg, n, "path in %s longer than %d bytes", key, PATH_MAX - 1);
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "pass_env")) {
-        char pat[256];
-        size_t len = strlen(name);
-        bool prefix = len > 0 && name[len - 1] == '*';
-        if (prefix)
-            len--;
-        if (len == 0 || len >= sizeof pat) {
-            fr_seterr(msg, n, "bad name '%s' in pass_env (NAME or PREFIX*)", name);
-            return -1;
-        }
-        memcpy(pat, name, len);
-        pat[len] = '\0';
-        if (!is_identifier(pat)) {
-            fr_seterr(msg, n, "bad name '%s' in pass_env (NAME or PREFIX*: letters, digits and _)", name);
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "keep_caps")) {
-        cap_value_t cap;
-        if (cap_from_name(name, &cap) < 0) {
-            fr_seterr(msg, n, "unknown capability '%s' in keep_caps (names like cap_net_raw)", name);
-            return -1;
-        }
-        return 0;
-    }
-    if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR) {
-        fr_seterr(msg, n, "unknown syscall '%s' in %s", name, key);
-        return -1;
-    }
-    return 0;
-}
-
-/* "a, b c,d" -> NULL-terminated owned names (replacing the old list). */
-static int get_list(const char *key, const char *v, char **names, char *msg, size_t n)
-{
-    char *fresh[FR_PROFILE_MAX_NAMES + 1] = {0};
-    size_t count = 0;
-    const char *s = v;
-    /* Paths are separated by commas only: a path may hold spaces. */
-    bool paths = !strcmp(key, "read") || !strcmp(key, "write");
-    while (*s) {
-        while (*s == ',' || isspace((unsigned char)*s))
-            s++;
-        if (!*s)
-            break;
-        size_t len = strcspn(s, paths ? "," : ", \t");
-        while (paths && len && isspace((unsigned char)s[len - 1]))
-            len--;
-        if (count == FR_PROFILE_MAX_NAMES) {
-            fr_seterr(msg, n, "too many names in %s (at most %d)", key, FR_PROFILE_MAX_NAMES);
-            goto fail;
-        }
-        fresh[count] = strndup(s, len);
-        if (!fresh[count]) {
-            fr_seterr(msg, n, "out of memory");
-            goto fail;
-        }
-        if (check_name(key, fresh[count++], msg, n) < 0)
-            goto fail;
-        s += len;
-        while (paths && *s && *s != ',')
-            s++;
-    }
-    free_names(names);
-    memcpy(names, fresh, sizeof fresh);
-    return 0;
-fail:
-    free_names(fresh);
-    return -1;
-}
-
-static bool is_identifier(const char *s)
-{
-    if (!(isalpha((unsigned char)*s) || *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!(isalnum((unsigned char)*s) || *s == '_'))
-            return false;
-    return true;
 }
 
 /* ---- sections ----------------------------------------------------------- */
@@ -305,8 +105,8 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
             return 0;
         }
         if (fr_parse_cpus(v, &p->cpus) < 0) {
-            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)",
-                      v, FR_CPU_BITS);
+            fr_seterr(msg, n, "bad value '%s' for cpus (auto, or a number above 0 and at most %d, such as 2 or 1.5)", v,
+                      FR_CPU_BITS);
             return -1;
         }
         return 0;
@@ -319,14 +119,14 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
         }
         if (fr_parse_i64(v, &w) < 0 || w < 1 || w > FR_PROFILE_MAX_WORKERS) {
             fr_seterr(msg, n, "bad value '%s' for workers (auto, or a whole number from 1 to %d)", v,
-                   FR_PROFILE_MAX_WORKERS);
+                      FR_PROFILE_MAX_WORKERS);
             return -1;
         }
         p->workers = (int)w;
         return 0;
     }
     if (!strcmp(key, "memory_per_worker"))
-        return get_size(key, v, true, &p->memory_per_worker, msg, n);
+        return prof_size(key, v, FR_NONE_NO_LIMIT, &p->memory_per_worker, msg, n);
     if (!strcmp(key, "rounding")) {
         if (fr_rounding_parse(v, &p->rounding) < 0) {
             fr_seterr(msg, n, "bad value '%s' for rounding (floor, ceil or nearest)", v);
@@ -335,91 +135,6 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
         return 0;
     }
     fr_seterr(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding)", key);
-    return -1;
-}
-
-static int set_sandbox(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
-{
-    if (!strcmp(key, "preset")) {
-        if (fr_preset_parse(v, &p->preset) < 0) {
-            fr_seterr(msg, n, "bad value '%s' for preset (python, exec or none)", v);
-            return -1;
-        }
-        p->preset_set = true;
-        return 0;
-    }
-    if (!strcmp(key, "cpu_time"))
-        return get_duration(key, v, true, &p->cpu_time_ms, msg, n);
-    if (!strcmp(key, "wall_time"))
-        return get_duration(key, v, true, &p->wall_time_ms, msg, n);
-    if (!strcmp(key, "memory"))
-        return get_size(key, v, true, &p->memory, msg, n);
-    if (!strcmp(key, "output"))
-        return get_size(key, v, false, &p->output, msg, n);
-    if (!strcmp(key, "processes"))
-        return get_count(key, v, true, &p->processes, msg, n);
-    if (!strcmp(key, "fsize"))
-        return get_size(key, v, true, &p->fsize, msg, n);
-    if (!strcmp(key, "nofile"))
-        return get_count(key, v, true, &p->nofile, msg, n);
-    if (!strcmp(key, "stack"))
-        return get_size(key, v, true, &p->stack, msg, n);
-    if (!strcmp(key, "allow"))
-        return get_list(key, v, p->allow, msg, n);
-    if (!strcmp(key, "deny"))
-        return get_list(key, v, p->deny, msg, n);
-    if (!strcmp(key, "keep_caps"))
-        return get_list(key, v, p->keep_caps, msg, n);
-    if (!strcmp(key, "spec_allow")) {
-        if (fr_parse_bool(v, &p->spec_allow) < 0) {
-            fr_seterr(msg, n, "bad value '%s' for spec_allow (true or false)", v);
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "read"))
-        return get_list(key, v, p->read_paths, msg, n);
-    if (!strcmp(key, "write"))
-        return get_list(key, v, p->write_paths, msg, n);
-    if (!strcmp(key, "pass_env"))
-        return get_list(key, v, p->pass_env, msg, n);
-    if (!strcmp(key, "require_landlock")) {
-        if (fr_parse_bool(v, &p->require_landlock) < 0) {
-            fr_seterr(msg, n, "bad value '%s' for require_landlock (true or false)", v);
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "user")) {
-        if (!strcmp(v, "slot"))
-            p->user = FR_USER_SLOT;
-        else if (!strcmp(v, "root"))
-            p->user = FR_USER_ROOT;
-        else {
-            fr_seterr(msg, n, "bad value '%s' for user (slot or root)", v);
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(key, "uid_base")) {
-        uint64_t u;
-        /* uid_base + the last slot must stay a valid id below the
-         * kernel's overflow id (65534 is nobody; (uid_t)-1 is "unchanged"). */
-        if (fr_parse_u64(v, &u) < 0 || u < 1 || u > UINT32_MAX - 1 - FR_PROFILE_MAX_WORKERS) {
-            fr_seterr(msg, n, "bad value '%s' for uid_base (a whole number from 1 to %u)", v,
-                      (unsigned)(UINT32_MAX - 1 - FR_PROFILE_MAX_WORKERS));
-            return -1;
-        }
-        p->uid_base = (uint32_t)u;
-        return 0;
-    }
-    if (!strcmp(key, "result"))
-        return get_size(key, v, false, &p->result, msg, n);
-    fr_seterr(msg, n,
-           "unknown key '%s' in [sandbox] (preset, cpu_time, wall_time, memory, output, result, processes, "
-           "fsize, nofile, stack, allow, deny, keep_caps, spec_allow, read, write, require_landlock, user, "
-           "uid_base, pass_env)",
-           key);
     return -1;
 }
 
@@ -443,8 +158,7 @@ static int set_prelude(struct fr_profile *p, const char *v, const char *base, ch
     return 0;
 }
 
-static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg,
-                       size_t n)
+static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg, size_t n)
 {
     if (!strcmp(key, "kind")) {
         if (fr_runtime_kind_parse(v, &p->kind) < 0) {
@@ -468,7 +182,7 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
     if (!strcmp(key, "prelude"))
         return set_prelude(p, v, base, msg, n);
     if (!strcmp(key, "entry")) {
-        if (!is_identifier(v) || strlen(v) >= sizeof p->entry) {
+        if (!fr_is_identifier(v) || strlen(v) >= sizeof p->entry) {
             fr_seterr(msg, n, "bad value '%s' for entry (a Python function name)", v);
             return -1;
         }
@@ -481,7 +195,7 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
 
 static int set_env(struct fr_profile *p, const char *name, const char *v, char *msg, size_t n)
 {
-    if (!is_identifier(name)) {
+    if (!fr_is_identifier(name)) {
         fr_seterr(msg, n, "bad variable name '%s' in [env] (letters, digits and _, not starting with a digit)", name);
         return -1;
     }
@@ -521,20 +235,19 @@ static bool known_section(const char *s)
     return false;
 }
 
-static int apply(struct fr_profile *p, const char *section, const char *key, const char *value,
-                 const char *base, char *msg, size_t n)
+static int apply(struct fr_profile *p, const char *section, const char *key, const char *value, const char *base,
+                 char *msg, size_t n)
 {
     if (!strcmp(section, "resources"))
         return set_resources(p, key, value, msg, n);
     if (!strcmp(section, "sandbox"))
-        return set_sandbox(p, key, value, msg, n);
+        return fr_sandbox_key_set(p, key, value, msg, n);
     if (!strcmp(section, "runtime"))
         return set_runtime(p, key, value, base, msg, n);
     if (!strcmp(section, "env"))
         return set_env(p, key, value, msg, n);
     if (!*section)
-        fr_seterr(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])",
-               key);
+        fr_seterr(msg, n, "key '%s' outside any section (start with [resources], [sandbox], [runtime] or [env])", key);
     else
         fr_seterr(msg, n, "unknown section [%s] (resources, sandbox, runtime, env)", section);
     return -1;
@@ -560,20 +273,28 @@ static bool is_cpus(const char *section, const char *key)
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
                    size_t errlen)
 {
+    /* The file's cpus, replaced by the command line's, stays known: detection
+     * notes that it lost. */
+    double file_cpus = p->cpus_cli ? p->cpus_file : p->cpus;
+    char file_origin[sizeof p->cpus_origin];
+    snprintf(file_origin, sizeof file_origin, "%s", p->cpus_cli ? p->cpus_file_origin : p->cpus_origin);
     if (apply(p, section, key, value, NULL, err, errlen) < 0)
         return -1;
+    if (is_cpus(section, key)) {
+        p->cpus_file = file_cpus;
+        snprintf(p->cpus_file_origin, sizeof p->cpus_file_origin, "%s", file_origin);
+    }
     if (is_cpus(section, key))
         cpus_set_by(p, true, NULL, 0);
     return 0;
 }
 
-void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct fr_detect_opts *out)
+void fr_profile_detect_opts(const struct fr_profile *p, char *const *envp, struct fr_detect_opts *out)
 {
     memset(out, 0, sizeof *out);
-    if (cli_cpus > 0) {
-        out->cpus_override = cli_cpus;
-        out->cpus_override_source = "--cpus";
-    } else if (p->cpus > 0 && p->cpus_cli) {
+    out->envp = envp ? envp : environ;
+    fr_env_fitrun_cpus(out->envp, out);
+    if (p->cpus > 0 && p->cpus_cli) {
         out->cpus_override = p->cpus;
         out->cpus_override_source = p->cpus_origin;
     }
@@ -582,6 +303,9 @@ void fr_profile_detect_opts(const struct fr_profile *p, double cli_cpus, struct 
     if (p->cpus > 0 && !p->cpus_cli) {
         out->cpus_profile = p->cpus;
         out->cpus_profile_source = p->cpus_origin[0] ? p->cpus_origin : "profile";
+    } else if (p->cpus_cli && p->cpus_file > 0) {
+        out->cpus_profile = p->cpus_file;
+        out->cpus_profile_source = p->cpus_file_origin[0] ? p->cpus_file_origin : "profile";
     }
 }
 
@@ -617,20 +341,20 @@ void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)
 int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
                        char *const *envp, struct fr_env_export *ex)
 {
-    struct fr_env_forced forced = {.n = p->nenv, .name = p->env_name, .value = p->env_value,
-                                   .origin = p->path[0] ? p->path : "profile"};
+    struct fr_env_forced forced = {
+        .n = p->nenv, .name = p->env_name, .value = p->env_value, .origin = p->path[0] ? p->path : "profile"};
     struct fr_env_opts eo = {.uid = getuid()};
     return fr_env_compute(res, plan, plan->threads_per_job, envp, &forced, &eo, ex);
 }
 
-void fr_profile_detect_plan(const struct fr_profile *p, double cli_cpus, const char *sysroot,
-                            struct fr_resources *res, struct fr_plan *plan, struct fr_plan_opts *popts)
+void fr_profile_detect_plan(const struct fr_profile *p, const char *sysroot, struct fr_resources *res,
+                            struct fr_plan *plan, struct fr_plan_opts *popts)
 {
     struct fr_detect_opts dopts;
     struct fr_plan_opts own;
     if (!popts)
         popts = &own;
-    fr_profile_detect_opts(p, cli_cpus, &dopts);
+    fr_profile_detect_opts(p, NULL, &dopts);
     dopts.sysroot = sysroot;
     fr_detect(&dopts, res);
     fr_profile_plan_opts(p, popts);

@@ -9,18 +9,32 @@
  *   setsid()                 own session and process group: the whole job
  *                            is killed with one killpg(), and orphans that
  *                            stay in the session are attributed to it
+ *   PR_SET_PDEATHSIG         SIGKILL if fitrun dies (checked against a race
+ *                            with getppid()); the sandbox's relay takes over
+ *                            from there and kills the job's whole process
+ *                            group when fitrun is gone
  *   signal mask/dispositions back to default (the pool blocks SIGCHLD,
  *                            SIGINT, SIGTERM, SIGHUP and ignores SIGPIPE)
  *   dup2 stdin/stdout/stderr; every other fd is marked close-on-exec
- *   fr_policy_apply()        rlimits (RLIMIT_CPU included), no_new_privs,
- *                            capabilities, seccomp — built once, in the parent
+ *   fr_policy_apply_slot()   becomes the relay; the job (its child) gets
+ *                            rlimits (RLIMIT_CPU included), no_new_privs,
+ *                            capabilities, the slot's uid, Landlock, seccomp —
+ *                            built once, in the parent
  *   execvpe()                on failure: errno to the status pipe, a message
  *                            on stderr, exit 127 (not found) or 126
  *
  * The job is over when its process has exited (pidfd readable; killpg
  * first, while the zombie still pins the pid, then wait4 for status and
  * rusage) and both output pipes reached EOF. Output beyond the cap: the job
- * is killed and the pipe closed. */
+ * is killed and the pipe closed.
+ *
+ * CPU time. wait4's rusage counts the relay and what it reaped. When fitrun
+ * kills the job (wall, CPU, output limit, interrupt) the relay dies before
+ * it reaps the job, so just before the kill the CPU clocks of the whole
+ * tree are read (/proc/<pid>/task/<tid>/children, recursively) and the
+ * result reports the larger of the two: the job's own CPU, in every
+ * preset. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -29,19 +43,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fitrun/runtime.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 extern char **environ;
 
 #define READ_CHUNK (64u << 10)
-#define READS_PER_EVENT 4      /* then let other slots have a turn */
+#define READS_PER_EVENT 4 /* then let other slots have a turn */
 #define MAX_ARGV 65536
-#define MEMORY_TAIL 4096       /* how much of stderr the memory heuristic reads */
+#define MEMORY_TAIL 4096 /* how much of stderr the memory heuristic reads */
 
 /* What the child reports when it could not get to exec. */
 enum { STAGE_SANDBOX = 1, STAGE_EXEC = 2 };
@@ -58,6 +74,7 @@ struct buf {
 struct eslot {
     bool busy;
     pid_t pid;
+    uint64_t killed_cpu_ns; /* the tree's CPU read just before fitrun killed it */
     int pidfd, out_fd, err_fd, in_fd, report_fd, status_fd;
     struct buf out, err;
     const char *in_data;
@@ -90,7 +107,8 @@ static int exec_check(struct fr_runtime *rt, const struct fr_job *job, char *err
     }
     size_t i;
     json_t *a;
-    json_array_foreach(argv, i, a) {
+    json_array_foreach(argv, i, a)
+    {
         if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a)) {
             snprintf(err, errlen, "\"argv\"[%zu] must be a string without NUL bytes", i);
             return -1;
@@ -170,11 +188,13 @@ static char **job_envp(char *const *base, char **own, size_t nown)
 }
 
 /* In the child, after fork: never returns. Only async-signal-safe calls. */
-static _Noreturn void child(const struct fr_runtime *rt, int in_fd, int out_fd, int err_fd, int report_fd,
-                            int status_fd, char **argv, char **envp)
+static _Noreturn void child(const struct fr_runtime *rt, pid_t fitrun, int slot, int in_fd, int out_fd, int err_fd,
+                            int report_fd, int status_fd, char **argv, char **envp)
 {
     struct exec_status st = {0, 0};
     setsid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != fitrun)
+        _exit(FR_EXIT_USAGE); /* fitrun is gone already */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -185,7 +205,7 @@ static _Noreturn void child(const struct fr_runtime *rt, int in_fd, int out_fd, 
     /* Descriptors fitrun inherited without O_CLOEXEC (a test harness's
      * fd 3, ...) must not reach the job. */
     close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-    int r = fr_policy_apply(rt->cfg->policy, report_fd);
+    int r = fr_policy_apply_slot(rt->cfg->policy, report_fd, slot);
     if (r < 0) {
         st = (struct exec_status){STAGE_SANDBOX, -r};
         (void)!write(status_fd, &st, sizeof st);
@@ -258,13 +278,14 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto out;
     }
+    pid_t self = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
         goto out;
     }
     if (pid == 0)
-        child(rt, pin[0] >= 0 ? pin[0] : x->devnull, pout[1], perr[1], prep[1], pst[1], argv, envp);
+        child(rt, self, slot, pin[0] >= 0 ? pin[0] : x->devnull, pout[1], perr[1], prep[1], pst[1], argv, envp);
 
     e->busy = true;
     e->pid = pid;
@@ -311,12 +332,65 @@ out:
 
 /* ---- events ------------------------------------------------------------- */
 
+/* CPU time of one process (all its threads), in ns; 0 when it is gone. */
+static uint64_t process_cpu_ns(pid_t pid)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (clock_getcpuclockid(pid, &cid) != 0 || clock_gettime(cid, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define TREE_DEPTH_MAX 64
+
+/* CPU time of pid and all its descendants (children of every thread). */
+static uint64_t tree_cpu_ns(pid_t pid, int depth)
+{
+    uint64_t total = process_cpu_ns(pid);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = depth < TREE_DEPTH_MAX ? opendir(path) : NULL;
+    struct dirent *t;
+    while (d && (t = readdir(d))) {
+        if (t->d_name[0] < '0' || t->d_name[0] > '9')
+            continue;
+        char kids_path[320];
+        snprintf(kids_path, sizeof kids_path, "/proc/%d/task/%s/children", (int)pid, t->d_name);
+        char *kids = fr_read_file(kids_path, 1 << 16, NULL);
+        for (char *k = kids, *end; k && *k; k = end) {
+            long c = strtol(k, &end, 10);
+            if (end == k)
+                break;
+            total += tree_cpu_ns((pid_t)c, depth + 1);
+        }
+        free(kids);
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+/* What the reaped rusage misses of the tree's CPU goes to user time (the
+ * clocks do not split user from system). */
+static void add_unreaped_cpu(struct rusage *ru, uint64_t tree_ns)
+{
+    uint64_t have_us = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec +
+                       (uint64_t)ru->ru_stime.tv_sec * 1000000u + (uint64_t)ru->ru_stime.tv_usec;
+    uint64_t tree_us = tree_ns / 1000u;
+    if (tree_us <= have_us)
+        return;
+    uint64_t user_us = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec + (tree_us - have_us);
+    ru->ru_utime.tv_sec = (time_t)(user_us / 1000000u);
+    ru->ru_utime.tv_usec = (suseconds_t)(user_us % 1000000u);
+}
+
 /* Did the job say it ran out of memory? (RLIMIT_AS makes malloc fail; the
  * process then exits with an error rather than a signal.) */
 static bool says_out_of_memory(const struct buf *err)
 {
-    static const char *const marks[] = {"MemoryError", "Cannot allocate memory", "std::bad_alloc",
-                                        "out of memory", "Out of memory"};
+    static const char *const marks[] = {"MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory",
+                                        "Out of memory"};
     size_t from = err->len > MEMORY_TAIL ? err->len - MEMORY_TAIL : 0;
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (memmem(err->data + from, err->len - from, marks[i], strlen(marks[i])))
@@ -334,6 +408,7 @@ static void finish(struct fr_runtime *rt, int slot)
     raw.wstatus = e->wstatus;
     raw.ru = e->ru;
     raw.has_rusage = true;
+    add_unreaped_cpu(&raw.ru, e->killed_cpu_ns);
     raw.violation_nr = e->report_fd >= 0 ? fr_report_read(e->report_fd) : -1;
     raw.output_exceeded = e->output_exceeded;
     raw.out = e->out.data;
@@ -373,10 +448,16 @@ static void maybe_finish(struct fr_runtime *rt, int slot)
 }
 
 /* Kill the job's process group. Only while the leader is not reaped: its
- * zombie pins the pid, so the group id cannot belong to anyone else. */
-static void kill_tree(struct eslot *e)
+ * zombie pins the pid, so the group id cannot belong to anyone else.
+ * sample: read the tree's CPU first (fitrun's own kills). */
+static void kill_tree(struct eslot *e, bool sample)
 {
     if (!e->exited && e->pid > 0) {
+        if (sample) {
+            uint64_t ns = tree_cpu_ns(e->pid, 0);
+            if (ns > e->killed_cpu_ns)
+                e->killed_cpu_ns = ns;
+        }
         kill(-e->pid, SIGKILL);
         kill(e->pid, SIGKILL);
     }
@@ -384,7 +465,7 @@ static void kill_tree(struct eslot *e)
 
 static void on_exit_event(struct fr_runtime *rt, int slot, struct eslot *e)
 {
-    kill_tree(e); /* the rest of the group, before reaping the leader */
+    kill_tree(e, false); /* the rest of the group, before reaping the leader */
     pid_t r;
     do
         r = wait4(e->pid, &e->wstatus, WNOHANG, &e->ru);
@@ -440,7 +521,7 @@ static void on_output(struct fr_runtime *rt, int slot, struct eslot *e, int *fd,
         if ((size_t)n > take) {
             /* Over the cap: what we have is kept, the job dies. */
             e->output_exceeded = true;
-            kill_tree(e);
+            kill_tree(e, true);
             stop_reading(rt, fd);
             maybe_finish(rt, slot);
             return;
@@ -490,7 +571,7 @@ static void exec_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why
     if (!e->busy)
         return;
     if (!e->exited) {
-        kill_tree(e); /* completion follows from the pidfd */
+        kill_tree(e, true); /* completion follows from the pidfd */
         return;
     }
     /* The leader is gone but something still holds the output pipes

@@ -36,6 +36,15 @@ teardown() {
     [[ "$output" =~ known\ +14\ +14\ +0\ +0\ +0\ +0 ]]
 }
 
+@test "arc_compare: fitrun scores False/True against 0/1 as Python's == does" {
+    "$FITRUN" run --profile "$MINI/profile.ini" --jobs "$MINI/scoring.jsonl" --out "$D/fitrun.jsonl" --quiet
+    run /usr/bin/python3 "$SRC/bench/arc_compare.py" --jobs "$MINI/scoring.jsonl" \
+        --names fitrun,known "$D/fitrun.jsonl" "$MINI/scoring-outcomes.jsonl"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ known\ +1\ +1\ +0\ +0\ +0\ +0 ]]
+}
+
 @test "scale: one round at 1 worker writes the table, the projection and the machine" {
     run --separate-stderr "$SRC/bench/scale.sh" --corpus "$MINI" --fitrun "$FITRUN" --workers 1 \
         --rounds 1 --runners fitrun,fitrun-reuse,pool --perf off --no-warmup --out "$D/scale"

@@ -89,7 +89,7 @@ EOF
     [[ "$stderr" == *"cannot read profile $P/missing.ini: No such file or directory"* ]]
     run "$FITRUN" detect --profile
     [ "$status" -eq 125 ]
-    [[ "$output" == *"--profile"*"missing argument"* ]]
+    [[ "$output" == "fitrun: detect: option '--profile' needs a value"* ]]
 }
 
 python_profile() { # NAME PRELUDE-SOURCE

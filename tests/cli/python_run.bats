@@ -221,6 +221,20 @@ EOF
     [[ "$stderr" =~ /nonexistent/python3 ]]
 }
 
+@test "python run: interpreter = a command name is looked up in PATH" {
+    profile "$D/p.ini"
+    sed -i 's|^interpreter = /usr/bin/python3$|interpreter = python3|' "$D/p.ini"
+    job j $'import numpy\ndef transform(g):\n    return g\n' > "$D/jobs.jsonl"
+    PATH=/usr/bin:/bin run_jobs
+    [ "$status" -eq 0 ]
+    [ "$(r j .status)" = '"ok"' ]
+    [[ "$stderr" =~ python:\ /usr/bin/python3\ 3\. ]]
+    # not found: one clear error naming the PATH searched
+    run --separate-stderr env PATH=/nonexistent "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl"
+    [ "$status" -eq 125 ]
+    [[ "$stderr" =~ "python interpreter python3: not found in PATH (/nonexistent)" ]]
+}
+
 @test "python run: a worker killed mid-job is replaced and the job retried; the run completes" {
     # a slow job on each worker, then quick ones
     job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"
@@ -252,7 +266,9 @@ EOF
 }
 
 @test "python run: streaming, one job at a time over pipes through one fitrun run" {
-    coproc FR { "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
+    coproc FR { exec "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
+    # (bash unsets FR_PID once it has reaped the coproc: keep it)
+    local pid=$FR_PID
     for i in 1 2 3 4 5; do
         job "s$i" "def transform(g):
     return $i" >&"${FR[1]}"
@@ -260,7 +276,7 @@ EOF
         [ "$(jq -c '[.id, .outputs]' <<< "$line")" = "[\"s$i\",[$i]]" ]
     done
     exec {FR[1]}>&-
-    wait "$FR_PID"
+    wait "$pid"
     # one interpreter for the whole stream
     [ "$(grep -c 'started once' "$D/err")" -eq 1 ]
 }
@@ -319,5 +335,16 @@ EOF
     [ ! -s "$D/out.jsonl" ]
     [[ "$stderr" =~ SelfTestFailed ]]
     [[ "$stderr" =~ "memory limit is below the interpreter's own size" ]]
+    nothing_left
+}
+
+@test "python run: a call the interpreter needs and the policy denies is named before any job" {
+    # the self-test runs a prediction the way a worker does, the zygote
+    # reading its violations: CPython allocates with mmap
+    for i in 1 2; do job "j$i" $'def transform(g):\n    return g\n'; done > "$D/jobs.jsonl"
+    run_jobs --set sandbox.deny=mmap
+    [ "$status" -eq 125 ]
+    [ ! -s "$D/out.jsonl" ]
+    [[ "$stderr" == *"SelfTestFailed: a sandboxed child of the interpreter cannot run Python code (the sandbox denied mmap, which it needs)"* ]]
     nothing_left
 }

@@ -38,18 +38,24 @@ def transform(g):
     proc = open("/proc/self/environ", "rb").read().decode().split("\0")
     return ["os:%s=%s" % kv for kv in sorted(os.environ.items())] + ["proc:" + e for e in proc if e]'
 
-# py_env [fitrun run options...]: run ENV_CODE, its lines into env.txt
+# py_env [fitrun run options...]: run ENV_CODE, its lines into env.txt.
+# /proc is outside what a prediction may read (Landlock), and a slot's uid
+# cannot open its own /proc/self/environ (a non-dumpable process's files
+# there belong to root): these runs let it, as fitrun's own uid.
 py_env() {
     pyjob e "$ENV_CODE" > jobs.jsonl
-    run -0 "$FITRUN" run --profile py.ini --jobs jobs.jsonl --out out.jsonl --quiet "$@"
+    run -0 "$FITRUN" run --profile py.ini --jobs jobs.jsonl --out out.jsonl --quiet \
+        --set sandbox.read=/proc --set sandbox.user=root "$@"
     [ "$(field out.jsonl e status)" = ok ]
     jq -r '.outputs[0][]' out.jsonl > env.txt
 }
 
 @test "a secret in fitrun's environment does not reach an exec job" {
     job e cat /proc/self/environ > jobs.jsonl
+    # /proc is outside what exec jobs may read (Landlock): this job needs it.
     run -0 env AWS_SECRET_ACCESS_KEY=$SECRET HOME=/root LC_ALL=C TZ=UTC HF_TOKEN=hf MY_A=1 \
-        "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --set sandbox.pass_env='HF_TOKEN, MY_*'
+        "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --set sandbox.pass_env='HF_TOKEN, MY_*' \
+        --set sandbox.read=/proc
     field out.jsonl e stdout | tr '\0' '\n' > env.txt
     lacks -q "$SECRET" env.txt
     grep -qx 'HOME=/nonexistent' env.txt # not the caller's: a neutral one

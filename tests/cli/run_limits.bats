@@ -53,7 +53,9 @@ refused() {
 @test "0, none and unlimited mean the same: no limit" {
     job lim cat /proc/self/limits > lim.jsonl
     for v in 0 none unlimited; do
-        run -0 "$FITRUN" run --jobs lim.jsonl --out out.jsonl --quiet --memory "$v" --cpu-time "$v"
+        # /proc is outside what exec jobs may read (Landlock): this job needs it.
+        run -0 "$FITRUN" run --jobs lim.jsonl --out out.jsonl --quiet --memory "$v" --cpu-time "$v" \
+            --set sandbox.read=/proc
         [ "$(field out.jsonl lim status)" = ok ]
         field out.jsonl lim stdout | grep -E '^Max address space +unlimited'
         field out.jsonl lim stdout | grep -E '^Max cpu time +unlimited'
@@ -73,17 +75,30 @@ refused() {
     run -125 --separate-stderr "$FITRUN" --grace 8761h -- true
     [[ $stderr == *"--grace"* ]]
     run -125 --separate-stderr "$FITRUN" detect --memory-per-worker 0.5
-    [[ $stderr == *"--memory-per-worker '0.5'"* ]]
+    [[ $stderr == *"--memory-per-worker 0.5: bad size '0.5'"* ]]
     run -125 --separate-stderr "$FITRUN" --shm-threshold 1.3K -- true
     [[ $stderr == *"--shm-threshold"* ]]
 }
 
-@test "--cpus has one range in every command: above 0, at most 8192" {
-    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --cpus 99999
-    [[ $stderr == *"at most 8192"* ]]
-    run -125 --separate-stderr "$FITRUN" --cpus 99999 -- true
-    [[ $stderr == *"at most 8192"* ]]
-    run -125 --separate-stderr "$FITRUN" detect --cpus 99999
-    [[ $stderr == *"--cpus '99999'"* ]]
+@test "--cpus is checked once: run, detect and the wrapper refuse a bad value with the same message" {
+    for v in 99999 8192.5 0 -1 x 1e400 nan ''; do
+        run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --cpus "$v"
+        local from_run=$stderr
+        [[ $from_run == "fitrun: --cpus $v: bad value '$v' for cpus (auto, or a number above 0 and at most 8192"* ]]
+        run -125 --separate-stderr "$FITRUN" --cpus "$v" -- true
+        [ "$stderr" = "$from_run" ] || { echo "wrapper: $stderr"; false; }
+        run -125 --separate-stderr "$FITRUN" detect --cpus "$v"
+        [ "$stderr" = "$from_run" ] || { echo "detect: $stderr"; false; }
+    done
+    # The limit itself is accepted by all three.
     run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --cpus 8192 --workers 1
+    run -0 "$FITRUN" --cpus 8192 -- true
+    run -0 "$FITRUN" detect --cpus 8192
+    # So are the other options run and detect share: one rule, one message.
+    for args in "--workers 0" "--workers 4097" "--memory-per-worker 0.5" "--rounding up"; do
+        run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl $args
+        local from_run=$stderr
+        run -125 --separate-stderr "$FITRUN" detect $args
+        [ "$stderr" = "$from_run" ] || { echo "detect $args: $stderr; run: $from_run"; false; }
+    done
 }

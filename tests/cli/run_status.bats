@@ -21,8 +21,9 @@ teardown() { run_teardown; }
         job flood yes
         echo '{"id": "bad", "argv": "not a list"}'
     } > jobs.jsonl
+    # The helper programs live in the build tree, outside what jobs may read.
     run -1 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl \
-        --cpu-time 300ms --wall-time 1s --memory 256M --output 64k
+        --cpu-time 300ms --wall-time 1s --memory 256M --output 64k --set sandbox.read="$HELPERS"
     [ "$(wc -l < out.jsonl)" -eq 9 ]
     [ "$(field out.jsonl ok status)" = ok ]
     [ "$(field out.jsonl ok exit_code)" = 0 ]

@@ -94,7 +94,7 @@ usage_errors_in_mode() {
     run -125 fr "$mode" --grace soon -- true
     [[ "$output" == *"--grace: invalid duration 'soon'"* ]]
     run -125 fr "$mode" --cpus 0 -- true
-    [[ "$output" == *"--cpus: expected a positive number"* ]]
+    [[ "$output" == *"--cpus 0: bad value '0' for cpus"* ]]
     run -125 fr "$mode" --shm-threshold lots -- true
     [[ "$output" == *"--shm-threshold"* ]]
     run -125 fr "$mode" --profile "$BATS_TEST_TMPDIR/missing.ini" -- true

@@ -2,7 +2,7 @@
 # tests/containers/run-matrix.sh — fitrun inside real restricted containers.
 #
 # Builds docker/Dockerfile with podman (runc, the locally built Debian base
-# image) and runs fitrun in one container per shape of issue 7:
+# image) and runs fitrun in one container per restricted shape people run it in:
 #   none, --cpus=0.5, --cpus=1.5, --cpuset-cpus=1, --cpus=0.5 --cpuset-cpus=0,1,
 #   --memory=256m, --pids-limit=64, --shm-size=64m (and 4g, the other side
 #   of the /dev/shm rule), the default seccomp profile (and unconfined, the
@@ -198,7 +198,11 @@ HOST=$TMP/host
 mkdir -p "$HOST"
 T0=$EPOCHREALTIME
 host_fail=()
-PATH=$TMP/bin:$PATH "$FITRUN" run --profile "$EXEC_INI" --jobs "$EXEC_JOBS" --out "$HOST/exec.jsonl" 2>"$HOST/exec.err"
+# The jobs run under per-slot uids and Landlock: they must be able to reach
+# the memory job's program (mktemp made $TMP 0700), and read its folder.
+chmod 755 "$TMP"
+PATH=$TMP/bin:$PATH "$FITRUN" run --profile "$EXEC_INI" --jobs "$EXEC_JOBS" --out "$HOST/exec.jsonl" \
+    --set sandbox.read="/proc,$TMP/bin" 2>"$HOST/exec.err"
 rc=$?
 [ $rc = 0 ] || host_fail+=("fitrun run (exec jobs) exited $rc: $(tail -2 "$HOST/exec.err" | tr '\n' ' ')")
 if [ $rc = 0 ]; then
@@ -213,7 +217,7 @@ fi
 HOST_FILTERS=$("${CHECK[@]}" field "$HOST/exec.jsonl" ok-seccomp stdout 2>/dev/null |
                sed -n 's/^Seccomp_filters:[[:space:]]*//p')
 report host "$T0" "${host_fail[@]}"
-[ $HAVE_SAMPLE = 1 ] || say "note: samples/arc/jobs.jsonl or profiles/arc-python.ini not in the tree yet: exec jobs only"
+[ $HAVE_SAMPLE = 1 ] || say "note: samples/arc/jobs.jsonl or profiles/arc-python.ini not in the tree: exec jobs only"
 
 # ------------------------------------------------------------------ shapes
 NCPU=$(getconf _NPROCESSORS_ONLN)
@@ -416,7 +420,7 @@ pid1_exit
 default_cmd() {
     local name=default-cmd d=$TMP/default-cmd t0=$EPOCHREALTIME fails=() rc
     wanted $name || return 0
-    if [ $HAVE_SAMPLE = 0 ]; then skip $name "the ARC sample (issue 6) is not in the tree yet"; return 0; fi
+    if [ $HAVE_SAMPLE = 0 ]; then skip $name "the ARC sample (samples/arc, profiles/arc-python.ini) is not in the tree"; return 0; fi
     mkdir -p "$d"
     "${RUN[@]}" --name "$NAME-$name" --cpus=1.5 "$IMAGE" >"$d/results.jsonl" 2>"$d/podman.err"
     rc=$?
@@ -456,7 +460,7 @@ slim_wrapper() {
 stop_run() {
     local name=pid1-stop-run d=$TMP/pid1-stop-run t0=$EPOCHREALTIME fails=() rc pid i n total took ts
     wanted $name || return 0
-    if [ $HAVE_SAMPLE = 0 ]; then skip $name "the ARC sample (issue 6) is not in the tree yet"; return 0; fi
+    if [ $HAVE_SAMPLE = 0 ]; then skip $name "the ARC sample (samples/arc, profiles/arc-python.ini) is not in the tree"; return 0; fi
     mkdir -p "$d"
     "${RUN[@]}" --name "$NAME-$name" --cpus=0.5 "$IMAGE" >"$d/results.jsonl" 2>"$d/podman.err" &
     pid=$!

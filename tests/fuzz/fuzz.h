@@ -21,14 +21,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* An invariant: on violation print what broke, where, and abort. */
-#define FUZZ_CHECK(cond, ...)                                                                                      \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf(stderr, "%s:%d: invariant broken: %s: ", __FILE__, __LINE__, #cond);                           \
-            fprintf(stderr, __VA_ARGS__);                                                                          \
-            fputc('\n', stderr);                                                                                   \
-            abort();                                                                                               \
-        }                                                                                                          \
+#define FUZZ_CHECK(cond, ...)                                                                                          \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: invariant broken: %s: ", __FILE__, __LINE__, #cond);                               \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+            abort();                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 /* A malloc'd copy of data[0, size) with a NUL after it. */

@@ -22,6 +22,8 @@
  *  - the CPU counts are finite numbers above 0: effective and detected
  *    (and at most FR_CPU_BITS, the most CPUs a kernel has), affinity 1 to
  *    FR_CPU_BITS, every known quota, scheduler, override or outer value;
+ *    the binding limit (fr_cpu_binding) is the effective and the detected
+ *    count;
  *  - a memory limit is finite, at least 0 (memory.max may say 0) and
  *    below MemTotal when that is known; the integers the report prints
  *    (memory, pids, shares, /dev/shm) fit in a signed 64-bit JSON integer;
@@ -42,7 +44,7 @@
 #include "fitrun/detect.h"
 #include "fitrun/envexport.h"
 #include "fitrun/plan.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 #define MAX_RECORDS 64
@@ -209,8 +211,8 @@ static void check_resources(const struct fr_resources *r)
 {
     FUZZ_CHECK(isfinite(r->cpu_effective) && r->cpu_effective > 0 && r->cpu_effective <= FR_CPU_BITS,
                "effective %g CPUs", r->cpu_effective);
-    FUZZ_CHECK(isfinite(r->cpu_detected) && r->cpu_detected > 0 && r->cpu_detected <= FR_CPU_BITS,
-               "detected %g CPUs", r->cpu_detected);
+    FUZZ_CHECK(isfinite(r->cpu_detected) && r->cpu_detected > 0 && r->cpu_detected <= FR_CPU_BITS, "detected %g CPUs",
+               r->cpu_detected);
     FUZZ_CHECK(r->cpu_affinity >= 1 && r->cpu_affinity <= FR_CPU_BITS, "affinity %d", r->cpu_affinity);
     FUZZ_CHECK(r->cpu_online >= 0 && r->cpu_online <= FR_CPU_BITS, "online %d", r->cpu_online);
     check_value(&r->cpu_quota, "quota", true);
@@ -242,8 +244,14 @@ static void check_resources(const struct fr_resources *r)
     FUZZ_CHECK(r->nnotes >= 0 && r->nnotes <= FR_NOTES_MAX, "%d notes", r->nnotes);
     for (int i = 0; i < r->nnotes; i++)
         FUZZ_CHECK(memchr(r->notes[i], '\0', FR_NOTE_MAX), "note %d terminated", i);
-    const char *src = NULL, *bound = fr_cpu_bound(r, &src);
-    FUZZ_CHECK(bound && src, "a bound and its source");
+    /* The binding limit is the one rule for the effective and detected CPUs. */
+    struct fr_cpu_limit eff, det;
+    fr_cpu_binding(r, false, &eff);
+    fr_cpu_binding(r, true, &det);
+    FUZZ_CHECK(eff.name && eff.what && eff.source && eff.value == r->cpu_effective, "binding %s = %g, effective %g",
+               eff.name ? eff.name : "(null)", eff.value, r->cpu_effective);
+    FUZZ_CHECK(det.name && det.source && det.value == r->cpu_detected, "binding %s = %g, detected %g",
+               det.name ? det.name : "(null)", det.value, r->cpu_detected);
 }
 
 static void check_job_env(const struct fr_resources *r, const struct fr_plan *plan, char *const *envp)
@@ -283,8 +291,8 @@ static void check_plans(const struct fr_resources *r, char *const *envp)
 {
     static const enum fr_rounding rounding[] = {FR_ROUND_FLOOR, FR_ROUND_CEIL, FR_ROUND_NEAREST};
     for (size_t i = 0; i < 3; i++) {
-        struct fr_plan_opts o = {.rounding = rounding[i], .memory_per_worker = i == 0 ? 512ull << 20 : 0,
-                                 .job_threads_max = i == 2 ? 1 : 0};
+        struct fr_plan_opts o = {
+            .rounding = rounding[i], .memory_per_worker = i == 0 ? 512ull << 20 : 0, .job_threads_max = i == 2 ? 1 : 0};
         struct fr_plan plan;
         fr_plan_make(r, &o, &plan);
         FUZZ_CHECK(plan.workers >= 1 && plan.workers <= 1000000, "%d workers", plan.workers);
@@ -314,7 +322,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     build_tree((const char *)data, size, envp, envbuf);
     struct fr_detect_opts opts = {.sysroot = root, .envp = envp};
-    memset(r, 0x5a, sizeof *r); /* fr_detect must set every field */
+    fr_env_fitrun_cpus(envp, &opts); /* FITRUN_CPUS: the user's or an outer fitrun's, as the commands tell it */
+    memset(r, 0x5a, sizeof *r);      /* fr_detect must set every field */
     fr_detect(&opts, r);
     check_resources(r);
     check_plans(r, envp);

@@ -22,7 +22,7 @@
 
 #include "fitrun/jobs.h"
 #include "fitrun/runtime.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 #define LINE 7
@@ -35,8 +35,12 @@ static int check_job(const struct fr_runtime_ops *ops, const struct fr_job *job,
 
 static void check_result(const char *id, bool ok, const char *type, const char *msg)
 {
-    struct fr_result r = {.id = id, .status = ok ? FR_STATUS_OK : FR_STATUS_INVALID, .error_type = ok ? NULL : type,
-                          .error_message = ok ? NULL : msg, .worker = ok ? 0 : -1, .line = LINE};
+    struct fr_result r = {.id = id,
+                          .status = ok ? FR_STATUS_OK : FR_STATUS_INVALID,
+                          .error_type = ok ? NULL : type,
+                          .error_message = ok ? NULL : msg,
+                          .worker = ok ? 0 : -1,
+                          .line = LINE};
     size_t len = 0;
     char *text = fr_result_line(&r, &len);
     FUZZ_CHECK(text, "a result line is written");

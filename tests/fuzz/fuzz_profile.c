@@ -21,7 +21,7 @@
 
 #include "fitrun/detect.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 #define NAME "etc/fuzz.ini"
@@ -61,8 +61,8 @@ static void check_profile(const struct fr_profile *p, int lines)
     FUZZ_CHECK(p->workers >= 0 && p->workers <= FR_PROFILE_MAX_WORKERS, "workers %d", p->workers);
     FUZZ_CHECK(p->rounding == FR_ROUND_FLOOR || p->rounding == FR_ROUND_CEIL || p->rounding == FR_ROUND_NEAREST,
                "rounding %d", (int)p->rounding);
-    FUZZ_CHECK(p->preset == FR_PRESET_PYTHON || p->preset == FR_PRESET_EXEC || p->preset == FR_PRESET_NONE,
-               "preset %d", (int)p->preset);
+    FUZZ_CHECK(p->preset == FR_PRESET_PYTHON || p->preset == FR_PRESET_EXEC || p->preset == FR_PRESET_NONE, "preset %d",
+               (int)p->preset);
     FUZZ_CHECK(p->cpu_time_ms <= FR_DURATION_MAX_MS && p->wall_time_ms <= FR_DURATION_MAX_MS, "cpu %llu wall %llu ms",
                (unsigned long long)p->cpu_time_ms, (unsigned long long)p->wall_time_ms);
     const uint64_t sizes[] = {p->memory_per_worker, p->memory, p->output, p->fsize, p->stack, p->result};
@@ -103,8 +103,10 @@ static void check_error(const char *err, int lines)
     int line = 0;
     while (isdigit((unsigned char)*p) && line < 1000000)
         line = line * 10 + (*p++ - '0');
-    FUZZ_CHECK(line >= 1 && line <= lines && p[0] == ':' && p[1] == ' ', "message '%s' is not '" NAME ":LINE: ...' "
-               "with LINE in 1..%d", err, lines);
+    FUZZ_CHECK(line >= 1 && line <= lines && p[0] == ':' && p[1] == ' ',
+               "message '%s' is not '" NAME ":LINE: ...' "
+               "with LINE in 1..%d",
+               err, lines);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -27,7 +27,7 @@
 
 #include "fitrun/jobs.h"
 #include "fitrun/pool.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 static int fd = -1;
@@ -97,8 +97,11 @@ static void check_line(const char *s, size_t n)
     json_decref(o);
 
     /* Written back as fitrun would, the key reads the same. */
-    struct fr_result r = {.id = k.id, .status = k.duplicate ? FR_STATUS_INVALID : FR_STATUS_OK,
-                          .error_type = k.duplicate ? "DuplicateId" : NULL, .worker = -1, .line = k.line};
+    struct fr_result r = {.id = k.id,
+                          .status = k.duplicate ? FR_STATUS_INVALID : FR_STATUS_OK,
+                          .error_type = k.duplicate ? "DuplicateId" : NULL,
+                          .worker = -1,
+                          .line = k.line};
     size_t len;
     char *again = fr_result_line(&r, &len);
     FUZZ_CHECK(again && len > 0 && again[len - 1] == '\n', "written");

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../../launcher/detect/internal.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 #define MAX_VARS 64
@@ -75,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char *envp[MAX_VARS + 2];
     int n = 0;
-    for (char *save = NULL, *line = strtok_r(env, "\n", &save); line && n < MAX_VARS; line = strtok_r(NULL, "\n", &save)) {
+    for (char *save = NULL, *line = strtok_r(env, "\n", &save); line && n < MAX_VARS;
+         line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "_CONDOR_MACHINE_AD=", 19))
             continue;
         envp[n++] = line;

@@ -9,7 +9,7 @@
  *    bidi marks, embeddings, overrides and isolates, U+2028/9, the BOM;
  *  - with room enough it is the whole text, unescaped bytes in order;
  *  - when it is cut, it is a prefix of the whole text ending in "...". */
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 static bool acted_on(uint32_t c)

@@ -1,4 +1,4 @@
-/* fuzz_units.c — the unit parsers of launcher/util and the CPU-count rule:
+/* fuzz_units.c — the unit parsers of common/parse.c and the CPU-count rule:
  * fr_parse_size_why, fr_parse_duration_why, fr_parse_cpus, fr_parse_i64,
  * fr_parse_u64, fr_parse_double, fr_parse_bool, fr_trim, fr_format_size.
  * The whole input is one value, as in a profile or on the command line.
@@ -21,7 +21,7 @@
 
 #include "fitrun/detect.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 #include "fuzz.h"
 
 /* The number the string starts with (after spaces), as a long double, and
@@ -60,7 +60,11 @@ static void check_size(const char *s)
     long double num;
     int unit;
     FUZZ_CHECK(oracle(s, &num, &unit), "'%s' parsed as a size but has no leading number", s);
-    long double mult = unit == 'k' ? 0x1p10L : unit == 'm' ? 0x1p20L : unit == 'g' ? 0x1p30L : unit == 't' ? 0x1p40L : 1;
+    long double mult = unit == 'k'   ? 0x1p10L
+                       : unit == 'm' ? 0x1p20L
+                       : unit == 'g' ? 0x1p30L
+                       : unit == 't' ? 0x1p40L
+                                     : 1;
     FUZZ_CHECK(unit == 0 || unit == 'b' || mult != 1, "'%s': unit letter '%c' is no size unit", s, unit);
     long double exact = num * mult, diff = fabsl(exact - (long double)v);
     /* strtold rounds to 64 bits of mantissa: the only error left. */
@@ -69,12 +73,12 @@ static void check_size(const char *s)
 
     char buf[64];
     snprintf(buf, sizeof buf, "%" PRIu64, v);
-    FUZZ_CHECK(fr_parse_size(buf, &again) == 0 && again == v, "'%s' -> %" PRIu64 " does not re-parse from '%s'", s,
-               v, buf);
+    FUZZ_CHECK(fr_parse_size(buf, &again) == 0 && again == v, "'%s' -> %" PRIu64 " does not re-parse from '%s'", s, v,
+               buf);
     if (v % 1024 == 0) {
         snprintf(buf, sizeof buf, "%" PRIu64 "K", v / 1024);
-        FUZZ_CHECK(fr_parse_size(buf, &again) == 0 && again == v, "'%s' -> %" PRIu64 " but '%s' -> %" PRIu64, s, v,
-                   buf, again);
+        FUZZ_CHECK(fr_parse_size(buf, &again) == 0 && again == v, "'%s' -> %" PRIu64 " but '%s' -> %" PRIu64, s, v, buf,
+                   again);
     }
     const char *shown = fr_format_size(v, buf, sizeof buf);
     size_t l = strlen(shown);
@@ -125,8 +129,8 @@ static void check_duration(const char *s)
 
     char buf[64];
     snprintf(buf, sizeof buf, "%" PRIu64 "ms", ms);
-    FUZZ_CHECK(fr_parse_duration_ms(buf, &again) == 0 && again == ms, "'%s' -> %" PRIu64 " ms does not re-parse from '%s'",
-               s, ms, buf);
+    FUZZ_CHECK(fr_parse_duration_ms(buf, &again) == 0 && again == ms,
+               "'%s' -> %" PRIu64 " ms does not re-parse from '%s'", s, ms, buf);
 }
 
 static void check_numbers(const char *s)

@@ -3,7 +3,7 @@
  *
  *   sb_run [options] POLICY ATTACK [ARG...]
  *
- * POLICY is fr_policy_build_kv text ("preset=python;cpu_time=1s"). The
+ * POLICY is sandbox text ("preset=python;cpu_time=1s", fitrun/sandbox_keys.h). The
  * parent builds the policy, forks; the child applies it and performs
  * ATTACK in-process (or, with --exec, execs `sb_run --attack ATTACK ARG...`
  * so the action happens in a freshly exec'd program, the exec preset's
@@ -14,7 +14,11 @@
  *
  * Options: --exec, --wall MS (default 20000), --no-report, --stdout FILE
  * (the child's stdout, opened before apply), --uid N (switch the child to
- * uid/gid N before apply).
+ * uid/gid N before apply), --slot K (fr_policy_apply_slot / _notify with
+ * slot K: the policy's per-slot identity), --cwd DIR (the child's working
+ * directory), --notify (fr_policy_apply_notify: sb_run's parent is the
+ * supervisor, as the Python worker is; the violation comes from
+ * fr_notify_read, never from a pipe the child could write).
  *
  * Job protocol of this harness: an attack that sees an allocation fail
  * exits with SB_EXIT_NOMEM, which the parent passes as memory_hint. Every
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/ptrace.h>
@@ -45,7 +50,9 @@
 #include <unistd.h>
 
 #include "fitrun/sandbox.h"
-#include "fitrun/util.h"
+#include "fitrun/sandbox_keys.h"
+#include "fitrun/verdict.h"
+#include "fitrun/common.h"
 
 #define SB_EXIT_NOMEM 86
 
@@ -76,7 +83,7 @@ static int a_socket(char **argv)
 
 static int a_connect(char **argv)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0])) };
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0]))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return connect(g_prepared_fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? done("connect") : failed();
 }
@@ -181,7 +188,7 @@ static int a_kill_group(char **argv)
 static int a_raise_rlimit(char **argv)
 {
     (void)argv;
-    struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
+    struct rlimit r = {RLIM_INFINITY, RLIM_INFINITY};
     return setrlimit(RLIMIT_CPU, &r) == 0 ? done("raise_rlimit") : failed();
 }
 
@@ -257,7 +264,7 @@ static void on_sigsys(int sig)
 static int a_sigsys_handler(char **argv)
 {
     (void)argv;
-    struct sigaction sa = { .sa_handler = on_sigsys };
+    struct sigaction sa = {.sa_handler = on_sigsys};
     if (sigaction(SIGSYS, &sa, NULL) < 0)
         return failed();
     socket(AF_INET, SOCK_STREAM, 0); /* would now land in our handler */
@@ -279,7 +286,7 @@ static int a_forge_report(char **argv)
     /* A record shaped like the real one would be; the parent must ignore
      * it because we exit normally. */
     int fd = atoi(argv[0]);
-    uint32_t rec[4] = { 0x46525631u, 0, 41, 0 };
+    uint32_t rec[4] = {0x46525631u, 0, 41, 0};
     (void)!write(fd, rec, sizeof rec);
     return done("forged");
 }
@@ -327,6 +334,139 @@ static int a_read_file(char **argv)
     return done("read");
 }
 
+/* Read the first bytes of a file given relative to the working directory. */
+static int a_read_rel(char **argv)
+{
+    return a_read_file(argv);
+}
+
+/* The answer-key route: the parent's command line and environment. */
+static int a_proc_parent(char **argv)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)getppid(), argv[0]);
+    char *args[] = {path};
+    return a_read_file(args);
+}
+
+static int a_mem_pid(char **argv)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/mem", argv[0]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return failed();
+    close(fd);
+    return done("open mem");
+}
+
+static int a_kill_pid(char **argv)
+{
+    return kill((pid_t)atoi(argv[0]), SIGKILL) == 0 ? done("kill") : failed();
+}
+
+static int a_ptrace_pid(char **argv)
+{
+    return ptrace(PTRACE_ATTACH, (pid_t)atoi(argv[0]), NULL, NULL) == 0 ? done("ptrace") : failed();
+}
+
+/* Write our pid to stdout, then wait to be killed: a victim for the others. */
+static int a_linger(char **argv)
+{
+    (void)argv;
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
+    while (pause() < 0 && errno == EINTR) {
+    }
+    return 0;
+}
+
+/* A forged verdict: a well-formed relay record on a descriptor (as the old
+ * report protocol had it), then SIGSYS raised by ourselves. */
+static int a_forge_sigsys(char **argv)
+{
+    int fd = atoi(argv[0]);
+    uint32_t rec[4] = {0x46525632u, 0xc000003eu, 101 /* ptrace */, 0};
+    rec[3] = ~rec[0] ^ rec[1] ^ rec[2];
+    (void)!write(fd, rec, sizeof rec);
+    raise(SIGSYS);
+    return done("survived SIGSYS");
+}
+
+static int a_raise_nproc(char **argv)
+{
+    (void)argv;
+    struct rlimit r = {RLIM_INFINITY, RLIM_INFINITY};
+    return setrlimit(RLIMIT_NPROC, &r) == 0 ? done("raise_nproc") : failed();
+}
+
+/* arch_prctl: an XSTATE permission request (AMX users), and ARCH_SET_FS. */
+static int a_xcomp(char **argv)
+{
+    (void)argv;
+#if defined(__x86_64__)
+    unsigned long supp = 0;
+    if (syscall(SYS_arch_prctl, 0x1021 /* ARCH_GET_XCOMP_SUPP */, &supp) < 0)
+        return failed();
+    /* 18 = XFEATURE_XTILEDATA: EINVAL where there is no AMX, which is an answer too. */
+    long r = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18);
+    printf("req_xcomp_perm=%ld errno=%s\n", r, r < 0 ? strerrorname_np(errno) : "-");
+    return done("xcomp");
+#else
+    errno = ENOSYS;
+    return failed();
+#endif
+}
+
+static int a_set_fs(char **argv)
+{
+    (void)argv;
+#if defined(__x86_64__)
+    unsigned long fs = 0;
+    if (syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs) < 0)
+        return failed();
+    return syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, fs) == 0 ? done("set_fs") : failed();
+#else
+    errno = ENOSYS;
+    return failed();
+#endif
+}
+
+static int a_ids(char **argv)
+{
+    (void)argv;
+    printf("uid=%d gid=%d euid=%d groups=%d\n", (int)getuid(), (int)getgid(), (int)geteuid(), getgroups(0, NULL));
+    return done("ids");
+}
+
+/* The capability sets, as the kernel reports them. */
+static int a_caps(char **argv)
+{
+    (void)argv;
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (n <= 0)
+        return failed();
+    buf[n] = '\0';
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "Cap", 3))
+            printf("%s\n", line);
+    return done("caps");
+}
+
+/* Become someone else: root again, or (as root) another slot's uid. */
+static int a_setuid0(char **argv)
+{
+    (void)argv;
+    if (setgid(getgid()) < 0 || setuid(getuid()) < 0) /* busybox's privilege drop: must work */
+        return failed();
+    uid_t other = getuid() == 0 ? 61701 : 0;
+    if (setuid(other) == 0 || setresuid(other, other, other) == 0 || setresgid(other, other, other) == 0)
+        return done("setuid");
+    return setgroups(0, NULL) == 0 ? done("setgroups") : failed();
+}
+
 static int a_hello(char **argv)
 {
     (void)argv;
@@ -346,16 +486,48 @@ struct attack {
 };
 
 static const struct attack g_attacks[] = {
-    { "socket", 0, a_socket }, { "connect", 1, a_connect }, { "exec_sh", 1, a_exec_sh },
-    { "forkbomb", 0, a_forkbomb }, { "thread", 0, a_thread }, { "ptrace", 0, a_ptrace },
-    { "mount", 1, a_mount }, { "unshare", 0, a_unshare }, { "open_write", 1, a_open_write },
-    { "unlink", 1, a_unlink }, { "chmod", 1, a_chmod }, { "kill_parent", 0, a_kill_parent },
-    { "kill_group", 0, a_kill_group }, { "raise_rlimit", 0, a_raise_rlimit }, { "membomb", 0, a_membomb },
-    { "cpuspin", 0, a_cpuspin }, { "fsize", 0, a_fsize }, { "stackoverflow", 0, a_stackoverflow },
-    { "rawsocket", 0, a_rawsocket }, { "sigsys_handler", 0, a_sigsys_handler },
-    { "block_sigsys", 0, a_block_sigsys }, { "forge_report", 1, a_forge_report },
-    { "fcntl_setown", 0, a_fcntl_setown }, { "tiocsti", 0, a_tiocsti }, { "int80", 0, a_int80 },
-    { "abort", 0, a_abort }, { "read_file", 1, a_read_file }, { "hello", 0, a_hello }, { "exit3", 0, a_exit3 },
+    {"socket", 0, a_socket},
+    {"connect", 1, a_connect},
+    {"exec_sh", 1, a_exec_sh},
+    {"forkbomb", 0, a_forkbomb},
+    {"thread", 0, a_thread},
+    {"ptrace", 0, a_ptrace},
+    {"mount", 1, a_mount},
+    {"unshare", 0, a_unshare},
+    {"open_write", 1, a_open_write},
+    {"unlink", 1, a_unlink},
+    {"chmod", 1, a_chmod},
+    {"kill_parent", 0, a_kill_parent},
+    {"kill_group", 0, a_kill_group},
+    {"raise_rlimit", 0, a_raise_rlimit},
+    {"membomb", 0, a_membomb},
+    {"cpuspin", 0, a_cpuspin},
+    {"fsize", 0, a_fsize},
+    {"stackoverflow", 0, a_stackoverflow},
+    {"rawsocket", 0, a_rawsocket},
+    {"sigsys_handler", 0, a_sigsys_handler},
+    {"block_sigsys", 0, a_block_sigsys},
+    {"forge_report", 1, a_forge_report},
+    {"fcntl_setown", 0, a_fcntl_setown},
+    {"tiocsti", 0, a_tiocsti},
+    {"int80", 0, a_int80},
+    {"abort", 0, a_abort},
+    {"read_file", 1, a_read_file},
+    {"hello", 0, a_hello},
+    {"exit3", 0, a_exit3},
+    {"read_rel", 1, a_read_rel},
+    {"proc_parent", 1, a_proc_parent},
+    {"mem_pid", 1, a_mem_pid},
+    {"kill_pid", 1, a_kill_pid},
+    {"ptrace_pid", 1, a_ptrace_pid},
+    {"linger", 0, a_linger},
+    {"forge_sigsys", 1, a_forge_sigsys},
+    {"raise_nproc", 0, a_raise_nproc},
+    {"xcomp", 0, a_xcomp},
+    {"set_fs", 0, a_set_fs},
+    {"ids", 0, a_ids},
+    {"caps", 0, a_caps},
+    {"setuid0", 0, a_setuid0},
 };
 
 static const struct attack *find_attack(const char *name)
@@ -379,16 +551,20 @@ static void prepare(const char *name)
 /* ---- parent ------------------------------------------------------------------------ */
 
 struct opts {
-    bool exec, no_report;
+    bool exec, no_report, notify;
     uint64_t wall_ms;
     const char *stdout_path;
+    const char *cwd;
     long uid;
+    int slot;
     const char *policy;
     char **attack_argv; /* ATTACK ARG... */
 };
 
 static void child(const struct opts *o, const struct fr_policy *pol, int report_w, const char *self)
 {
+    if (o->cwd && chdir(o->cwd) < 0)
+        fr_die_errno(125, "sb_run: chdir %s", o->cwd);
     if (o->stdout_path) {
         int fd = open(o->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
@@ -401,7 +577,8 @@ static void child(const struct opts *o, const struct fr_policy *pol, int report_
     if (!o->exec)
         prepare(a->name);
     fflush(NULL);
-    int rc = fr_policy_apply(pol, o->no_report ? -1 : report_w);
+    int rc = o->notify ? fr_policy_apply_notify(pol, report_w, o->slot)
+                       : fr_policy_apply_slot(pol, o->no_report ? -1 : report_w, o->slot);
     if (rc < 0) {
         fprintf(stderr, "sb_run: fr_policy_apply: %s\n", strerror(-rc));
         _exit(125);
@@ -416,7 +593,7 @@ static void child(const struct opts *o, const struct fr_policy *pol, int report_
         snprintf(opts, sizeof opts, "%s%sdisable_coredump=0:detect_leaks=0", asan ? asan : "",
                  asan && *asan ? ":" : "");
         setenv("ASAN_OPTIONS", opts, 1);
-        char *argv[8] = { (char *)self, "--attack" };
+        char *argv[8] = {(char *)self, "--attack"};
         for (int i = 0; i < 5 && o->attack_argv[i]; i++)
             argv[2 + i] = o->attack_argv[i];
         execv(self, argv);
@@ -443,11 +620,11 @@ static int run(const struct opts *o, const char *self)
 {
     char err[256];
     struct fr_policy *pol;
-    if (fr_policy_build_kv(o->policy, &pol, err, sizeof err) < 0)
+    if (fr_sandbox_text_build(o->policy, NULL, &pol, err, sizeof err) < 0)
         fr_die(2, "sb_run: %s", err);
     int rep[2];
-    if (pipe2(rep, O_CLOEXEC) < 0)
-        fr_die_errno(2, "sb_run: pipe2");
+    if (o->notify ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rep) < 0 : pipe2(rep, O_CLOEXEC) < 0)
+        fr_die_errno(2, "sb_run: pipe2/socketpair");
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
@@ -460,14 +637,33 @@ static int run(const struct opts *o, const char *self)
     int pidfd = pidfd_open(pid, 0);
     if (pidfd < 0)
         fr_die_errno(2, "sb_run: pidfd_open");
-    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
     bool wall = false;
-    int pr;
-    while ((pr = poll(&pfd, 1, (int)o->wall_ms)) < 0 && errno == EINTR) {
+    int violation = -1, listener = -1;
+    if (o->notify) {
+        listener = fr_notify_receive(rep[0]);
+        if (listener < 0 && listener != -EPIPE && listener != -ENODATA)
+            fr_die(2, "sb_run: fr_notify_receive: %s", strerror(-listener));
     }
-    if (pr == 0) {
-        wall = true;
-        kill(pid, SIGKILL);
+    uint64_t deadline = fr_now_ns() / 1000000u + o->wall_ms;
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
+        uint64_t now = fr_now_ns() / 1000000u;
+        int pr = poll(pfd, 2, now >= deadline ? 0 : (int)(deadline - now));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0) {
+            wall = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (pfd[1].revents & POLLIN) {
+            int nr, who;
+            if (fr_notify_read(listener, &nr, &who) == 0 && violation < 0)
+                violation = nr;
+            kill(pid, SIGKILL); /* the supervisor's half of the protocol */
+        }
+        if (pfd[0].revents)
+            break;
     }
     int status;
     struct rusage ru;
@@ -475,8 +671,11 @@ static int run(const struct opts *o, const char *self)
         if (errno != EINTR)
             fr_die_errno(2, "sb_run: wait4");
     struct fr_classify_in in = {
-        .wstatus = status, .ru = &ru, .cpu_limit_ms = cpu_ms_of(o->policy), .wall_expired = wall,
-        .violation_nr = fr_report_read(rep[0]),
+        .wstatus = status,
+        .ru = &ru,
+        .cpu_limit_ms = cpu_ms_of(o->policy),
+        .wall_expired = wall,
+        .violation_nr = o->notify ? violation : fr_report_read(rep[0]),
         .memory_hint = WIFEXITED(status) && WEXITSTATUS(status) == SB_EXIT_NOMEM,
     };
     struct fr_outcome out;
@@ -490,12 +689,14 @@ static int run(const struct opts *o, const char *self)
     fr_policy_free(pol);
     close(rep[0]);
     close(pidfd);
+    if (listener >= 0)
+        close(listener);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    struct opts o = { .wall_ms = 20000, .uid = -1 };
+    struct opts o = {.wall_ms = 20000, .uid = -1, .slot = -1};
     int i = 1;
     if (argc > 2 && strcmp(argv[1], "--attack") == 0) {
         const struct attack *a = find_attack(argv[2]);
@@ -514,11 +715,18 @@ int main(int argc, char **argv)
             o.stdout_path = argv[++i];
         else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc)
             o.uid = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--slot") == 0 && i + 1 < argc)
+            o.slot = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
+            o.cwd = argv[++i];
+        else if (strcmp(argv[i], "--notify") == 0)
+            o.notify = true;
         else
             fr_die(2, "sb_run: unknown option %s", argv[i]);
     }
     if (argc - i < 2)
-        fr_die(2, "usage: sb_run [--exec] [--wall MS] [--no-report] [--stdout FILE] [--uid N] POLICY ATTACK [ARG...]");
+        fr_die(2, "usage: sb_run [--exec] [--notify] [--wall MS] [--no-report] [--stdout FILE] [--uid N] [--slot K] "
+                  "[--cwd DIR] POLICY ATTACK [ARG...]");
     o.policy = argv[i];
     o.attack_argv = argv + i + 1;
     const struct attack *a = find_attack(o.attack_argv[0]);

@@ -147,7 +147,8 @@ class Map(Base):
 
     def test_a_large_result_arrives_whole(self):
         code = "def transform(n):\n    return 'x' * n\n"
-        with self.runner() as r:
+        # 5 MB of outputs: above the default [sandbox] result of 1 MiB
+        with self.runner(sandbox__result="8M") as r:
             res = r.map([{"code": code, "inputs": [5_000_000]}, {"code": code, "inputs": [3]}])
         self.assertEqual([len(x["outputs"][0]) for x in res], [5_000_000, 3])
 

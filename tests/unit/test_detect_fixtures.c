@@ -23,7 +23,7 @@
 #include "fitrun/envexport.h"
 #include "fitrun/plan.h"
 #include "fitrun/profile.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define FIXTURES FITRUN_SRC "/tests/fixtures"
 #define MAX_FIXTURES 64
@@ -98,7 +98,8 @@ static void strings(struct obj *o, const char *key, int n, const char *(*item)(c
         const char *want = (size_t)i < json_array_size(a) ? json_string_value(json_array_get(a, i)) : "(nothing)";
         const char *got = i < n ? item(ctx, i) : "(nothing)";
         if (!want || strcmp(want, got))
-            fail_msg("%s: %s.%s[%d]: got '%s', want '%s'", o->fixture, o->name, key, i, got, want ? want : "(not a string)");
+            fail_msg("%s: %s.%s[%d]: got '%s', want '%s'", o->fixture, o->name, key, i, got,
+                     want ? want : "(not a string)");
     }
 }
 
@@ -270,7 +271,8 @@ static char **load_env(const char *dir, char **text)
     char **envp = calloc(64, sizeof *envp);
     assert_non_null(envp);
     int n = 0;
-    for (char *save = NULL, *line = *text ? strtok_r(*text, "\n", &save) : NULL; line && n < 63; line = strtok_r(NULL, "\n", &save))
+    for (char *save = NULL, *line = *text ? strtok_r(*text, "\n", &save) : NULL; line && n < 63;
+         line = strtok_r(NULL, "\n", &save))
         envp[n++] = line;
     return envp;
 }
@@ -292,9 +294,8 @@ static void test_fixture(void **state)
     assert_non_null(prof);
     fr_profile_defaults(prof);
     struct fr_detect_opts opts;
-    fr_profile_detect_opts(prof, 0, &opts);
+    fr_profile_detect_opts(prof, envp, &opts);
     opts.sysroot = dir;
-    opts.envp = envp;
     struct fr_resources *r = malloc(sizeof *r);
     struct fr_plan *plan = malloc(sizeof *plan);
     assert_non_null(r);
@@ -323,14 +324,16 @@ static void test_fixture(void **state)
     free(envtext);
 }
 
-/* The cases the issue asks for must exist (the directory scan below would
- * silently run fewer otherwise). */
+/* The fixtures of the container and batch shapes fitrun must read right
+ * must exist (the directory scan below would silently run fewer
+ * otherwise). */
 static void test_required_fixtures_exist(void **state)
 {
     (void)state;
     static const char *required[] = {
-        "v1-host", "hybrid-host", "v2-host", "docker-v1-cpus-1.5", "docker-v2-cgroupns-cpus-0.5", "k8s-nested-v2",
-        "systemd-slice", "slurm-cpuset", "htcondor", "escaped-paths", "missing", "garbage", "host-256",
+        "v1-host",       "hybrid-host",   "v2-host",      "docker-v1-cpus-1.5", "docker-v2-cgroupns-cpus-0.5",
+        "k8s-nested-v2", "systemd-slice", "slurm-cpuset", "htcondor",           "escaped-paths",
+        "missing",       "garbage",       "host-256",
     };
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
         char path[4096];
@@ -358,8 +361,6 @@ static void test_overrides(void **state)
     (void)state;
     struct fr_resources *r = malloc(sizeof *r);
     assert_non_null(r);
-    char *user[] = {"FITRUN_CPUS=3", NULL};
-    char *outer[] = {"FITRUN_CPUS=0.25", "FITRUN_EXPORTED=FITRUN_CPUS=0.25", NULL};
     char *none[] = {NULL};
     struct fr_detect_opts o = {.sysroot = FIXTURES "/docker-v2-cgroupns-cpus-0.5", .envp = none};
 
@@ -370,7 +371,7 @@ static void test_overrides(void **state)
     assert_string_equal(r->cpu_override.source, "profile p.ini:2");
     assert_true(has_note(r, "cpus = 2 (profile p.ini:2) exceeds the 0.5 CPUs detected (quota); using 2 as asked"));
 
-    o.envp = user;
+    o.cpus_env = "3"; /* the user's FITRUN_CPUS */
     fr_detect(&o, r);
     assert_true(r->cpu_effective == 3);
     assert_string_equal(r->cpu_override.source, "FITRUN_CPUS=3");
@@ -385,7 +386,8 @@ static void test_overrides(void **state)
 
     o.cpus_override = 0;
     o.cpus_profile = 0;
-    o.envp = outer;
+    o.cpus_env = NULL;
+    o.cpus_outer = "0.25"; /* an outer fitrun's FITRUN_CPUS */
     fr_detect(&o, r);
     assert_false(r->cpu_override.known);
     assert_true(r->cpu_outer.known && r->cpu_outer.value == 0.25);
@@ -395,14 +397,13 @@ static void test_overrides(void **state)
     /* FITRUN_CPUS takes the CPU-count rule of --cpus and cpus: 1e300 is
      * no override (it made 1e300 effective CPUs, and the plan converted
      * 1e300 / workers to an int: undefined behaviour). */
-    char *huge[] = {"FITRUN_CPUS=1e300", NULL};
-    o.envp = huge;
+    o.cpus_outer = NULL;
+    o.cpus_env = "1e300";
     fr_detect(&o, r);
     assert_false(r->cpu_override.known);
     assert_true(r->cpu_effective == 0.5);
     assert_true(has_note(r, "FITRUN_CPUS='1e300' is not a number of CPUs (above 0, at most 8192): ignored"));
-    char *most[] = {"FITRUN_CPUS=8192", NULL};
-    o.envp = most;
+    o.cpus_env = "8192";
     fr_detect(&o, r);
     assert_true(r->cpu_override.known && r->cpu_effective == 8192);
     free(r);

@@ -15,7 +15,7 @@
 
 #include "../../launcher/detect/internal.h"
 #include "fitrun/detect.h"
-#include "fitrun/util.h"
+#include "fitrun/common.h"
 
 #define assert_double(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-12)
 
@@ -28,14 +28,14 @@ static void test_cpulist_parse(void **state)
     assert_int_equal(fr_cpulist_parse("0-3,8,10-11", m, FR_CPU_BITS), 7);
     assert_true(m[0] == 0xd0f);
     assert_int_equal(fr_cpulist_parse("0", m, 64), 1);
-    assert_int_equal(fr_cpulist_parse("0-3\n", m, 64), 4);           /* as the kernel writes it */
+    assert_int_equal(fr_cpulist_parse("0-3\n", m, 64), 4); /* as the kernel writes it */
     assert_int_equal(fr_cpulist_parse("  5  ", NULL, 0), 1);
-    assert_int_equal(fr_cpulist_parse("", m, 64), 0);                /* empty cpuset */
+    assert_int_equal(fr_cpulist_parse("", m, 64), 0); /* empty cpuset */
     assert_int_equal(fr_cpulist_parse("\n", m, 64), 0);
-    assert_int_equal(fr_cpulist_parse("0-3,2-5", m, 64), 6);         /* overlaps counted once */
+    assert_int_equal(fr_cpulist_parse("0-3,2-5", m, 64), 6); /* overlaps counted once */
     assert_int_equal(fr_cpulist_parse("0-255", m, FR_CPU_BITS), 256);
     assert_int_equal(fr_cpulist_parse("0-8191", NULL, 0), 8192);
-    assert_int_equal(fr_cpulist_parse("0-15:2/4", m, 64), 8);        /* kernel stride syntax: 0,1,4,5,8,9,12,13 */
+    assert_int_equal(fr_cpulist_parse("0-15:2/4", m, 64), 8); /* kernel stride syntax: 0,1,4,5,8,9,12,13 */
     assert_true(m[0] == 0x3333);
     /* Bits above nbits are counted but not written. */
     m[1] = 0xdead;
@@ -49,8 +49,8 @@ static void test_cpulist_parse(void **state)
 static void test_cpulist_garbage(void **state)
 {
     (void)state;
-    const char *bad[] = {"3-1", "a", "1,,2", "-1", "1-", "1,", ",1", "0-zz", "8192", "0-99999999999", "1 2",
-                         "0-3:0/4", "0-3:5/4", "0-3:1", "0x3", "1.5"};
+    const char *bad[] = {"3-1",           "a",   "1,,2",    "-1",      "1-",    "1,",  ",1", "0-zz", "8192",
+                         "0-99999999999", "1 2", "0-3:0/4", "0-3:5/4", "0-3:1", "0x3", "1.5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (fr_cpulist_parse(bad[i], NULL, 0) != -1)
             fail_msg("'%s' parsed", bad[i]);
@@ -87,7 +87,8 @@ static void test_mountinfo_line(void **state)
     (void)state;
     struct fr_mountinfo_entry e;
     const char *why = NULL;
-    char l1[] = "36 35 98:0 /my\\040jobs /sys/fs/cgroup/cpu\\040quota rw,noatime shared:1 master:2 - cgroup cgroup rw,cpu,cpuacct";
+    char l1[] =
+        "36 35 98:0 /my\\040jobs /sys/fs/cgroup/cpu\\040quota rw,noatime shared:1 master:2 - cgroup cgroup rw,cpu,cpuacct";
     assert_int_equal(fr_mountinfo_parse_line(l1, &e, &why), 0);
     assert_string_equal(e.root, "/my jobs");
     assert_string_equal(e.mountpoint, "/sys/fs/cgroup/cpu quota");
@@ -151,7 +152,8 @@ static void test_proc_cgroup(void **state)
     assert_int_equal(fr_proc_cgroup_find(NULL, t, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/v2/path:with:colons");
     assert_int_equal(fr_proc_cgroup_find(NULL, t, "memory", out, sizeof out), -1);
-    assert_int_equal(fr_proc_cgroup_find(NULL, t, "systemd", out, sizeof out), -1); /* named hierarchy is no controller */
+    assert_int_equal(fr_proc_cgroup_find(NULL, t, "systemd", out, sizeof out),
+                     -1); /* named hierarchy is no controller */
     assert_int_equal(fr_proc_cgroup_find(NULL, "0::/x", NULL, out, sizeof out), 0); /* no newline at the end */
     assert_string_equal(out, "/x");
     assert_int_equal(fr_proc_cgroup_find(NULL, "5::/x\n", NULL, out, sizeof out), -1); /* v2 line is ID 0 */
@@ -203,7 +205,8 @@ static void test_translate(void **state)
     assert_int_equal(fr_cgroup_translate("/", "/", "/", out, sizeof out), FR_TR_OK);
     assert_string_equal(out, "/");
     /* Spaces and colons pass through. */
-    assert_int_equal(fr_cgroup_translate("/sys/fs/cgroup/cpu quota", "/my jobs", "/my jobs/batch 1", out, sizeof out), FR_TR_OK);
+    assert_int_equal(fr_cgroup_translate("/sys/fs/cgroup/cpu quota", "/my jobs", "/my jobs/batch 1", out, sizeof out),
+                     FR_TR_OK);
     assert_string_equal(out, "/sys/fs/cgroup/cpu quota/batch 1");
     assert_int_equal(fr_cgroup_translate("/sys/fs/cgroup", "/", "/a/b", out, 10), FR_TR_TOOLONG);
 }
@@ -231,8 +234,9 @@ static void test_cpu_max(void **state)
     /* Whole microseconds only: exponents made infinite or zero quotas
      * ("1e308 1e-300", "1e-300 1e300"), which fuzz_cgroup_files's
      * finite-and-above-0 check flags. */
-    const char *bad[] = {"", "\n", "banana", "banana 100000", "0 100000", "-5 100000", "50000 0", "50000 -1", "50000 x", "max x",
-                         "1e308 1e-300", "1e-300 1e300", "1e5 100000", "50000.5 100000", "50000 1e5", "inf 100000"};
+    const char *bad[] = {
+        "",        "\n",    "banana",       "banana 100000", "0 100000",   "-5 100000",      "50000 0",   "50000 -1",
+        "50000 x", "max x", "1e308 1e-300", "1e-300 1e300",  "1e5 100000", "50000.5 100000", "50000 1e5", "inf 100000"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why = NULL;
         if (fr_parse_cpu_max(bad[i], &c, &extra, &why) != -1 || !why)
@@ -326,7 +330,8 @@ static void test_memory_stat(void **state)
 {
     (void)state;
     uint64_t v = 0;
-    assert_true(fr_parse_memory_stat_hier("cache 0\nhierarchical_memory_limit 1073741824\nhierarchical_memsw_limit 5\n", &v));
+    assert_true(
+        fr_parse_memory_stat_hier("cache 0\nhierarchical_memory_limit 1073741824\nhierarchical_memsw_limit 5\n", &v));
     assert_true(v == 1073741824);
     assert_false(fr_parse_memory_stat_hier("cache 0\nrss 5\n", &v));
     assert_false(fr_parse_memory_stat_hier("hierarchical_memory_limit x\n", &v));
@@ -347,7 +352,7 @@ static void test_tmpfs_size(void **state)
     assert_true(v == 4096);
     assert_int_equal(fr_parse_tmpfs_size("50%", 1000, &v), 1);
     assert_true(v == 500);
-    assert_int_equal(fr_parse_tmpfs_size("0", 0, &v), 0); /* unlimited */
+    assert_int_equal(fr_parse_tmpfs_size("0", 0, &v), 0);    /* unlimited */
     assert_int_equal(fr_parse_tmpfs_size("50%", 0, &v), -1); /* no total to resolve it */
     assert_int_equal(fr_parse_tmpfs_size("150%", 1000, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("lotsk", 0, &v), -1);
@@ -395,7 +400,8 @@ static void test_slurm_cpus_per_node(void **state)
 static void test_classad(void **state)
 {
     (void)state;
-    const char *ad = "TotalCpus = 256.0\nDetectedCpus = 256\n  cpus   =   8\nMemory=16000\nName = \"slot1@x\"\nDisk = Memory * 2\n";
+    const char *ad =
+        "TotalCpus = 256.0\nDetectedCpus = 256\n  cpus   =   8\nMemory=16000\nName = \"slot1@x\"\nDisk = Memory * 2\n";
     double v = 0;
     assert_int_equal(fr_parse_classad_number(ad, "Cpus", &v), 1); /* case-insensitive, not TotalCpus */
     assert_double(v, 8);
@@ -482,12 +488,23 @@ static void test_notes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpulist_parse),   cmocka_unit_test(test_cpulist_garbage), cmocka_unit_test(test_cpulist_format),
-        cmocka_unit_test(test_unescape),        cmocka_unit_test(test_mountinfo_line),  cmocka_unit_test(test_opts),
-        cmocka_unit_test(test_proc_cgroup),     cmocka_unit_test(test_translate),       cmocka_unit_test(test_cpu_max),
-        cmocka_unit_test(test_cfs),             cmocka_unit_test(test_limit_u64),       cmocka_unit_test(test_meminfo),
-        cmocka_unit_test(test_memory_stat),     cmocka_unit_test(test_tmpfs_size),      cmocka_unit_test(test_slurm_cpus_per_node),
-        cmocka_unit_test(test_classad),         cmocka_unit_test(test_scheduler_memory_bound),
+        cmocka_unit_test(test_cpulist_parse),
+        cmocka_unit_test(test_cpulist_garbage),
+        cmocka_unit_test(test_cpulist_format),
+        cmocka_unit_test(test_unescape),
+        cmocka_unit_test(test_mountinfo_line),
+        cmocka_unit_test(test_opts),
+        cmocka_unit_test(test_proc_cgroup),
+        cmocka_unit_test(test_translate),
+        cmocka_unit_test(test_cpu_max),
+        cmocka_unit_test(test_cfs),
+        cmocka_unit_test(test_limit_u64),
+        cmocka_unit_test(test_meminfo),
+        cmocka_unit_test(test_memory_stat),
+        cmocka_unit_test(test_tmpfs_size),
+        cmocka_unit_test(test_slurm_cpus_per_node),
+        cmocka_unit_test(test_classad),
+        cmocka_unit_test(test_scheduler_memory_bound),
         cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,7 +93,8 @@ static void test_parsers_on_noise(void **state)
         fr_unescape_octal(copy);
         assert_true(strlen(copy) <= strlen(buf));
         char translated[64];
-        enum fr_translate t = fr_cgroup_translate("/sys/fs/cgroup", buf[0] == '/' ? buf : "/", "/a/b", translated, sizeof translated);
+        enum fr_translate t =
+            fr_cgroup_translate("/sys/fs/cgroup", buf[0] == '/' ? buf : "/", "/a/b", translated, sizeof translated);
         assert_true(t == FR_TR_OK || t == FR_TR_OUTSIDE || t == FR_TR_TOOLONG);
     }
 }
@@ -103,22 +104,41 @@ static void test_parsers_on_noise(void **state)
 static char root[] = "/tmp/fitrun-test-detect-robust-XXXXXX";
 
 static const char *files[] = {
-    "proc/self/mountinfo", "proc/self/cgroup", "proc/self/status", "proc/meminfo", "sys/devices/system/cpu/online",
-    "sys/fs/cgroup/cgroup.controllers", "sys/fs/cgroup/a/cpu.max", "sys/fs/cgroup/a/b/cpu.max",
-    "sys/fs/cgroup/a/memory.max", "sys/fs/cgroup/a/b/memory.max", "sys/fs/cgroup/a/b/memory.high",
-    "sys/fs/cgroup/a/pids.max", "sys/fs/cgroup/a/pids.current", "sys/fs/cgroup/a/b/pids.max",
-    "sys/fs/cgroup/a/b/pids.current", "sys/fs/cgroup/a/b/cpuset.cpus.effective", "sys/fs/cgroup/cpuset.cpus.effective",
-    "sys/fs/cgroup/a/b/cpu.weight", "cg1/cpu/x/cpu.cfs_quota_us", "cg1/cpu/x/cpu.cfs_period_us", "cg1/cpu/x/cpu.shares",
-    "cg1/mem/x/memory.limit_in_bytes", "cg1/mem/x/memory.stat", "cg1/cpuset/x/cpuset.cpus", "machine.ad",
+    "proc/self/mountinfo",
+    "proc/self/cgroup",
+    "proc/self/status",
+    "proc/meminfo",
+    "sys/devices/system/cpu/online",
+    "sys/fs/cgroup/cgroup.controllers",
+    "sys/fs/cgroup/a/cpu.max",
+    "sys/fs/cgroup/a/b/cpu.max",
+    "sys/fs/cgroup/a/memory.max",
+    "sys/fs/cgroup/a/b/memory.max",
+    "sys/fs/cgroup/a/b/memory.high",
+    "sys/fs/cgroup/a/pids.max",
+    "sys/fs/cgroup/a/pids.current",
+    "sys/fs/cgroup/a/b/pids.max",
+    "sys/fs/cgroup/a/b/pids.current",
+    "sys/fs/cgroup/a/b/cpuset.cpus.effective",
+    "sys/fs/cgroup/cpuset.cpus.effective",
+    "sys/fs/cgroup/a/b/cpu.weight",
+    "cg1/cpu/x/cpu.cfs_quota_us",
+    "cg1/cpu/x/cpu.cfs_period_us",
+    "cg1/cpu/x/cpu.shares",
+    "cg1/mem/x/memory.limit_in_bytes",
+    "cg1/mem/x/memory.stat",
+    "cg1/cpuset/x/cpuset.cpus",
+    "machine.ad",
 };
 
 /* Half the time a plausible skeleton (so the deeper code runs), then noise. */
 static const char *plausible(const char *name)
 {
     if (!strcmp(name, "proc/self/mountinfo"))
-        return rnd() % 2 ? "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n2 0 0:2 / /dev/shm rw - tmpfs tmpfs rw,size=1k\n"
-                         : "1 0 0:1 / /cg1/cpu rw - cgroup cgroup rw,cpu\n2 0 0:2 / /cg1/mem rw - cgroup cgroup rw,memory\n"
-                           "3 0 0:3 / /cg1/cpuset rw - cgroup cgroup rw,cpuset\n";
+        return rnd() % 2
+                   ? "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n2 0 0:2 / /dev/shm rw - tmpfs tmpfs rw,size=1k\n"
+                   : "1 0 0:1 / /cg1/cpu rw - cgroup cgroup rw,cpu\n2 0 0:2 / /cg1/mem rw - cgroup cgroup rw,memory\n"
+                     "3 0 0:3 / /cg1/cpuset rw - cgroup cgroup rw,cpuset\n";
     if (!strcmp(name, "proc/self/cgroup"))
         return "3:cpu:/x\n2:memory:/x\n1:cpuset:/x\n0::/a/b\n";
     static char buf[64];
@@ -174,11 +194,11 @@ static void test_random_sysroots(void **state)
 {
     (void)state;
     /* An absolute ad path is read under the sysroot: that is root/machine.ad. */
-    char *envp[] = {"SLURM_JOB_CPUS_PER_NODE=3(x2),1", "SLURM_NODEID=2", "_CONDOR_MACHINE_AD=/machine.ad", "FITRUN_CPUS=0.75", NULL};
+    char *envp[] = {"SLURM_JOB_CPUS_PER_NODE=3(x2),1", "SLURM_NODEID=2", "_CONDOR_MACHINE_AD=/machine.ad", NULL};
     char *empty[] = {NULL};
-    /* The same FITRUN_CPUS, but recorded as an outer fitrun's export: a bound, not an override. */
-    char *outer[] = {"FITRUN_CPUS=0.75", "FITRUN_EXPORTED=OMP_NUM_THREADS=1 FITRUN_CPUS=0.75", NULL};
-    char **envs[] = {empty, envp, empty, outer};
+    char **envs[] = {empty, envp, empty, empty};
+    /* FITRUN_CPUS=0.75 as the user's, then as an outer fitrun's export: a bound, not an override. */
+    const char *user[] = {NULL, "0.75", NULL, NULL}, *outer[] = {NULL, NULL, NULL, "0.75"};
     struct fr_resources *r = malloc(sizeof *r);
     struct fr_plan *plan = malloc(sizeof *plan);
     assert_non_null(r);
@@ -186,7 +206,8 @@ static void test_random_sysroots(void **state)
     for (int round = 0; round < 300; round++) {
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
             write_noise(files[i]);
-        struct fr_detect_opts opts = {.sysroot = root, .envp = envs[round % 4], .cpus_override = 0};
+        struct fr_detect_opts opts = {
+            .sysroot = root, .envp = envs[round % 4], .cpus_env = user[round % 4], .cpus_outer = outer[round % 4]};
         assert_int_equal(fr_detect(&opts, r), 0);
         assert_true(r->cpu_affinity >= 1);
         assert_true(r->cpu_detected > 0 && r->cpu_detected <= r->cpu_affinity);
@@ -206,7 +227,8 @@ static void test_random_sysroots(void **state)
         assert_true(r->cgroup_version >= 0 && r->cgroup_version <= 2);
         if (r->mem_limit.known)
             assert_true(r->mem_limit.value > 0);
-        struct fr_plan_opts po = {.rounding = (enum fr_rounding)(round % 3), .memory_per_worker = (uint64_t)(rnd() % 3) << 28};
+        struct fr_plan_opts po = {.rounding = (enum fr_rounding)(round % 3),
+                                  .memory_per_worker = (uint64_t)(rnd() % 3) << 28};
         fr_plan_make(r, &po, plan);
         assert_true(plan->workers >= 1 && plan->threads_per_worker >= 1);
         assert_true(plan->nreasons > 0 && plan->nreasons <= FR_REASONS_MAX);
@@ -256,7 +278,8 @@ static void test_disjoint_cpusets(void **state)
     assert_true(r->cpu_effective == 1);
     bool noted = false;
     for (int i = 0; i < r->nnotes; i++)
-        noted |= strstr(r->notes[i], "/sys/fs/cgroup/cpuset/job/cpuset.cpus shares no CPU with the cpusets above it") != NULL;
+        noted |= strstr(r->notes[i], "/sys/fs/cgroup/cpuset/job/cpuset.cpus shares no CPU with the cpusets above it") !=
+                 NULL;
     assert_true(noted);
 
     /* With the online CPUs known, those are the fallback. */

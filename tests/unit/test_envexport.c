@@ -18,9 +18,9 @@
 #include "fitrun/envexport.h"
 
 static const char *const thread_names[] = {
-    "OMP_NUM_THREADS",  "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "RAYON_NUM_THREADS", "GOMAXPROCS",
-    "JULIA_NUM_THREADS", "LOKY_MAX_CPU_COUNT", "PYTHON_CPU_COUNT",
+    "OMP_NUM_THREADS",        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",   "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS",     "RAYON_NUM_THREADS", "GOMAXPROCS",
+    "JULIA_NUM_THREADS",      "LOKY_MAX_CPU_COUNT",   "PYTHON_CPU_COUNT",
 };
 #define NTHREAD_NAMES (sizeof thread_names / sizeof thread_names[0])
 
@@ -40,15 +40,13 @@ static struct fr_resources res_with_cpus(double eff)
     return r;
 }
 
-static struct fr_plan plan_with(int workers, enum fr_rounding rounding)
+/* The plan of r (fr_plan_make, the one place threads are counted), with
+ * `workers` workers. */
+static struct fr_plan plan_with(const struct fr_resources *r, int workers, enum fr_rounding rounding)
 {
     struct fr_plan p;
-    memset(&p, 0, sizeof p);
-    p.workers = workers;
-    p.threads_per_worker = 1;
-    p.rounding = rounding;
-    p.nreasons = 1;
-    snprintf(p.reasons[0], sizeof p.reasons[0], "%d workers by CPU", workers);
+    struct fr_plan_opts o = {.rounding = rounding, .workers_override = workers};
+    fr_plan_make(r, &o, &p);
     return p;
 }
 
@@ -60,8 +58,7 @@ static const struct fr_env_entry *must_find(const struct fr_env_export *ex, cons
     return e;
 }
 
-static void assert_entry(const struct fr_env_export *ex, const char *name, enum fr_env_action action,
-                         const char *value)
+static void assert_entry(const struct fr_env_export *ex, const char *name, enum fr_env_action action, const char *value)
 {
     const struct fr_env_entry *e = must_find(ex, name);
     if (e->action != action)
@@ -74,7 +71,7 @@ static void test_defaults_export_everything(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *envp[] = {"PATH=/usr/bin", NULL};
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, envp, NULL, NULL, &ex), 0);
@@ -96,7 +93,7 @@ static void test_affinity_reason(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(8); /* no quota: affinity decides */
-    struct fr_plan p = plan_with(8, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 8, FR_ROUND_FLOOR);
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
     assert_entry(&ex, "GOMAXPROCS", FR_ENV_SET, "8");
@@ -108,7 +105,7 @@ static void test_user_values_are_kept(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     /* An empty value is still the user's decision. A longer name sharing
      * the prefix is a different variable. */
     char *envp[] = {"OMP_NUM_THREADS=8", "MKL_NUM_THREADS=", "GOMAXPROCSX=5", "FITRUN_WORKERS=7", NULL};
@@ -127,7 +124,7 @@ static void test_forced_wins(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *envp[] = {"OMP_NUM_THREADS=8", "FOO=user", NULL};
     char *names[] = {"OMP_NUM_THREADS", "FOO", "GOMAXPROCS", "EXTRA"};
     char *values[] = {"3", "profile", "2", "x=y"};
@@ -148,7 +145,7 @@ static void test_forced_invalid_name(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *bad[][1] = {{"A=B"}, {""}};
     char *values[] = {"1"};
     for (size_t i = 0; i < 2; i++) {
@@ -165,7 +162,7 @@ static void test_forced_too_many(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     enum { N = FR_ENV_MAX };
     static char bufs[N][16];
     char *names[N], *values[N];
@@ -184,7 +181,7 @@ static void test_forced_too_many(void **state)
 static void check_rounding(double eff, enum fr_rounding rnd, const char *threads, const char *cpus)
 {
     struct fr_resources r = res_with_cpus(eff);
-    struct fr_plan p = plan_with(1, rnd);
+    struct fr_plan p = plan_with(&r, 1, rnd);
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
     assert_entry(&ex, "OMP_NUM_THREADS", FR_ENV_SET, threads);
@@ -203,16 +200,36 @@ static void test_rounding(void **state)
     check_rounding(3.0, FR_ROUND_CEIL, "3", "3");
 }
 
-static void test_unknown_effective_falls_back_to_online(void **state)
+/* The wrapper's thread count is the plan's (threads_whole), for every
+ * rounding, also where a double's error sits right at the edge: the plan
+ * rounds and counts, the export only exports. */
+static void test_threads_are_the_plans(void **state)
 {
     (void)state;
-    struct fr_resources r;
-    memset(&r, 0, sizeof r);
-    r.cpu_online = 4;
-    struct fr_plan p = plan_with(4, FR_ROUND_FLOOR);
+    const double effective[] = {0.25, 1, 1.4999999999, 1.5, 2.4999999999, 2.5, 2.9999999999, 3.0000000001, 7.5};
+    const enum fr_rounding roundings[] = {FR_ROUND_FLOOR, FR_ROUND_CEIL, FR_ROUND_NEAREST};
+    for (size_t i = 0; i < sizeof effective / sizeof effective[0]; i++)
+        for (size_t k = 0; k < 3; k++) {
+            struct fr_resources r = res_with_cpus(effective[i]);
+            struct fr_plan p;
+            struct fr_plan_opts o = {.rounding = roundings[k]};
+            fr_plan_make(&r, &o, &p);
+            struct fr_env_export ex;
+            assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
+            char want[16];
+            snprintf(want, sizeof want, "%d", p.threads_whole);
+            assert_true(p.threads_whole >= 1);
+            if (strcmp(must_find(&ex, "OMP_NUM_THREADS")->value, want) || ex.threads != p.threads_whole)
+                fail_msg("%g CPUs, %s: exported %s threads, the plan says %s", effective[i],
+                         fr_rounding_name(roundings[k]), must_find(&ex, "OMP_NUM_THREADS")->value, want);
+            fr_env_free(&ex);
+        }
+    /* Without a plan there is nothing to export. */
+    struct fr_resources r = res_with_cpus(2);
     struct fr_env_export ex;
-    assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
-    assert_entry(&ex, "OMP_NUM_THREADS", FR_ENV_SET, "4");
+    errno = 0;
+    assert_int_equal(fr_env_compute(&r, NULL, 0, NULL, NULL, NULL, &ex), -1);
+    assert_int_equal(errno, EINVAL);
     fr_env_free(&ex);
 }
 
@@ -220,7 +237,7 @@ static void test_pool_worker_threads(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(6);
-    struct fr_plan p = plan_with(3, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 3, FR_ROUND_FLOOR);
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 2, NULL, NULL, NULL, &ex), 0);
     for (size_t i = 0; i < NTHREAD_NAMES; i++)
@@ -238,7 +255,7 @@ static void test_memory_limit(void **state)
     r.mem_limit.known = true;
     r.mem_limit.value = 2147483648.0;
     snprintf(r.mem_limit.source, sizeof r.mem_limit.source, "/sys/fs/cgroup/memory.max");
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
     assert_entry(&ex, "FITRUN_MEMORY_LIMIT", FR_ENV_SET, "2147483648");
@@ -256,11 +273,11 @@ static struct fr_resources res_with_shm(uint64_t shm)
     return r;
 }
 
-static void check_shm(uint64_t shm, uint64_t threshold, char *const *envp, enum fr_env_action action,
-                      const char *value, bool make_dir)
+static void check_shm(uint64_t shm, uint64_t threshold, char *const *envp, enum fr_env_action action, const char *value,
+                      bool make_dir)
 {
     struct fr_resources r = res_with_shm(shm);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     struct fr_env_opts o = {.shm_threshold = threshold, .uid = 1234};
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, envp, NULL, &o, &ex), 0);
@@ -288,7 +305,7 @@ static void test_shm_rule(void **state)
     check_shm(64 * M, 128 * M, none, FR_ENV_SET, "/var/tmp/fitrun-joblib-1234", true);
 
     struct fr_resources r = res_with_shm(64 * M);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, NULL, NULL, NULL, &ex), 0);
     const char *why = must_find(&ex, "JOBLIB_TEMP_FOLDER")->reason;
@@ -301,7 +318,7 @@ static void test_shm_forced(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_shm(64 * 1024 * 1024);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *names[] = {"JOBLIB_TEMP_FOLDER"};
     char *values[] = {"/fast/disk"};
     struct fr_env_forced f = {.n = 1, .name = names, .value = values};
@@ -332,9 +349,8 @@ static void test_build_envp(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
-    char *envp[] = {"PATH=/usr/bin", "OMP_NUM_THREADS=8", "MKL_NUM_THREADS=4", "OMP_NUM_THREADS=9",
-                    "HOME=/root", NULL};
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
+    char *envp[] = {"PATH=/usr/bin", "OMP_NUM_THREADS=8", "MKL_NUM_THREADS=4", "OMP_NUM_THREADS=9", "HOME=/root", NULL};
     char *names[] = {"OMP_NUM_THREADS"};
     char *values[] = {"3"};
     struct fr_env_forced f = {.n = 1, .name = names, .value = values};
@@ -344,9 +360,9 @@ static void test_build_envp(void **state)
     assert_non_null(out);
     assert_true(has(out, "PATH=/usr/bin"));
     assert_true(has(out, "HOME=/root"));
-    assert_true(has(out, "OMP_NUM_THREADS=3"));           /* forced, both user copies gone */
+    assert_true(has(out, "OMP_NUM_THREADS=3")); /* forced, both user copies gone */
     assert_int_equal(count_prefix(out, "OMP_NUM_THREADS="), 1);
-    assert_true(has(out, "MKL_NUM_THREADS=4"));           /* kept, exactly once */
+    assert_true(has(out, "MKL_NUM_THREADS=4")); /* kept, exactly once */
     assert_int_equal(count_prefix(out, "MKL_NUM_THREADS="), 1);
     assert_true(has(out, "GOMAXPROCS=2"));
     assert_true(has(out, "FITRUN_CPUS=2"));
@@ -362,7 +378,7 @@ static void test_print(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *envp[] = {"BLIS_NUM_THREADS=5", NULL};
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, envp, NULL, NULL, &ex), 0);
@@ -383,7 +399,7 @@ static void test_marker_records_what_fitrun_set(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_shm(1024);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *envp[] = {"MKL_NUM_THREADS=4", NULL};
     struct fr_env_export ex;
     assert_int_equal(fr_env_compute(&r, &p, 0, envp, NULL, NULL, &ex), 0);
@@ -403,7 +419,7 @@ static void test_nested_fitrun_recomputes_outer_values(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(4);
-    struct fr_plan p = plan_with(4, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 4, FR_ROUND_FLOOR);
     char *base[] = {"PATH=/bin", "GOMAXPROCS=16", NULL};
     struct fr_env_export outer, inner;
     assert_int_equal(fr_env_compute(&r, &p, 0, base, NULL, NULL, &outer), 0);
@@ -420,8 +436,8 @@ static void test_nested_fitrun_recomputes_outer_values(void **state)
     assert_entry(&inner, "OMP_NUM_THREADS", FR_ENV_SET, "1");
     assert_non_null(strstr(must_find(&inner, "OMP_NUM_THREADS")->reason, "outer fitrun"));
     assert_entry(&inner, "FITRUN_CPUS", FR_ENV_SET, "1");
-    assert_entry(&inner, "BLIS_NUM_THREADS", FR_ENV_KEPT, "3");   /* changed by the user */
-    assert_entry(&inner, "GOMAXPROCS", FR_ENV_KEPT, "16");        /* the user's from the start */
+    assert_entry(&inner, "BLIS_NUM_THREADS", FR_ENV_KEPT, "3"); /* changed by the user */
+    assert_entry(&inner, "GOMAXPROCS", FR_ENV_KEPT, "16");      /* the user's from the start */
     /* The inner record replaces the outer one. */
     char **env2 = fr_env_build_envp(&inner, env);
     assert_int_equal(count_prefix(env2, "FITRUN_EXPORTED="), 1);
@@ -455,7 +471,7 @@ static int remove_tmproot(void **state)
 static void compute_with_tmpdir(struct fr_env_export *ex)
 {
     struct fr_resources r = res_with_shm(1024 * 1024);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char tmpvar[128];
     snprintf(tmpvar, sizeof tmpvar, "TMPDIR=%s", tmproot);
     char *envp[] = {tmpvar, NULL};
@@ -515,7 +531,7 @@ static void test_make_dirs_missing_parent(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_shm(1024 * 1024);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char tmpvar[160];
     snprintf(tmpvar, sizeof tmpvar, "TMPDIR=%s/does/not/exist", tmproot);
     char *envp[] = {tmpvar, NULL};
@@ -539,7 +555,7 @@ static void test_from_outer(void **state)
     assert_true(fr_env_from_outer(envp, "FITRUN_WORKERS", "1"));
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", "20")); /* a changed value is the user's */
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", ""));
-    assert_false(fr_env_from_outer(envp, "CPUS", "2"));         /* whole names only */
+    assert_false(fr_env_from_outer(envp, "CPUS", "2")); /* whole names only */
     assert_false(fr_env_from_outer(envp, "GOMAXPROCS", "2"));
     assert_false(fr_env_from_outer(envp, NULL, "2"));
     assert_false(fr_env_from_outer(envp, "FITRUN_CPUS", NULL));
@@ -556,7 +572,7 @@ static void test_job_envp_is_scrubbed(void **state)
 {
     (void)state;
     struct fr_resources r = res_with_cpus(2);
-    struct fr_plan p = plan_with(2, FR_ROUND_FLOOR);
+    struct fr_plan p = plan_with(&r, 2, FR_ROUND_FLOOR);
     char *envp[] = {"PATH=/usr/bin",
                     "AWS_SECRET_ACCESS_KEY=sekrit",
                     "HOME=/root",
@@ -588,19 +604,30 @@ static void test_job_envp_is_scrubbed(void **state)
 
     char **job = fr_env_build_job_envp(&ex, envp, pass);
     assert_non_null(job);
-    const char *kept[] = {"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "LC_TIME=en_DK", "TZ=UTC", "FITRUN_SEED=1",
+    const char *kept[] = {"PATH=/usr/bin",
+                          "LANG=C.UTF-8",
+                          "LC_ALL=C",
+                          "LC_TIME=en_DK",
+                          "TZ=UTC",
+                          "FITRUN_SEED=1",
                           "OMP_NUM_THREADS=3", /* the user's own value: kept */
-                          "JOBLIB_TEMP_FOLDER=/scratch/j", "HF_TOKEN=hf", "MY_A=1", "MY_B=2",
-                          "SECRET=from the profile", "GOMAXPROCS=5", /* [env] wins */
-                          "OPENBLAS_NUM_THREADS=1", "FITRUN_CPUS=1", "FITRUN_WORKERS=2"};
+                          "JOBLIB_TEMP_FOLDER=/scratch/j",
+                          "HF_TOKEN=hf",
+                          "MY_A=1",
+                          "MY_B=2",
+                          "SECRET=from the profile",
+                          "GOMAXPROCS=5", /* [env] wins */
+                          "OPENBLAS_NUM_THREADS=1",
+                          "FITRUN_CPUS=1",
+                          "FITRUN_WORKERS=2"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (!has(job, kept[i]))
             fail_msg("the job lost %s", kept[i]);
     /* the caller's HOME is scrubbed; jobs get a neutral one */
     assert_true(has(job, "HOME=/nonexistent"));
     assert_int_equal(count_prefix(job, "HOME="), 1);
-    const char *gone[] = {"AWS_SECRET_ACCESS_KEY=", "LANGUAGEX=", "HF_TOKENS=", "MYC=", "PYTHONPATH=",
-                          "VIRTUAL_ENV=", "LD_LIBRARY_PATH=", "not-a-variable"};
+    const char *gone[] = {"AWS_SECRET_ACCESS_KEY=", "LANGUAGEX=",       "HF_TOKENS=",    "MYC=", "PYTHONPATH=",
+                          "VIRTUAL_ENV=",           "LD_LIBRARY_PATH=", "not-a-variable"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         if (count_prefix(job, gone[i]))
             fail_msg("%s reached the job", gone[i]);
@@ -610,8 +637,8 @@ static void test_job_envp_is_scrubbed(void **state)
     /* The same list, named, for detect and --explain. */
     char **scrubbed = fr_env_scrubbed(&ex, envp, pass);
     assert_non_null(scrubbed);
-    const char *want[] = {"AWS_SECRET_ACCESS_KEY", "HOME", "LANGUAGEX", "HF_TOKENS", "MYC", "PYTHONPATH", "VIRTUAL_ENV",
-                          "LD_LIBRARY_PATH"};
+    const char *want[] = {"AWS_SECRET_ACCESS_KEY", "HOME",           "LANGUAGEX", "HF_TOKENS", "MYC", "PYTHONPATH",
+                          "VIRTUAL_ENV",           "LD_LIBRARY_PATH"};
     size_t n = 0;
     for (char **g = scrubbed; *g; g++)
         n++;
@@ -675,7 +702,7 @@ int main(void)
         cmocka_unit_test(test_forced_invalid_name),
         cmocka_unit_test(test_forced_too_many),
         cmocka_unit_test(test_rounding),
-        cmocka_unit_test(test_unknown_effective_falls_back_to_online),
+        cmocka_unit_test(test_threads_are_the_plans),
         cmocka_unit_test(test_pool_worker_threads),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_shm_rule),

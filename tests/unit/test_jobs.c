@@ -62,8 +62,11 @@ static void test_json_bytes(void **state)
     json_t *s = fr_json_bytes("h\xc3\xa9llo", 6); /* valid: kept */
     assert_string_equal(json_string_value(s), "h\xc3\xa9llo");
     json_decref(s);
-    s = fr_json_bytes("a\xff" "b\xc3", 4); /* bad byte, truncated sequence */
-    assert_string_equal(json_string_value(s), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    s = fr_json_bytes("a\xff"
+                      "b\xc3",
+                      4); /* bad byte, truncated sequence */
+    assert_string_equal(json_string_value(s), "a\xef\xbf\xbd"
+                                              "b\xef\xbf\xbd");
     json_decref(s);
     s = fr_json_bytes("\xed\xa0\x80", 3); /* a surrogate: 3 bad bytes */
     assert_int_equal(json_string_length(s), 9);
@@ -139,19 +142,26 @@ static void test_result_extra(void **state)
     r.worker = 0;
     r.line = 1;
     r.attempts = 2;
-    json_t *extra = json_pack("{s:[i,i], s:[b], s:s}", "outputs", 1, 2, "passed", 1, "status", "forged");
-    r.extra = extra;
+    /* Fields are appended verbatim, in order, after the fixed ones. */
+    const struct fr_result_field fields[] = {{"outputs", "[1,\"\\u0000\",2.5e+16]", 20}, {"passed", "[true]", 6}};
+    r.fields = fields;
+    r.nfields = 2;
+    r.error_type = "ValueError";
+    r.error_message = "bad\0thing";
+    r.error_message_len = 9;
     char *line = fr_result_line(&r, NULL);
-    json_t *o = json_loads(line, 0, NULL);
+    assert_non_null(
+        strstr(line, ",\"line\":1,\"attempts\":2,\"outputs\":[1,\"\\u0000\",2.5e+16],\"passed\":[true]}\n"));
+    json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
     assert_non_null(o);
-    assert_string_equal(json_string_value(json_object_get(o, "status")), "ok"); /* not overridden */
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "ok");
     assert_int_equal(json_integer_value(json_object_get(o, "exit_code")), 0);
     assert_int_equal(json_integer_value(json_object_get(o, "attempts")), 2);
-    assert_int_equal(json_array_size(json_object_get(o, "outputs")), 2);
-    /* extra fields come after the fixed ones */
-    assert_true(strstr(line, "\"worker\"") < strstr(line, "\"outputs\""));
+    assert_int_equal(json_array_size(json_object_get(o, "outputs")), 3);
+    /* an error message keeps its NUL byte */
+    assert_int_equal(json_string_length(json_object_get(o, "error_message")), 9);
+    assert_memory_equal(json_string_value(json_object_get(o, "error_message")), "bad\0thing", 9);
     json_decref(o);
-    json_decref(extra);
     free(line);
 }
 

@@ -43,8 +43,8 @@ static void test_parse_v1_and_v2(void **state)
 {
     (void)state;
     parse_ok(V1, 3);
-    parse_ok(V2, 4);                         /* not oom (5) nor oom_group_kill (1) */
-    parse_ok("oom_kill 0", 0);               /* no final newline */
+    parse_ok(V2, 4);           /* not oom (5) nor oom_group_kill (1) */
+    parse_ok("oom_kill 0", 0); /* no final newline */
     parse_ok("oom_kill\t18446744073709551615\n", UINT64_MAX);
     parse_ok("oom_kill_disable 1\noom_kill 7\n", 7); /* oom_kill_disable is another key */
 }

@@ -100,7 +100,8 @@ static void test_memory_cap(void **state)
     fr_plan_make(r, &o, &p);
     assert_int_equal(p.workers, 4);
     assert_int_equal(p.threads_per_worker, 2); /* the CPUs left go to threads */
-    assert_true(has_reason(&p, "memory: 2.0 GiB [/sys/fs/cgroup/memory.max] / 512.0 MiB per worker = 4: 8 -> 4 workers"));
+    assert_true(
+        has_reason(&p, "memory: 2.0 GiB [/sys/fs/cgroup/memory.max] / 512.0 MiB per worker = 4: 8 -> 4 workers"));
 
     /* Plenty of memory: no cap, but still a reason. */
     o.memory_per_worker = (uint64_t)(128 * MiB);
@@ -186,13 +187,14 @@ static void test_workers_override(void **state)
     struct fr_resources *r = res_with(2, 2);
     set(&r->mem_limit, 1 * GiB, "/m");
     set(&r->pids_available, 20, "/p");
-    struct fr_plan_opts o = {.rounding = FR_ROUND_CEIL, .memory_per_worker = (uint64_t)(512 * MiB), .workers_override = 8};
+    struct fr_plan_opts o = {
+        .rounding = FR_ROUND_CEIL, .memory_per_worker = (uint64_t)(512 * MiB), .workers_override = 8};
     struct fr_plan p;
     fr_plan_make(r, &o, &p);
     assert_int_equal(p.workers, 8); /* wins over every cap ... */
     assert_int_equal(p.threads_per_worker, 1);
     assert_true(has_reason(&p, "--workers 8 overrides the computed 2")); /* ... and is reported, */
-    assert_true(has_reason(&p, "oversubscribed"));                      /* with what it breaks */
+    assert_true(has_reason(&p, "oversubscribed"));                       /* with what it breaks */
     assert_true(has_reason(&p, "exceed the memory limit"));
     assert_true(has_reason(&p, "exhaust"));
 
@@ -269,8 +271,9 @@ static void test_summary(void **state)
     struct fr_plan p;
     fr_plan_make(r, NULL, &p);
     char buf[256];
-    assert_string_equal(fr_plan_summary(r, &p, buf, sizeof buf),
-                        "plan: 1 worker x 1 thread (effective 1.5 CPUs: affinity 4; quota 1.5; memory limit 512.0 MiB)");
+    assert_string_equal(
+        fr_plan_summary(r, &p, buf, sizeof buf),
+        "plan: 1 worker x 1 thread (effective 1.5 CPUs: affinity 4; quota 1.5; memory limit 512.0 MiB)");
     /* A small buffer truncates, never overflows. */
     char tiny[16];
     fr_plan_summary(r, &p, tiny, sizeof tiny);
@@ -293,8 +296,9 @@ static void test_cpu_override_reason(void **state)
     assert_string_equal(p.reasons[0], "effective 8 CPUs: override from --cpus, replacing the detected 0.5 = "
                                       "min(affinity 2, quota 0.5, scheduler none): quota from /sys/fs/cgroup/cpu.max");
     char buf[256];
-    assert_string_equal(fr_plan_summary(r, &p, buf, sizeof buf),
-                        "plan: 8 workers x 1 thread (effective 8 CPUs: affinity 2; quota 0.5; override 8; memory limit none)");
+    assert_string_equal(
+        fr_plan_summary(r, &p, buf, sizeof buf),
+        "plan: 8 workers x 1 thread (effective 8 CPUs: affinity 2; quota 0.5; override 8; memory limit none)");
     free(r);
 }
 
@@ -308,17 +312,11 @@ static void test_outer_bound_named_last(void **state)
     struct fr_plan p;
     fr_plan_make(r, NULL, &p);
     assert_int_equal(p.workers, 1);
-    assert_true(has_reason(&p, "min(affinity 4, quota none, scheduler none, outer fitrun 1): outer from FITRUN_CPUS=1"));
+    assert_true(
+        has_reason(&p, "min(affinity 4, quota none, scheduler none, outer fitrun 1): outer from FITRUN_CPUS=1"));
     set(&r->cpu_quota, 1, "/q");
     fr_plan_make(r, NULL, &p);
     assert_true(has_reason(&p, "): quota from /q"));
-    const char *src;
-    assert_string_equal(fr_cpu_bound(r, &src), "quota");
-    assert_string_equal(src, "/q");
-    set(&r->cpu_override, 3, "FITRUN_CPUS=3");
-    assert_string_equal(fr_cpu_bound(r, &src), "override");
-    assert_string_equal(src, "FITRUN_CPUS=3");
-    assert_string_equal(fr_cpu_detected_bound(r, NULL), "quota");
     free(r);
 }
 

@@ -60,7 +60,8 @@ static json_t *by_id(json_t *all, const char *id)
 {
     size_t i;
     json_t *o, *found = NULL;
-    json_array_foreach(all, i, o) {
+    json_array_foreach(all, i, o)
+    {
         if (json_is_string(json_object_get(o, "id")) && !strcmp(json_string_value(json_object_get(o, "id")), id)) {
             if (found)
                 fail_msg("two results for %s", id);
@@ -175,7 +176,8 @@ static void test_exec_run(void **state)
 
     /* "ok" twice: the first ran, the second is a duplicate */
     size_t i, ok = 0, dup = 0, badjson = 0;
-    json_array_foreach(all, i, o) {
+    json_array_foreach(all, i, o)
+    {
         const char *t = field(o, "error_type");
         if (field(o, "id") && !strcmp(field(o, "id"), "ok"))
             (t && !strcmp(t, "DuplicateId")) ? dup++ : ok++;
@@ -199,15 +201,17 @@ static void test_exec_run(void **state)
  * "term*" sends SIGTERM to the test process and then hangs; "oom*" dies of
  * SIGKILL after adding one to the OOM-kill counter of oom_file, "kill*"
  * dies of SIGKILL without; "memerr*" is a MemoryError (status memory, the
- * exit was clean), "fail*" an error. All of those report passed [false]. */
+ * exit was clean), "fail*" an error. All of those output [0]; "ok*"
+ * outputs its own id. */
 
 struct fake_slot {
     int rd, wr;
     const struct fr_job *job;
+    char outputs[64];
 };
 static struct fake_slot fslots[8];
 static int fake_aborts[4];
-static char oom_file[128];      /* a fixture memory.oom_control */
+static char oom_file[128]; /* a fixture memory.oom_control */
 static unsigned long oom_count;
 
 static void oom_write(unsigned long n)
@@ -287,11 +291,15 @@ static void fake_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
             raw.status = FR_STATUS_ERROR;
             raw.error_type = "IndexError";
         }
-        raw.extra = json_pack("{s:[b]}", "passed", 0);
+        raw.has_outputs = true;
+        raw.outputs = "[0]";
+        raw.outputs_len = 3;
     } else {
         raw.kind = FR_RAW_FINISHED;
         raw.wstatus = 0;
-        raw.extra = json_pack("{s:s}", "echo", id);
+        raw.has_outputs = true;
+        raw.outputs = f->outputs;
+        raw.outputs_len = (size_t)snprintf(f->outputs, sizeof f->outputs, "[\"%s\"]", id);
     }
     fake_done(rt, slot, &raw);
 }
@@ -332,7 +340,8 @@ static void test_crash_retry_policy(void **state)
     json_t *o = by_id(all, "once1");
     assert_string_equal(field(o, "status"), "ok");
     assert_int_equal(json_integer_value(json_object_get(o, "attempts")), 2);
-    assert_string_equal(field(o, "echo"), "once1"); /* the runtime's fields follow */
+    /* the runtime's outputs follow, verbatim */
+    assert_string_equal(json_string_value(json_array_get(json_object_get(o, "outputs"), 0)), "once1");
     o = by_id(all, "always1");
     assert_string_equal(field(o, "status"), "crash");
     assert_string_equal(field(o, "error_type"), "WorkerCrash");
@@ -358,15 +367,16 @@ static void test_oom_kills_and_passed(void **state)
     res->cgroup[FR_CTL_MEMORY].version = 1;
     snprintf(res->cgroup[FR_CTL_MEMORY].dir, sizeof res->cgroup[FR_CTL_MEMORY].dir, "%s", dir);
     run_prepare(&r, &fake_ops,
-                "{\"id\": \"kill1\"}\n{\"id\": \"oom1\"}\n{\"id\": \"memerr1\"}\n{\"id\": \"fail1\"}\n"
-                "{\"id\": \"kill2\"}\n{\"id\": \"oom2\"}\n",
+                "{\"id\": \"kill1\", \"expected\": [1]}\n{\"id\": \"oom1\", \"expected\": [1]}\n"
+                "{\"id\": \"memerr1\", \"expected\": [1]}\n{\"id\": \"fail1\", \"expected\": [1]}\n"
+                "{\"id\": \"kill2\", \"expected\": [1]}\n{\"id\": \"oom2\", \"expected\": [1]}\n",
                 1);
     r.o.resources = res;
     assert_int_equal(run_pool(&r), 0);
     json_t *all = read_results(r.out);
     assert_int_equal(json_array_size(all), 6);
     const char *want[][3] = {
-        {"kill1", "signal", "SIGKILL"}, {"oom1", "memory", "OOMKill"},     {"memerr1", "memory", "MemoryError"},
+        {"kill1", "signal", "SIGKILL"},   {"oom1", "memory", "OOMKill"},  {"memerr1", "memory", "MemoryError"},
         {"fail1", "error", "IndexError"}, {"kill2", "signal", "SIGKILL"}, {"oom2", "memory", "OOMKill"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -374,9 +384,10 @@ static void test_oom_kills_and_passed(void **state)
         assert_string_equal(field(o, "status"), want[i][1]);
         assert_string_equal(field(o, "error_type"), want[i][2]);
         json_t *passed = json_object_get(o, "passed");
-        if (!strcmp(want[i][1], "error"))
-            assert_true(json_is_array(passed)); /* ran to its end: kept */
-        else
+        if (!strcmp(want[i][1], "error")) {
+            assert_true(json_is_array(passed)); /* ran to its end: scored */
+            assert_true(json_is_false(json_array_get(passed, 0)));
+        } else
             assert_true(json_is_null(passed));
     }
     assert_non_null(strstr(field(by_id(all, "oom1"), "error_message"), oom_file));

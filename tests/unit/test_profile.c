@@ -243,9 +243,8 @@ static void test_prelude_relative_to_profile(void **state)
     struct fr_profile p;
     char err[256];
     fr_profile_defaults(&p);
-    assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = lib/pre.py\n", "/srv/profiles/arc.ini", err,
-                                      sizeof err),
-                     0);
+    assert_int_equal(
+        fr_profile_parse(&p, "[runtime]\nprelude = lib/pre.py\n", "/srv/profiles/arc.ini", err, sizeof err), 0);
     assert_string_equal(p.prelude, "/srv/profiles/lib/pre.py");
     assert_int_equal(fr_profile_parse(&p, "[runtime]\nprelude = /abs.py\n", "/srv/profiles/arc.ini", err, sizeof err),
                      0);
@@ -377,8 +376,8 @@ static void test_preset_follows_runtime(void **state)
     fr_profile_free(&p);
 
     fr_profile_defaults(&p);
-    assert_int_equal(fr_profile_parse(&p, "[sandbox]\npreset = none\n[runtime]\nkind = python\n", "b.ini", err,
-                                      sizeof err), 0);
+    assert_int_equal(
+        fr_profile_parse(&p, "[sandbox]\npreset = none\n[runtime]\nkind = python\n", "b.ini", err, sizeof err), 0);
     assert_int_equal(p.preset, FR_PRESET_NONE);
     fr_profile_free(&p);
 
@@ -452,10 +451,22 @@ static void test_plan_and_detect_opts(void **state)
     assert_int_equal(po.memory_per_worker, 512ull << 20);
     assert_int_equal(po.rounding, FR_ROUND_FLOOR);
     assert_int_equal(po.workers_override, 0);
-    fr_profile_detect_opts(&p, 0, &dopt);
+    char *no_env[] = {NULL};
+    fr_profile_detect_opts(&p, no_env, &dopt);
     assert_null(dopt.sysroot);
-    assert_null(dopt.envp);
+    assert_ptr_equal(dopt.envp, no_env);
     assert_true(dopt.cpus_override == 0 && dopt.cpus_profile == 0);
+    assert_null(dopt.cpus_env);
+    assert_null(dopt.cpus_outer);
+    /* FITRUN_CPUS told apart: the user's is an override, an outer fitrun's a bound. */
+    char *user_env[] = {"FITRUN_CPUS=3", NULL};
+    char *outer_env[] = {"FITRUN_CPUS=3", "FITRUN_EXPORTED=FITRUN_CPUS=3", NULL};
+    fr_profile_detect_opts(&p, user_env, &dopt);
+    assert_string_equal(dopt.cpus_env, "3");
+    assert_null(dopt.cpus_outer);
+    fr_profile_detect_opts(&p, outer_env, &dopt);
+    assert_null(dopt.cpus_env);
+    assert_string_equal(dopt.cpus_outer, "3");
     assert_string_equal(p.cpus_origin, "");
 
     /* A file's cpus: ranked as the profile's (FITRUN_CPUS beats it), with file:line. */
@@ -464,29 +475,30 @@ static void test_plan_and_detect_opts(void **state)
     assert_int_equal(po.workers_override, 3);
     assert_int_equal(po.rounding, FR_ROUND_CEIL);
     assert_int_equal(po.memory_per_worker, 0);
-    fr_profile_detect_opts(&p, 0, &dopt);
+    fr_profile_detect_opts(&p, no_env, &dopt);
     assert_true(dopt.cpus_override == 0);
     assert_true(dopt.cpus_profile == 1.5);
     assert_string_equal(dopt.cpus_profile_source, "profile t.ini:4");
-    /* --cpus given beside it: the command line's, the file's stays a (losing) candidate. */
-    fr_profile_detect_opts(&p, 6, &dopt);
-    assert_true(dopt.cpus_override == 6);
-    assert_string_equal(dopt.cpus_override_source, "--cpus");
-    assert_true(dopt.cpus_profile == 1.5);
 
-    /* fr_profile_set (fitrun run --cpus) makes it the command line's. */
+    /* fr_profile_set (--cpus of every command) makes it the command line's;
+     * the file's stays a (losing) candidate. */
     assert_int_equal(fr_profile_set(&p, "resources", "cpus", "2", err, sizeof err), 0);
     assert_true(p.cpus_cli);
-    fr_profile_detect_opts(&p, 0, &dopt);
+    fr_profile_detect_opts(&p, no_env, &dopt);
     assert_true(dopt.cpus_override == 2);
     assert_string_equal(dopt.cpus_override_source, "--cpus");
-    assert_true(dopt.cpus_profile == 0);
-    /* and auto clears it */
+    assert_true(dopt.cpus_profile == 1.5);
+    assert_string_equal(dopt.cpus_profile_source, "profile t.ini:4");
+    /* a second --cpus replaces the first; the file's is still the file's */
+    assert_int_equal(fr_profile_set(&p, "resources", "cpus", "6", err, sizeof err), 0);
+    fr_profile_detect_opts(&p, no_env, &dopt);
+    assert_true(dopt.cpus_override == 6 && dopt.cpus_profile == 1.5);
+    /* and auto clears the command line's */
     assert_int_equal(fr_profile_set(&p, "resources", "cpus", "auto", err, sizeof err), 0);
     assert_false(p.cpus_cli);
     assert_string_equal(p.cpus_origin, "");
-    fr_profile_detect_opts(&p, 0, &dopt);
-    assert_true(dopt.cpus_override == 0 && dopt.cpus_profile == 0);
+    fr_profile_detect_opts(&p, no_env, &dopt);
+    assert_true(dopt.cpus_override == 0);
     fr_profile_free(&p);
 }
 

@@ -15,18 +15,20 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fitrun/sandbox.h"
+#include "fitrun/sandbox_keys.h"
 
 /* What a child left behind. */
 struct result {
-    int status;      /* wait status */
-    int violation;   /* fr_report_read */
-    char out[8192];  /* what the child wrote on its result pipe */
+    int status;     /* wait status */
+    int violation;  /* fr_report_read */
+    char out[8192]; /* what the child wrote on its result pipe */
 };
 
 typedef void (*child_fn)(int out_fd);
@@ -61,7 +63,7 @@ static void run(const char *kv, bool no_report, child_fn fn, struct result *r)
 {
     char err[256];
     struct fr_policy *p = NULL;
-    if (fr_policy_build_kv(kv, &p, err, sizeof err) < 0)
+    if (fr_sandbox_text_build(kv, NULL, &p, err, sizeof err) < 0)
         fail_msg("build %s: %s", kv, err);
     int rep[2], out[2];
     assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
@@ -119,8 +121,8 @@ static void c_status(int fd)
 
 static void c_limits(int fd)
 {
-    static const int res[] = { RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC,
-                               RLIMIT_STACK, RLIMIT_CORE };
+    static const int res[] = {RLIMIT_CPU,   RLIMIT_AS,    RLIMIT_FSIZE, RLIMIT_NOFILE,
+                              RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE};
     for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
         struct rlimit r;
         if (getrlimit(res[i], &r) < 0)
@@ -141,19 +143,19 @@ static void on_usr1(int sig)
  * signalling themselves (abort/raise/os.kill(getpid())), masks. */
 static void c_signals(int fd)
 {
-    struct sigaction sa = { .sa_handler = on_usr1 };
+    struct sigaction sa = {.sa_handler = on_usr1};
     if (sigaction(SIGUSR1, &sa, NULL) < 0)
         say(fd, "sigaction failed\n");
-    raise(SIGUSR1);                /* tgkill(own pid, own tid) */
-    kill(getpid(), SIGUSR1);       /* kill(own pid) */
+    raise(SIGUSR1);          /* tgkill(own pid, own tid) */
+    kill(getpid(), SIGUSR1); /* kill(own pid) */
     say(fd, "usr1=%d\n", (int)g_usr1);
     sigset_t block, old, now;
     sigemptyset(&block);
     sigaddset(&block, SIGUSR2);
     sigaddset(&block, SIGSYS);
-    int rc = sigprocmask(SIG_BLOCK, &block, &old); /* trapped and emulated */
+    int rc = sigprocmask(SIG_BLOCK, &block, &old);
     say(fd, "block=%d old_usr2=%d\n", rc, sigismember(&old, SIGUSR2));
-    sigprocmask(SIG_BLOCK, NULL, &now);           /* a query: allowed */
+    sigprocmask(SIG_BLOCK, NULL, &now); /* a query: allowed */
     say(fd, "usr2_blocked=%d sys_blocked=%d\n", sigismember(&now, SIGUSR2), sigismember(&now, SIGSYS));
     sigfillset(&block);
     rc = sigprocmask(SIG_SETMASK, &block, NULL);
@@ -215,7 +217,7 @@ static void test_keep_caps(void **state)
     struct result r;
     run("preset=none;keep_caps=cap_net_raw", false, c_status, &r);
     expect_exit0(&r);
-    unsigned long long raw = 1ull << 13; /* CAP_NET_RAW */
+    unsigned long long raw = 1ull << 13;                 /* CAP_NET_RAW */
     assert_int_equal(status_field(r.out, "Seccomp"), 0); /* none: no filter */
     assert_int_equal(status_field(r.out, "NoNewPrivs"), 1);
     assert_int_equal(status_field(r.out, "CapEff"), raw);
@@ -232,9 +234,10 @@ static void test_rlimits(void **state)
     run("preset=python;cpu_time=1500ms;memory=1G;fsize=1M;nofile=64;processes=100;stack=4M", false, c_limits, &r);
     expect_exit0(&r);
     char want[512];
-    snprintf(want, sizeof want, "%d=2/3\n%d=1073741824/1073741824\n%d=1048576/1048576\n%d=64/64\n"
-             "%d=100/100\n%d=4194304/4194304\n%d=0/0\n", RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE,
-             RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE);
+    snprintf(want, sizeof want,
+             "%d=2/3\n%d=1073741824/1073741824\n%d=1048576/1048576\n%d=64/64\n"
+             "%d=100/100\n%d=4194304/4194304\n%d=0/0\n",
+             RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE);
     assert_string_equal(r.out, want);
 }
 
@@ -254,13 +257,13 @@ static void test_rlimit_clamped_to_inherited_hard(void **state)
         skip();
     char err[256];
     struct fr_policy *p;
-    assert_int_equal(fr_policy_build_kv("preset=none;nofile=100000000", &p, err, sizeof err), 0);
+    assert_int_equal(fr_sandbox_text_build("preset=none;nofile=100000000", NULL, &p, err, sizeof err), 0);
     int out[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     pid_t pid = fork();
     if (pid == 0) {
         close(out[0]);
-        struct rlimit low = { 256, 256 };
+        struct rlimit low = {256, 256};
         if (setrlimit(RLIMIT_NOFILE, &low) < 0)
             _exit(3);
         int rc = fr_policy_apply(p, -1);
@@ -297,10 +300,11 @@ static void test_signals_still_work(void **state)
     run("preset=python", false, c_signals, &r);
     expect_exit0(&r);
     assert_non_null(strstr(r.out, "usr1=2\n"));
-    /* Blocking works as asked, except that SIGSYS stays deliverable. */
+    /* Masks are the job's business, SIGSYS included: violations reach the
+     * supervisor as notifications, whatever is blocked. */
     assert_non_null(strstr(r.out, "block=0 old_usr2=0\n"));
-    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=0\n"));
-    assert_non_null(strstr(r.out, "setmask=0 int_blocked=1 sys_blocked=0\n"));
+    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=1\n"));
+    assert_non_null(strstr(r.out, "setmask=0 int_blocked=1 sys_blocked=1\n"));
     char badsize[64];
     snprintf(badsize, sizeof badsize, "badsize=-1 errno=%d\n", EINVAL);
     assert_non_null(strstr(r.out, badsize));
@@ -353,7 +357,7 @@ static void test_prepared_worker(void **state)
         close(out[0]);
         char err[256];
         struct fr_policy *p;
-        if (fr_policy_build_kv("preset=python;keep_caps=cap_kill", &p, err, sizeof err) < 0 ||
+        if (fr_sandbox_text_build("preset=python;keep_caps=cap_kill", NULL, &p, err, sizeof err) < 0 ||
             fr_policy_prepare_worker(p) < 0)
             _exit(3);
         say(out[1], "worker:");
@@ -410,9 +414,9 @@ static void test_deny_list_on_none(void **state)
     assert_int_equal(WTERMSIG(r.status), SIGSYS);
     char name[40];
     assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
-    run("preset=none;deny=socket", false, c_signals, &r); /* handler and masks guarded there too */
+    run("preset=none;deny=socket", false, c_signals, &r);
     expect_exit0(&r);
-    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=0\n"));
+    assert_non_null(strstr(r.out, "usr2_blocked=1 sys_blocked=1\n"));
 }
 
 /* exec preset with a report descriptor: the caller's child becomes the
@@ -439,6 +443,68 @@ static void test_exec_relay_mirrors(void **state)
     assert_int_equal(status_field(r.out, "Seccomp"), 2);
     assert_int_equal(status_field(r.out, "CapEff"), 0);
     assert_int_equal(status_field(r.out, "CapBnd"), 0);
+}
+
+/* A violation with SIGSYS blocked and a SIGSYS handler of the job's own is
+ * still named: the notification does not depend on either. */
+static void c_sigsys_hidden(int fd)
+{
+    (void)fd;
+    struct sigaction sa = {.sa_handler = SIG_IGN};
+    sigaction(SIGSYS, &sa, NULL);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    (void)socket(AF_INET, SOCK_STREAM, 0);
+}
+
+static void test_violation_named_whatever_the_mask(void **state)
+{
+    (void)state;
+    struct result r;
+    char name[40];
+    run("preset=python", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+    run("preset=exec", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+    run("preset=none;deny=socket", false, c_sigsys_hidden, &r);
+    assert_string_equal(fr_syscall_name(r.violation, name, sizeof name), "socket");
+}
+
+/* The relay hands the job the caller's interval timers (fork does not
+ * inherit them): a CPU timer armed before apply still fires in the job. */
+static void c_spin(int fd)
+{
+    (void)fd;
+    for (volatile unsigned long i = 0;; i++) {
+    }
+}
+
+static void test_relay_keeps_timers(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fr_policy *p;
+    assert_int_equal(fr_sandbox_text_build("preset=python", NULL, &p, err, sizeof err), 0);
+    int rep[2];
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct itimerval t = {.it_value = {.tv_usec = 200000}};
+        setitimer(ITIMER_PROF, &t, NULL);
+        if (fr_policy_apply(p, rep[1]) < 0)
+            _exit(125);
+        c_spin(-1);
+        _exit(0);
+    }
+    close(rep[1]);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(rep[0]);
+    fr_policy_free(p);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGPROF);
 }
 
 /* exec preset without a report descriptor: no relay, violations kill. */
@@ -470,6 +536,8 @@ int main(void)
         cmocka_unit_test(test_deny_list_on_none),
         cmocka_unit_test(test_exec_relay_mirrors),
         cmocka_unit_test(test_exec_without_report),
+        cmocka_unit_test(test_violation_named_whatever_the_mask),
+        cmocka_unit_test(test_relay_keeps_timers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 /* K/N -------------------------------------------------------------------- */
 
@@ -67,8 +67,13 @@ static void test_auto_from_array(void **state)
 {
     (void)state;
     /* sbatch --array=0-2: task 1 */
-    char *env[] = {"PATH=/bin", "SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=2",
-                   "SLURM_ARRAY_TASK_COUNT=3", "SLURM_ARRAY_TASK_STEP=1", NULL};
+    char *env[] = {"PATH=/bin",
+                   "SLURM_ARRAY_TASK_ID=1",
+                   "SLURM_ARRAY_TASK_MIN=0",
+                   "SLURM_ARRAY_TASK_MAX=2",
+                   "SLURM_ARRAY_TASK_COUNT=3",
+                   "SLURM_ARRAY_TASK_STEP=1",
+                   NULL};
     struct fr_shard sh = {0};
     char err[256] = "";
     assert_int_equal(fr_shard_parse("auto", env, &sh, err, sizeof err), 0);
@@ -83,7 +88,7 @@ static void test_auto_from_array(void **state)
     assert_int_equal(sh.count, 4);
 
     /* --array=0-6:3 (0, 3, 6): task 6 is shard 2 of 3 */
-    char *env3[] = {"SLURM_ARRAY_TASK_ID=6", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=6",
+    char *env3[] = {"SLURM_ARRAY_TASK_ID=6",    "SLURM_ARRAY_TASK_MIN=0",  "SLURM_ARRAY_TASK_MAX=6",
                     "SLURM_ARRAY_TASK_COUNT=3", "SLURM_ARRAY_TASK_STEP=3", NULL};
     assert_int_equal(fr_shard_parse("auto", env3, &sh, err, sizeof err), 0);
     assert_int_equal(sh.index, 2);
@@ -94,16 +99,21 @@ static void test_auto_pinned_count(void **state)
 {
     (void)state;
     /* `sbatch --array=2 script` rerun of shard 2 of 3: SLURM says 1 task from 2. */
-    char *env[] = {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=2", "SLURM_ARRAY_TASK_MAX=2",
-                   "SLURM_ARRAY_TASK_COUNT=1", "SLURM_ARRAY_TASK_STEP=1", "FITRUN_SHARD_COUNT=3", NULL};
+    char *env[] = {"SLURM_ARRAY_TASK_ID=2",
+                   "SLURM_ARRAY_TASK_MIN=2",
+                   "SLURM_ARRAY_TASK_MAX=2",
+                   "SLURM_ARRAY_TASK_COUNT=1",
+                   "SLURM_ARRAY_TASK_STEP=1",
+                   "FITRUN_SHARD_COUNT=3",
+                   NULL};
     struct fr_shard sh = {0};
     char err[256] = "";
     assert_int_equal(fr_shard_parse("auto", env, &sh, err, sizeof err), 0);
     assert_int_equal(sh.index, 2);
     assert_int_equal(sh.count, 3);
     /* ... and a list rerun (--array=0,2) is fine too when pinned */
-    char *env2[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=2",
-                    "SLURM_ARRAY_TASK_COUNT=2", "FITRUN_SHARD_COUNT=3", NULL};
+    char *env2[] = {"SLURM_ARRAY_TASK_ID=0",    "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=2",
+                    "SLURM_ARRAY_TASK_COUNT=2", "FITRUN_SHARD_COUNT=3",   NULL};
     assert_int_equal(fr_shard_parse("auto", env2, &sh, err, sizeof err), 0);
     assert_int_equal(sh.index, 0);
     assert_int_equal(sh.count, 3);
@@ -133,7 +143,7 @@ static void test_auto_errors(void **state)
     char *zero_count[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=0", NULL};
     parse_bad("auto", zero_count, "SLURM_ARRAY_TASK_COUNT='0'");
     /* --array=1,3,7 (as SLURM 22.05 reports it): ID-MIN is no shard number */
-    char *list[] = {"SLURM_ARRAY_TASK_ID=3", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_MAX=7",
+    char *list[] = {"SLURM_ARRAY_TASK_ID=3",    "SLURM_ARRAY_TASK_MIN=1",  "SLURM_ARRAY_TASK_MAX=7",
                     "SLURM_ARRAY_TASK_COUNT=3", "SLURM_ARRAY_TASK_STEP=1", NULL};
     parse_bad("auto", list, "not one evenly spaced range");
     char *below[] = {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=2", "SLURM_ARRAY_TASK_COUNT=3", NULL};
@@ -145,28 +155,26 @@ static void test_auto_errors(void **state)
     parse_bad("auto", beyond, "beyond the array");
 }
 
-static void test_from_env(void **state)
+static void test_auto_in_and_out_of_arrays(void **state)
 {
     (void)state;
     struct fr_shard sh = {.enabled = false};
     char err[256];
     char *none[] = {"HOME=/root", NULL};
-    assert_int_equal(fr_shard_from_env(none, &sh), 0);
-    assert_int_equal(fr_shard_from_env(NULL, &sh), 0);
     assert_int_equal(fr_shard_auto(none, &sh, err, sizeof err), 0);
+    assert_int_equal(fr_shard_auto(NULL, &sh, err, sizeof err), 0);
     char *in[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2", NULL};
-    assert_int_equal(fr_shard_from_env(in, &sh), 1);
+    assert_int_equal(fr_shard_auto(in, &sh, err, sizeof err), 1);
     assert_true(sh.enabled);
     assert_int_equal(sh.index, 0);
     assert_int_equal(sh.count, 2);
-    /* In an array task with nonsense: not "sharded", and fr_shard_auto says why. */
+    /* In an array task with nonsense: an error that says why. */
     char *bad[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=x", NULL};
-    assert_int_equal(fr_shard_from_env(bad, &sh), 0);
     assert_int_equal(fr_shard_auto(bad, &sh, err, sizeof err), -1);
     assert_non_null(strstr(err, "SLURM_ARRAY_TASK_COUNT='x'"));
     /* a prefix of the name is not the name */
     char *prefix[] = {"SLURM_ARRAY_TASK_IDX=1", NULL};
-    assert_int_equal(fr_shard_from_env(prefix, &sh), 0);
+    assert_int_equal(fr_shard_auto(prefix, &sh, err, sizeof err), 0);
 }
 
 /* selection ------------------------------------------------------------------ */
@@ -318,10 +326,12 @@ static void test_merge_complete_in_input_order(void **state)
     struct tmp *t = *state;
     put(t, "jobs.jsonl", JOBS6);
     /* 2 shards: lines 1,3,5 and 2,4,6; each file in its own (completion) order */
-    put(t, "results.0.jsonl", "{\"id\":\"e\",\"status\":\"ok\"}\n{\"id\":\"a\",\"status\":\"error\"}\n"
-                              "{\"id\":\"c\", \"status\": \"timeout\"}\n");
-    put(t, "results.1.jsonl", "{\"id\":\"b\",\"status\":\"ok\"}\n{\"id\":\"f\",\"status\":\"ok\"}\n"
-                              "{\"id\":\"d\",\"status\":\"ok\"}\n");
+    put(t, "results.0.jsonl",
+        "{\"id\":\"e\",\"status\":\"ok\"}\n{\"id\":\"a\",\"status\":\"error\"}\n"
+        "{\"id\":\"c\", \"status\": \"timeout\"}\n");
+    put(t, "results.1.jsonl",
+        "{\"id\":\"b\",\"status\":\"ok\"}\n{\"id\":\"f\",\"status\":\"ok\"}\n"
+        "{\"id\":\"d\",\"status\":\"ok\"}\n");
     const char *res[] = {"results.1.jsonl", "results.0.jsonl"};
     char *out = NULL;
     assert_int_equal(run_merge(t, "jobs.jsonl", res, 2, 0, &out), 0);
@@ -350,8 +360,9 @@ static void test_merge_missing_and_garbage(void **state)
 {
     struct tmp *t = *state;
     put(t, "jobs.jsonl", "{\"id\":\"a\"}\nnot json\n\n{\"id\":\"c\"}\n{\"argv\":[]}\n{\"id\":\"e\"}\n");
-    put(t, "results.0.jsonl", "garbage\n{\"id\":\"a\",\"status\":\"ok\"}\n[1,2]\n{\"id\":\"a\"}\n"
-                              "{\"id\":\"zz\",\"status\":\"ok\"}\n{\"id\":\"e\",\"st");
+    put(t, "results.0.jsonl",
+        "garbage\n{\"id\":\"a\",\"status\":\"ok\"}\n[1,2]\n{\"id\":\"a\"}\n"
+        "{\"id\":\"zz\",\"status\":\"ok\"}\n{\"id\":\"e\",\"st");
     put(t, "results.1.jsonl", "{\"id\":\"c\",\"status\":\"signal\"}\n");
     const char *res[] = {"results.0.jsonl", "results.1.jsonl", "results.2.jsonl" /* absent */};
     char *out = NULL;
@@ -384,7 +395,7 @@ int main(void)
         cmocka_unit_test(test_auto_from_array),
         cmocka_unit_test(test_auto_pinned_count),
         cmocka_unit_test(test_auto_errors),
-        cmocka_unit_test(test_from_env),
+        cmocka_unit_test(test_auto_in_and_out_of_arrays),
         cmocka_unit_test(test_selects),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_from_filename),

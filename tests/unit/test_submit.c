@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "fitrun/shard.h"
+#include "fitrun/scaleout.h"
 
 static const struct fr_submit BASE = {
     .fitrun = "/opt/fitrun/bin/fitrun",
@@ -264,13 +264,32 @@ static void test_time_limit(void **state)
         const char *s;
         uint64_t want; /* 0 = refused */
     } cases[] = {
-        {"30", 1800},         {"0:45", 45},         {"1:30:00", 5400},   {"2-0", 172800},
-        {"1-2:03", 93780},    {"1-02:03:04", 93784}, {"90m", 5400},      {"2h", 7200},
-        {"1.5h", 5400},       {"45s", 45},          {"1500ms", 2},       {"0", 0},
-        {"", 0},              {"1.5", 0},           {"1:2:3:4", 0},      {"a", 0},
-        {"1-", 0},            {"-5", 0},            {"1:", 0},           {"0s", 0},
-        {"1234567890", 0},    {"365-0", 31536000},  {"8760h", 31536000}, {"365-00:00:01", 0},
-        {"8761h", 0},         {"525601", 0},
+        {"30", 1800},
+        {"0:45", 45},
+        {"1:30:00", 5400},
+        {"2-0", 172800},
+        {"1-2:03", 93780},
+        {"1-02:03:04", 93784},
+        {"90m", 5400},
+        {"2h", 7200},
+        {"1.5h", 5400},
+        {"45s", 45},
+        {"1500ms", 2},
+        {"0", 0},
+        {"", 0},
+        {"1.5", 0},
+        {"1:2:3:4", 0},
+        {"a", 0},
+        {"1-", 0},
+        {"-5", 0},
+        {"1:", 0},
+        {"0s", 0},
+        {"1234567890", 0},
+        {"365-0", 31536000},
+        {"8760h", 31536000},
+        {"365-00:00:01", 0},
+        {"8761h", 0},
+        {"525601", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 999;
@@ -289,12 +308,9 @@ static void test_time_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slurm_script),
-        cmocka_unit_test(test_slurm_optional_lines),
-        cmocka_unit_test(test_slurm_refuses),
-        cmocka_unit_test(test_slurm_script_quoting_in_bash),
-        cmocka_unit_test(test_condor_description),
-        cmocka_unit_test(test_condor_quoting_and_refusals),
+        cmocka_unit_test(test_slurm_script),       cmocka_unit_test(test_slurm_optional_lines),
+        cmocka_unit_test(test_slurm_refuses),      cmocka_unit_test(test_slurm_script_quoting_in_bash),
+        cmocka_unit_test(test_condor_description), cmocka_unit_test(test_condor_quoting_and_refusals),
         cmocka_unit_test(test_time_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

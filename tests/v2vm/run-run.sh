@@ -71,7 +71,11 @@ fi
 HOST=$TMP/host.jsonl
 t0=$EPOCHREALTIME
 fails=()
-PATH=$P:$PATH "$FITRUN" run --profile "$EXEC/exec.ini" --jobs "$EXEC/jobs.jsonl" --out "$HOST" 2>"$TMP/host.err"
+# The jobs run under per-slot uids and Landlock: they must be able to reach
+# the memory job's program (mktemp made $TMP 0700), and read its folder.
+chmod 755 "$TMP"
+PATH=$P:$PATH "$FITRUN" run --profile "$EXEC/exec.ini" --jobs "$EXEC/jobs.jsonl" --out "$HOST" \
+    --set sandbox.read="/proc,$P" 2>"$TMP/host.err"
 rc=$?
 if [ $rc = 0 ]; then
     check "exec jobs" results "$EXEC/jobs.jsonl" "$HOST"
@@ -90,6 +94,10 @@ cp "$EXEC/exec.ini" "$EXEC/jobs.jsonl" "$P/"
 cat >"$P/guest.sh" <<'EOF'
 #!/bin/sh
 # runs in the VM, in /payload, inside the limited cgroup "box"
+# The VM's root directory is 0700, which would leave the jobs' per-slot uids
+# unable to reach any file (fitrun would then keep uid 0 and say so): open
+# it, as on any ordinary system, so that the slot uids are tested here too.
+chmod 755 /
 section() { echo "=====fitrun-test $1"; }
 section detect;         ./fitrun detect --json --profile exec.ini 2>/tmp/detect.err;     echo "=====rc $?"
 section run;            ./fitrun run --profile exec.ini --jobs jobs.jsonl --out - 2>/tmp/run.err; echo "=====rc $?"

@@ -5,29 +5,10 @@
 
 The jobs file (from arc_to_jobs.py) gives each prediction's task, the
 train/test split and the expected grids; the results file gives its
-status and outputs. Metrics per task, then their MEAN over tasks
-(definitions in docs/arc.md):
-
-  n_preds            predictions of the task
-  valid code         the code was found and compiled (no SyntaxError family)
-  valid outputs      status ok and every output is an ARC grid
-  unique outputs     distinct output sets among valid ones / n_preds
-  train_pixel_score  mean fraction of matching cells over train pairs
-                     (0 for a missing, invalid or differently shaped grid)
-  train_correct_grids  mean fraction of train grids exactly right
-  train_pass_rate    fraction of predictions right on every train pair
-  train_is_correct   1 if some prediction is right on every train pair
-  test_* (same on the test pairs whose output is known)
-  is_correct         1 if some prediction is right on every train and test pair
-
-Outputs count only for predictions that ran to their end (status ok or
-error), like fitrun's own `passed`: the partial outputs of a prediction that
-was stopped (memory, timeout, violation, signal, output_limit, crash) score
-nothing, so a MemoryError and an OOM kill of the same prediction score the
-same wherever it ran.
-
-followed by "Most common errors": error types (status error) and the other
-non-ok statuses (timeout, memory, violation:<syscall>, signal:<name>...).
+status and outputs. The table has the metrics per task, then their MEAN
+over tasks, and the most common errors: their definitions are in
+docs/arc.md and in fitrun.arc's scorer (python/fitrun/arc/_score.py),
+which this tool runs.
 A command line over fitrun.arc (standard library only).
 """
 import argparse

@@ -1,18 +1,22 @@
 """fitrun_runtime.py — the Python side of fitrun's warm runtime.
 
 One interpreter per run (the "zygote") is started by fitrun, runs the
-prelude once, builds the sandbox policy once, and then forks workers on
-request. Each worker reads job lines from its channel and forks a fresh
-child per prediction; the child applies the sandbox and runs the code; the
-worker waits for it and sends back one line of raw facts (wait status,
-rusage, captured output, outputs). fitrun's C side (launcher/runtime/python.c)
-turns those facts into the result line. The wire protocol is documented in
-docs/python-runtime.md; keep the two in step.
+prelude once, builds the sandbox policy once (from the spec fitrun packed,
+plus this interpreter's own tree as what predictions may read), and then
+forks workers on request. A worker only forks: for each prediction fitrun
+hands it four pipe ends (the job to read, the report to write, stdout,
+stderr), the worker forks a child with them, and the child reads its own
+job, applies the sandbox, runs the code and writes its own report. The
+worker never sees a job, an output or a line of output: it supervises the
+child (the sandbox's seccomp listener) and sends fitrun what the child
+cannot forge (wait status, rusage, the denied call). fitrun's C side
+(launcher/runtime/python/) reads the pipes, scores and classifies. The
+wire protocol is documented in docs/python-runtime.md; keep the two in
+step.
 
     python3 fitrun_runtime.py --control-fd 3 --prelude arc_prelude.py \
-        --entry transform --sandbox-lib .../libfitrun_sandbox.so \
-        --policy 'preset=python;cpu_time=2000ms;memory=512M' \
-        --cpu-ms 2000 --wall-ms 10000 --output-cap 1048576
+        --entry transform --sandbox-lib .../libfitrun_sandbox.so --policy-fd 4 \
+        --cpu-backstop-ms 2400 --report-cap 1064960 --max-nesting 100
 
 Standard library only (numpy is used when the prelude or a prediction has
 imported it, never imported here), so any CPython >= 3.9 on Linux works.
@@ -37,34 +41,55 @@ os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) 
 import argparse  # noqa: E402  (after the environment above, on purpose)
 import builtins  # noqa: E402
 import ctypes  # noqa: E402
+import errno  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
+import struct  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 1
+PROTOCOL = 2
 
-# File descriptors inside a prediction's child. Everything else is closed,
-# so the code cannot reach the worker's channel and forge a result line.
-CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR, CHILD_RESULT_FD, CHILD_REPORT_FD = 0, 1, 2, 3, 4
-CHILD_FIRST_FREE_FD = 5
+# File descriptors inside a prediction's child. Everything else is closed
+# before any of its code runs (the Landlock ruleset until apply closes it):
+# it cannot reach its worker's channel.
+CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR = 0, 1, 2
+CHILD_REPORT_FD = 3         # the report, read by fitrun
+CHILD_NOTIFY_FD = 4         # the socket the filter's listener goes to the worker on; closed by apply
+CHILD_JOB_FD = 5            # the job, written by fitrun; closed once read
+CHILD_FIRST_FREE_FD = 6
+
+# Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
+MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS)
+MSG_STARTED = struct.Struct("=cxxxIi")           # b"S", seq, pid; + the child's pidfd
+MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
+                                                 # utime_us, stime_us, max_rss_kb, wall_us, fork_us
+MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
+RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
 
 MESSAGE_CAP = 1000          # characters kept of an exception's text
-NESTING_CAP = 100           # deepest output structure accepted
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # jansson's json_int_t
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 READ_CHUNK = 1 << 16
 SELFTEST_ALLOC = 16 << 20   # what the sandbox self-test allocates
+SETITIMER_MAX_S = 1e9       # ~31 years: beyond it setitimer overflows; no budget is that long
 
-# Exit statuses of a prediction's child when it cannot even run the code
-# (it reports why on the result fd first, when it still can).
+# Exit statuses of a prediction's child when it cannot even run the code.
 EXIT_CHILD_SETUP = 70       # fd setup / prctl failed
 EXIT_ORPHANED = 71          # the worker died between fork and prctl
+
+# Deepest nesting of an input or output value (a scalar is 0, [1] is 1):
+# fitrun's --max-nesting, the limit it checks inputs against.
+max_nesting = 100
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------
@@ -79,11 +104,13 @@ def parse_args(argv):
     p.add_argument("--entry", default="transform", help="default entry function")
     p.add_argument("--sandbox-lib", required=True,
                    help="path of libfitrun_sandbox.so, or 'none' (tests only: no sandbox)")
-    p.add_argument("--policy", default="preset=python", help="fr_policy_build_kv() text")
-    p.add_argument("--cpu-ms", type=int, default=0, help="CPU time per prediction (0 = none)")
-    p.add_argument("--wall-ms", type=int, default=0, help="wall time per prediction (0 = none)")
-    p.add_argument("--output-cap", type=int, default=1 << 20, help="cap on stdout and on stderr, bytes")
-    p.add_argument("--result-cap", type=int, default=64 << 20, help="cap on the encoded outputs, bytes")
+    p.add_argument("--policy-fd", type=int, default=-1,
+                   help="inherited descriptor holding the sandbox spec fitrun packed (fr_policy_spec_pack)")
+    p.add_argument("--cpu-backstop-ms", type=int, default=0,
+                   help="ITIMER_PROF of each child (0 = none); fitrun enforces the budget itself")
+    p.add_argument("--report-cap", type=int, default=(1 << 20) + (16 << 10),
+                   help="a child writes at most this many bytes of report (+1 to show it was more)")
+    p.add_argument("--max-nesting", type=int, default=100, help="deepest output value accepted")
     return p.parse_args(argv)
 
 
@@ -99,45 +126,130 @@ class SetupError(Exception):
                       "message": message, "file": file, "line": line}
 
 
-class Sandbox:
-    """The policy is built (and its seccomp filter compiled) once, here in
-    the zygote; the forked child only calls fr_policy_apply(), which makes a
-    handful of syscalls and allocates nothing."""
+def interpreter_paths():
+    """What this interpreter reads after start-up: its prefixes, stdlib and
+    site-packages. The prelude's directory and the working directory are
+    not among them: the prelude has run, and a project directory often
+    holds keys and .env files."""
+    import site
+    import sysconfig
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths().get(key, ""))
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:  # a virtualenv's old site.py
+        pass
+    return sorted(p for p in paths if p and os.path.isabs(p) and os.path.exists(p))
 
-    def __init__(self, lib_path, kv):
+
+class Sandbox:
+    """libfitrun_sandbox.so through ctypes. The policy is built (its
+    seccomp filter compiled, its Landlock ruleset prepared) once, here in
+    the zygote, from the spec fitrun packed, with this interpreter's own
+    tree added to what a prediction may read. A prediction's child only
+    calls apply(); its worker supervises it (receive, notification)."""
+
+    def __init__(self, lib_path, policy_fd):
         self.enabled = lib_path != "none"
         self.policy = None
         if not self.enabled:
             return
+        packed = _read_all(policy_fd)
         try:
-            lib = ctypes.CDLL(lib_path)
+            lib = ctypes.CDLL(lib_path, use_errno=True)
         except OSError as e:
             raise SetupError("sandbox", "OSError", f"cannot load {lib_path}: {e}") from None
-        lib.fr_policy_build_kv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-                                           ctypes.c_char_p, ctypes.c_size_t]
-        lib.fr_policy_build_kv.restype = ctypes.c_int
-        lib.fr_policy_apply.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.fr_policy_apply.restype = ctypes.c_int
-        lib.fr_report_read.argtypes = [ctypes.c_int]
-        lib.fr_report_read.restype = ctypes.c_int
+        vp, i, c_int_p = ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int)
+        for name, args in (("fr_policy_build_packed", [ctypes.c_char_p, ctypes.c_size_t,
+                                                        ctypes.POINTER(ctypes.c_char_p),
+                                                        ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_size_t]),
+                           ("fr_policy_apply_notify", [vp, i, i]), ("fr_policy_fd", [vp]),
+                           ("fr_policy_prepare_worker", [vp]), ("fr_notify_receive", [i]),
+                           ("fr_notify_read", [i, c_int_p, c_int_p])):
+            getattr(lib, name).argtypes = args
+            getattr(lib, name).restype = i
+        lib.fr_syscall_name.argtypes = [i, ctypes.c_char_p, ctypes.c_size_t]
+        lib.fr_syscall_name.restype = ctypes.c_char_p
+        reads = interpreter_paths()
+        arr = (ctypes.c_char_p * (len(reads) + 1))(*[r.encode() for r in reads], None)
         policy = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(512)
-        if lib.fr_policy_build_kv(kv.encode(), ctypes.byref(policy), err, len(err)) != 0:
+        err = ctypes.create_string_buffer(1024)
+        # The ruleset descriptor must stay clear of the child's fds 0..5,
+        # which it lays out before applying: hold them while it is made.
+        held = _hold_low_fds(CHILD_FIRST_FREE_FD)
+        try:
+            rc = lib.fr_policy_build_packed(packed, len(packed), arr, ctypes.byref(policy), err, len(err))
+        finally:
+            for fd in held:
+                os.close(fd)
+        if rc != 0:
             msg = err.value.decode(errors="replace") or "unknown error"
-            raise SetupError("sandbox", "PolicyError", f"sandbox policy '{kv}': {msg}")
-        self.lib, self.policy = lib, policy
+            raise SetupError("sandbox", "PolicyError", f"sandbox policy: {msg}")
+        self.lib, self.policy, self.read_paths = lib, policy, reads
 
-    def apply(self, report_fd):
-        """In the child. Returns 0 or -errno of the first failing step."""
+    def fd(self):
+        """The descriptor a child keeps until apply (the Landlock ruleset), or -1."""
+        return self.lib.fr_policy_fd(self.policy) if self.enabled else -1
+
+    def prepare_worker(self):
+        """In a worker, once: drop its capability bounding set, so that each
+        child skips that step. Returns 0 or -errno."""
+        return self.lib.fr_policy_prepare_worker(self.policy) if self.enabled else 0
+
+    def apply(self, sock, slot):
+        """In the child, last before the prediction: everything the policy
+        says, then the seccomp filter, whose listener goes to the worker
+        over sock (closed by this). Returns 0 or -errno of the first
+        failing step."""
         if not self.enabled:
+            os.close(sock)
             return 0
-        return self.lib.fr_policy_apply(self.policy, report_fd)
+        return self.lib.fr_policy_apply_notify(self.policy, sock, slot)
 
-    def violation(self, report_fd):
-        """In the worker, after the child exited: syscall number or -1."""
+    def receive(self, sock):
+        """In the worker: the listener its child sent (>= 0), -ENODATA (no
+        filter: nothing to supervise), -EPIPE (the child died or its apply
+        failed), or another -errno."""
         if not self.enabled:
-            return -1
-        return self.lib.fr_report_read(report_fd)
+            return -errno.ENODATA
+        return self.lib.fr_notify_receive(sock)
+
+    def notification(self, listener):
+        """In the worker, once the listener is readable: the denied call's
+        number and the calling thread, or None (it died meanwhile)."""
+        nr, who = ctypes.c_int(-1), ctypes.c_int(0)
+        if self.lib.fr_notify_read(listener, ctypes.byref(nr), ctypes.byref(who)) != 0:
+            return None
+        return nr.value, who.value
+
+    def syscall_name(self, nr):
+        buf = ctypes.create_string_buffer(40)
+        return self.lib.fr_syscall_name(nr, buf, len(buf)).decode()
+
+
+def _read_all(fd):
+    """The packed policy fitrun wrote into a sealed memfd, then close it."""
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0)
+        os.close(fd)
+    except OSError as e:
+        raise SetupError("sandbox", "OSError", f"policy descriptor {fd}: {e.strerror}") from None
+    if len(data) != size:
+        raise SetupError("sandbox", "OSError", f"policy descriptor {fd}: short read")
+    return data
+
+
+def _hold_low_fds(below):
+    """Open /dev/null on every free descriptor below `below`; returns them."""
+    held = []
+    while True:
+        fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        if fd >= below:
+            os.close(fd)
+            return held
+        held.append(fd)
 
 
 # --------------------------------------------------------------------------
@@ -186,16 +298,27 @@ class UnserializableOutput(Exception):
     pass
 
 
+def _text(s):
+    """s as text UTF-8 can hold: each lone surrogate (a str can hold one,
+    UTF-8 cannot) becomes U+FFFD, as invalid bytes of captured output do."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", s)
+
+
 def normalise(value, depth=0):
     """Turn an output into plain JSON values: numpy arrays via tolist(),
-    numpy scalars via item(), tuples to lists (recursively). Anything else
-    that JSON (and jansson on the C side) cannot hold raises
-    UnserializableOutput: sets, objects, NaN/inf, ints beyond 64 bits."""
-    if depth > NESTING_CAP:
-        raise UnserializableOutput(f"output nested deeper than {NESTING_CAP} levels")
+    numpy scalars via item(), tuples to lists (recursively), strings as
+    _text(). Anything else that JSON (and fitrun) cannot hold raises
+    UnserializableOutput: sets, objects, NaN/inf, ints beyond 64 bits,
+    values nested deeper than max_nesting. depth: containers around value."""
     t = type(value)
-    if value is None or t is bool or t is str:
+    if value is None or t is bool:
         return value
+    if t is str:
+        return _text(value)
     if t is int:
         if INT64_MIN <= value <= INT64_MAX:
             return value
@@ -204,14 +327,16 @@ def normalise(value, depth=0):
         if value != value or value in (float("inf"), float("-inf")):
             raise UnserializableOutput(f"float output {value!r} is not valid JSON")
         return value
-    if t is list or t is tuple:
-        return [normalise(v, depth + 1) for v in value]
-    if t is dict:
+    if t is list or t is tuple or t is dict:
+        if depth >= max_nesting:
+            raise UnserializableOutput(f"output nested deeper than {max_nesting} levels")
+        if t is not dict:
+            return [normalise(v, depth + 1) for v in value]
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 raise UnserializableOutput(f"dict output has a {type(k).__name__} key")
-            out[k] = normalise(v, depth + 1)
+            out[_text(k)] = normalise(v, depth + 1)
         return out
     np = sys.modules.get("numpy")
     if np is not None:
@@ -231,7 +356,14 @@ def _exc_text(e):
         text = str(e)
     except BaseException:  # a hostile __str__
         text = "<unprintable exception>"
-    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + "..."
+    if type(text) is not str:
+        text = "<unprintable exception>"
+    return _text(text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + "...")
+
+
+def _exc_type(e):
+    name = type(e).__name__
+    return _text(name) if type(name) is str else "<unnamed>"
 
 
 # --------------------------------------------------------------------------
@@ -252,11 +384,18 @@ class Runner:
                                ctypes.c_ulong, ctypes.c_ulong]
         self.prctl.restype = ctypes.c_int
 
+    def die_with_parent(self, parent_pid):
+        """PR_SET_PDEATHSIG, race-free: if the parent died before the prctl,
+        getppid() already names someone else."""
+        self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(EXIT_ORPHANED)
+
     def run_code(self, code, entry, inputs, hooks=True):
         """Execute `code` in a fresh copy of the prelude globals and call
         `entry` on every input (all of them, even after one fails, so that a
         partly working prediction still gets per-input outputs; but not after
-        a MemoryError). Returns the report dict the child sends to the worker."""
+        a MemoryError). Returns the report dict the child sends to fitrun."""
         fin, fout = (self.fin, self.fout) if hooks else (None, None)
         rep = {"outputs": [], "error_type": None, "error_message": None,
                "error_line": None, "memory": False}
@@ -266,7 +405,7 @@ class Runner:
                 rep["memory"] = True
             if rep["error_type"] is None:  # the first error is the one reported
                 rep["error_type"] = ("UnserializableOutput" if isinstance(e, UnserializableOutput)
-                                     else type(e).__name__)
+                                     else _exc_type(e))
                 rep["error_message"] = _exc_text(e)
                 if isinstance(e, SyntaxError) and e.filename == "<prediction>":
                     rep["error_line"] = e.lineno
@@ -302,42 +441,46 @@ class Runner:
                     break
         return rep
 
-    def child(self, job, fds, worker_pid):
-        """Never returns: runs in the forked child of a worker."""
+    def child(self, fds, sock, null, worker_pid, worker):
+        """Never returns: runs in the forked child of a worker. fds: the job
+        read end and the report, stdout and stderr write ends from fitrun;
+        sock: this child's end of the socket its worker supervises it on.
+        The child reads its own job, applies the sandbox (as slot `worker`:
+        its uid under root), runs the code and writes its own report."""
         try:
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # the worker's, not the child's
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
-            self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != worker_pid:
-                os._exit(EXIT_ORPHANED)
-            # Move the pipes above the target range first, so that dup2 never
-            # clobbers a source, then close everything else.
-            moved = [(fcntl.fcntl(src, fcntl.F_DUPFD, CHILD_FIRST_FREE_FD), dst)
-                     for src, dst in ((fds["null"], CHILD_STDIN), (fds["out_w"], CHILD_STDOUT),
-                                      (fds["err_w"], CHILD_STDERR), (fds["res_w"], CHILD_RESULT_FD),
-                                      (fds["rep_w"], CHILD_REPORT_FD))]
-            for src, dst in moved:
-                os.dup2(src, dst)
-            os.closerange(CHILD_FIRST_FREE_FD, 1 << 20)
+            self.die_with_parent(worker_pid)
+            job_r, report_w, out_w, err_w = fds
+            _layout_fds(((null, CHILD_STDIN), (out_w, CHILD_STDOUT), (err_w, CHILD_STDERR),
+                         (report_w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD), (job_r, CHILD_JOB_FD)),
+                        self.sandbox.fd())
+            # fitrun made the pipes non-blocking for its own ends; the file
+            # descriptions of ours are separate, and this code blocks.
+            for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
+                os.set_blocking(fd, True)
         except BaseException:
             os._exit(EXIT_CHILD_SETUP)
         try:
-            # Millisecond CPU limit: SIGPROF's default action kills the process
-            # when it has used cpu_ms of CPU time; RLIMIT_CPU (whole seconds,
-            # set by the sandbox) backs it up if the code resets the timer.
-            if self.cfg.cpu_ms > 0:
-                signal.setitimer(signal.ITIMER_PROF, self.cfg.cpu_ms / 1000.0)
-            rc = self.sandbox.apply(CHILD_REPORT_FD)
+            job = self.read_job()
+            os.environ["FITRUN_JOB_ID"] = job["id"]
+            os.environ["FITRUN_WORKER"] = str(worker)
+            # Backstop only: fitrun reads this process's CPU clock and kills
+            # it at the budget. Should fitrun be late, SIGPROF's default
+            # action ends it here; RLIMIT_CPU (set by the sandbox) is the last
+            # resort when the code disarms the timer.
+            if self.cfg.cpu_backstop_ms > 0:
+                signal.setitimer(signal.ITIMER_PROF, min(self.cfg.cpu_backstop_ms / 1000.0, SETITIMER_MAX_S))
+            rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
             if rc != 0:
                 rep = {"sandbox_error": -rc}
             else:
-                rep = self.run_code(job["code"], job["entry"], job["inputs"])
+                rep = self.run_code(job["code"], job.get("entry") or self.cfg.entry, job["inputs"])
         except MemoryError:
             rep = {"outputs": [], "error_type": "MemoryError", "error_message": "",
                    "error_line": None, "memory": True}
         except BaseException as e:  # our own bug: say so rather than die silently
             rep = {"outputs": [], "error_type": "RuntimeInternalError",
-                   "error_message": f"{type(e).__name__}: {_exc_text(e)}",
+                   "error_message": f"{_exc_type(e)}: {_exc_text(e)}",
                    "error_line": None, "memory": False}
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
@@ -345,19 +488,50 @@ class Runner:
             except BaseException:
                 pass
         try:
-            data = _encode_report(rep)
+            # More than the cap is output_limit, whatever the rest says:
+            # one byte beyond it tells fitrun so.
+            data = _encode_report(rep)[:self.cfg.report_cap + 1]
             view = memoryview(data)
             while view:
-                view = view[os.write(CHILD_RESULT_FD, view):]
+                view = view[os.write(CHILD_REPORT_FD, view):]
         except BaseException:
             pass
         os._exit(0)
 
+    @staticmethod
+    def read_job():
+        """The job fitrun wrote on the job pipe: {"id", "code", "inputs"[, "entry"]}."""
+        chunks = []
+        while True:
+            chunk = os.read(CHILD_JOB_FD, READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(CHILD_JOB_FD)
+        return json.loads(b"".join(chunks))
+
+
+def _layout_fds(pairs, keep):
+    """dup2 each (source, target) pair, then close every other descriptor
+    but `keep` (-1 = none). Every source first moves above the targets, so
+    that no dup2 overwrites one; `keep` must already be above them."""
+    top = max(dst for _, dst in pairs) + 1
+    if 0 <= keep < top:
+        raise RuntimeError(f"descriptor {keep} to keep is among the targets")
+    moved = [(fcntl.fcntl(src, fcntl.F_DUPFD, top), dst) for src, dst in pairs]
+    for src, dst in moved:
+        os.dup2(src, dst)
+    if keep >= 0:
+        os.closerange(top, keep)
+        os.closerange(keep + 1, 1 << 20)
+    else:
+        os.closerange(top, 1 << 20)
+
 
 def _encode_report(rep):
     try:
-        return json.dumps(rep, allow_nan=False, separators=(",", ":")).encode()
-    except (ValueError, TypeError, RecursionError) as e:  # should not happen after normalise()
+        return json.dumps(rep, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as e:  # not after normalise()
         rep = dict(rep, outputs=[], error_type="UnserializableOutput", error_message=_exc_text(e))
         return json.dumps(rep, separators=(",", ":")).encode()
     except MemoryError:
@@ -367,237 +541,130 @@ def _encode_report(rep):
 # --------------------------------------------------------------------------
 # Worker
 
-class AbortRequested(Exception):
-    """fitrun sent SIGUSR1: its own deadline for the running job passed."""
-
-
 class Worker:
-    def __init__(self, runner, slot, chan):
+    """Forks one child per RUN message and reports how it ended. It holds a
+    job's pipe ends only from the message to the fork, and never reads
+    from or writes to them."""
+
+    def __init__(self, runner, worker, chan):
         self.runner = runner
-        self.cfg = runner.cfg
-        self.slot = slot
+        self.worker = worker
         self.chan = chan
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        # fitrun's wall deadline starts when it dispatches the job, a little
-        # before ours: it then asks us (SIGUSR1) to kill the child and report
-        # as usual, so the facts (CPU used, output so far) are not lost and
-        # this worker lives on. Only honoured while a child runs.
-        self.supervising = False
-        signal.signal(signal.SIGUSR1, self._on_abort)
-
-    def _on_abort(self, signum, frame):
-        if self.supervising:
-            self.supervising = False  # once
-            raise AbortRequested()
 
     def serve(self):
-        reader = self.chan.makefile("rb", buffering=READ_CHUNK)
         while True:
-            line = reader.readline()
-            if not line:
+            msg, fds, _, _ = socket.recv_fds(self.chan, 64, RUN_FDS, socket.MSG_CMSG_CLOEXEC)
+            if not msg:
                 return 0  # fitrun closed the channel: the run is over
-            if not line.strip():
-                continue
-            facts = self.handle(line)
-            self.chan.sendall(json.dumps(facts, separators=(",", ":")).encode() + b"\n")
+            try:
+                if len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
+                    self.run(MSG_RUN.unpack(msg)[1], fds)
+                else:
+                    self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
 
-    def handle(self, line):
-        try:
-            job = json.loads(line)
-        except ValueError as e:
-            return {"id": None, "worker": self.slot, "worker_error": f"job line is not JSON: {e}"}
-        jid = job.get("id") if isinstance(job, dict) else None
-        problem = _check_job(job, self.cfg.entry)
-        if problem:
-            return {"id": jid, "worker": self.slot, "worker_error": problem}
-        facts = self.run(job)
-        expected = job.get("expected")
-        if expected is not None:
-            facts["passed"] = _passed(facts["outputs"], expected) if _ran_to_end(facts) else None
-        return facts
+    def failed(self, seq, why):
+        self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
 
-    def run(self, job):
-        fds = {"null": self.null}
-        pipes = []
+    def run(self, seq, fds):
+        # This prediction's own socket: its child sends the filter's listener
+        # on it, once, then closes its end; the worker's channel to fitrun is
+        # never in the child.
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            for name in ("out", "err", "res", "rep"):
-                # The violation report is read after the child is gone, so
-                # that pipe is non-blocking (a tiny write never blocks).
-                r, w = os.pipe2(os.O_CLOEXEC | (os.O_NONBLOCK if name == "rep" else 0))
-                pipes += [r, w]
-                fds[name + "_r"], fds[name + "_w"] = r, w
-            t0 = time.monotonic()
-            pid = os.fork()
+            t0 = time.monotonic_ns()
+            try:
+                pid = os.fork()
+            except OSError as e:
+                self.failed(seq, f"fork: {e.strerror}")
+                return
             if pid == 0:
-                self.runner.child(job, fds, self.pid)  # never returns
-            t_fork = time.monotonic()
-            for name in ("out_w", "err_w", "res_w", "rep_w"):
-                os.close(fds[name])
-                pipes.remove(fds[name])
-            facts = self.supervise(pid, fds, t0)
-            facts["fork_ms"] = round((t_fork - t0) * 1000.0, 3)
-            facts["id"] = job.get("id")
-            return facts
-        finally:
-            for fd in pipes:
+                self.runner.child(fds, theirs.fileno(), self.null, self.pid, self.worker)  # never returns
+            t_fork = time.monotonic_ns()
+            theirs.close()
+            for fd in fds:  # the child has them; from now on only it and fitrun do
                 os.close(fd)
+            fds.clear()
+            self.reap(seq, pid, ours, t0, t_fork)
+        finally:
+            ours.close()
+            theirs.close()
 
-    def supervise(self, pid, fds, t0):
-        """Wait for the child while reading its stdout, stderr and result
-        pipes; kill it on the wall deadline or when a cap is exceeded."""
-        cfg = self.cfg
-        caps = {fds["out_r"]: cfg.output_cap, fds["err_r"]: cfg.output_cap,
-                fds["res_r"]: cfg.result_cap}
-        names = {fds["out_r"]: "stdout", fds["err_r"]: "stderr", fds["res_r"]: "result"}
-        bufs = {fd: bytearray() for fd in caps}
-        poller = select.poll()
-        for fd in caps:
-            poller.register(fd, select.POLLIN)
+    def reap(self, seq, pid, sock, t0, t_fork):
         pidfd = os.pidfd_open(pid)
-        poller.register(pidfd, select.POLLIN)
-        deadline = t0 + cfg.wall_ms / 1000.0 if cfg.wall_ms > 0 else None
-        open_fds = set(caps)
-        exited = wall_expired = aborted = False
-        exceeded = None
         try:
-            try:
-                self.supervising = True
-                while not exited and not exceeded:
-                    timeout = None
-                    if deadline is not None:
-                        timeout = max(0.0, deadline - time.monotonic()) * 1000.0
-                    events = poller.poll(timeout)
-                    if not events and deadline is not None and time.monotonic() >= deadline:
-                        wall_expired = True
-                        break
-                    for fd, _ in events:
-                        if fd == pidfd:
-                            exited = True
-                        elif self._read_into(fd, bufs, caps, poller, open_fds):
-                            exceeded = exceeded or names[fd]
-                self.supervising = False
-            except AbortRequested:
-                aborted = wall_expired = True
-            # The child is gone: drain what is already buffered without
-            # waiting for EOF, which a stray grandchild (preset none) could
-            # hold back forever.
-            while exited and not exceeded and open_fds:
-                events = [e for e in poller.poll(0) if e[0] != pidfd]
-                if not events:
-                    break
-                for fd, _ in events:
-                    if self._read_into(fd, bufs, caps, poller, open_fds):
-                        exceeded = exceeded or names[fd]
-            self.supervising = False
-            if wall_expired or (exceeded and not exited):
-                os.kill(pid, signal.SIGKILL)
-            # Anything else in the child's process group goes too. Safe before
-            # wait4: the zombie keeps the pid (and group id) from being reused.
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            # fitrun kills the child through this pidfd (CPU budget, wall
+            # time, output caps): race-free, whatever becomes of the pid.
+            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid)], [pidfd])
+            violation = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
             _, status, ru = os.wait4(pid, 0)
         finally:
             os.close(pidfd)
-        wall_ms = (time.monotonic() - t0) * 1000.0
-        violation = self.runner.sandbox.violation(fds["rep_r"])
-        facts = self._facts(pid, status, ru, wall_ms, wall_expired, exceeded, violation,
-                            bufs[fds["out_r"]], bufs[fds["err_r"]], bufs[fds["res_r"]])
-        facts["aborted"] = aborted
-        return facts
-
-    @staticmethod
-    def _read_into(fd, bufs, caps, poller, open_fds):
-        """Read one chunk; returns True when the cap is exceeded."""
-        data = os.read(fd, READ_CHUNK)
-        if not data:
-            poller.unregister(fd)
-            open_fds.discard(fd)
-            return False
-        buf = bufs[fd]
-        room = caps[fd] - len(buf)
-        buf += data[:max(room, 0)]
-        return len(data) > room
-
-    def _facts(self, pid, status, ru, wall_ms, wall_expired, exceeded, violation, out, err, res):
-        facts = {
-            "worker": self.slot,
-            "pid": pid,
-            "wstatus": status,
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "cpu_ms": round((ru.ru_utime + ru.ru_stime) * 1000.0, 3),
-            "utime_ms": round(ru.ru_utime * 1000.0, 3),
-            "stime_ms": round(ru.ru_stime * 1000.0, 3),
-            "max_rss_kb": ru.ru_maxrss,
-            "wall_ms": round(wall_ms, 3),
-            "cpu_limit_ms": self.cfg.cpu_ms,
-            "wall_expired": wall_expired,
-            "output_exceeded": exceeded,
-            "violation_nr": violation,
-            "stdout": out.decode("utf-8", errors="replace"),
-            "stderr": err.decode("utf-8", errors="replace"),
-            "reported": False,
-        }
-        rep = None
-        if res and exceeded != "result":
-            try:
-                rep = json.loads(res)
-            except ValueError:
-                rep = None  # cut short (killed mid-write) or forged: not a report
-        if isinstance(rep, dict):
-            facts["reported"] = True
-            if "sandbox_error" in rep:
-                facts["sandbox_error"] = rep["sandbox_error"]
-            else:
-                outputs = rep.get("outputs")
-                facts["outputs"] = outputs if isinstance(outputs, list) else []
-                for key in ("error_type", "error_message", "error_line"):
-                    facts[key] = rep.get(key)
-                facts["memory"] = rep.get("memory") is True
-        return facts
+        t_end = time.monotonic_ns()
+        self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation,
+                                       int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss,
+                                       (t_end - t0) // 1000, (t_fork - t0) // 1000))
 
 
-def _check_job(job, default_entry):
-    """Returns None, or why the job cannot run. Fills job['entry']."""
-    if not isinstance(job, dict):
-        return "job is not a JSON object"
-    if not isinstance(job.get("code"), str):
-        return "job has no 'code' string"
-    if not isinstance(job.get("inputs"), list):
-        return "job has no 'inputs' list"
-    entry = job.get("entry") or default_entry
-    if not isinstance(entry, str) or not entry.isidentifier():
-        return f"job 'entry' {entry!r} is not a Python identifier"
-    job["entry"] = entry
-    expected = job.get("expected")
-    if expected is not None and (not isinstance(expected, list) or len(expected) != len(job["inputs"])):
-        return "job 'expected' is not a list as long as 'inputs'"
-    return None
+def supervise(sandbox, pid, pidfd, sock):
+    """The supervisor's side of the sandbox, for a child that applies the
+    policy with apply(sock, slot): take the filter's listener the child
+    sends, then wait for the child to end, SIGKILLing it at a denied call
+    (which never returns: the supervisor does not answer). When this
+    returns the child and its process group are dead, not reaped. Returns
+    the first denied call's number, or -1.
+
+    The number is the kernel's, read from the listener, which the child
+    never holds once untrusted code runs: a prediction can neither forge a
+    violation (a record written anywhere, a SIGSYS it raises) nor hide one
+    (handlers, masks)."""
+    listener = sandbox.receive(sock)  # blocks until the child applied, or died (-EPIPE)
+    violation = -1
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if listener >= 0:
+            poller.register(listener, select.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            ev = events.get(listener, 0) if listener >= 0 else 0
+            if ev & select.POLLIN:
+                got = sandbox.notification(listener)
+                if got is not None:
+                    nr, who = got
+                    if violation < 0:
+                        violation = nr
+                    if who > 0:  # parked in the call: its pid is still its own
+                        _kill(who)
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            elif ev:  # POLLHUP: no task is left under the filter
+                poller.unregister(listener)
+            if pidfd in events:
+                break
+        # Anything else in the child's process group goes too. Safe before
+        # wait4: the zombie keeps the pid (and group id) from being reused.
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    finally:
+        if listener >= 0:
+            os.close(listener)
+    return violation
 
 
-def _ran_to_end(facts):
-    """Did the prediction run to its end (fitrun status ok or error)? Only
-    then is `passed` given; when the sandbox or the runtime ended it
-    (MemoryError, a kill, a violation, a timeout, a cap) it is None, as in
-    fitrun's result (python.c ran_to_end, docs/python-runtime.md)."""
-    return (os.WIFEXITED(facts["wstatus"]) and "outputs" in facts
-            and not facts.get("memory") and facts["violation_nr"] < 0
-            and not facts["output_exceeded"] and not facts["wall_expired"])
-
-
-def _passed(outputs, expected):
-    """Per input: output == expected (None where the expected value is
-    unknown, e.g. an ARC test output without solutions)."""
-    res = []
-    for i, exp in enumerate(expected):
-        if exp is None:
-            res.append(None)
-        else:
-            res.append(i < len(outputs) and outputs[i] is not None and outputs[i] == exp)
-    return res
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 # --------------------------------------------------------------------------
@@ -608,7 +675,7 @@ class Zygote:
         self.cfg = cfg
         self.ctrl = ctrl
         self.boot_ms = boot_ms
-        self.workers = {}  # pidfd -> (slot, pid)
+        self.workers = {}  # pidfd -> (token, pid)
         self.runner = None
 
     def send(self, obj):
@@ -616,11 +683,14 @@ class Zygote:
 
     def start(self):
         t0 = time.monotonic()
-        sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy)
+        sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy_fd)
         t1 = time.monotonic()
         prelude = load_prelude(self.cfg.prelude)
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
+        # Workers and children inherit this: no other process without
+        # CAP_SYS_PTRACE can open their /proc/<pid>/{mem,fd,environ}.
+        self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         t3 = time.monotonic()
         # The prelude's objects never change again: move them out of the
@@ -635,45 +705,36 @@ class Zygote:
                    "hooks": [h for h in ("fitrun_input", "fitrun_output") if prelude.get(h)]})
 
     def selftest(self):
-        """Apply the policy once in a throw-away child before any job, so a
-        policy the interpreter cannot live with (e.g. a memory limit below its
-        own footprint) stops the run with one message instead of failing
+        """Run a trivial prediction once, before any job, exactly as a
+        worker runs one (its own socket, fds laid out, the policy applied
+        as slot 0 with the zygote as the supervisor), so that a policy the
+        interpreter cannot live with (a memory limit below its own
+        footprint, a denied call it needs, an installation the slots' uid
+        cannot read) stops the run with one message instead of failing
         every prediction."""
         vm_mib = _vm_size_mib()
         r, w = os.pipe2(os.O_CLOEXEC)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
-            try:
-                os.close(r)
-                rc = self.runner.sandbox.apply(-1)
-                if rc != 0:
-                    os.write(w, f"applying the policy failed: {os.strerror(-rc)}".encode())
-                    os._exit(1)
-                try:
-                    # Room for a prediction's data beyond the interpreter itself.
-                    bytearray(SELFTEST_ALLOC)
-                except MemoryError:
-                    os.write(w, f"it cannot allocate {SELFTEST_ALLOC >> 20} MiB: the memory limit is "
-                                f"below the interpreter's own size ({vm_mib} MiB of address space "
-                                f"with the prelude loaded) plus room for data".encode())
-                    os._exit(1)
-                rep = self.runner.run_code("def f(x):\n    return [x] * 2\n", "f", [[1, 2]], hooks=False)
-                if rep["outputs"] != [[[1, 2], [1, 2]]]:
-                    os.write(w, f"a trivial prediction failed: {rep['error_type']}: "
-                                f"{rep['error_message']}".encode())
-                    os._exit(1)
-                json.dumps(rep)
-                os._exit(0)
-            except BaseException as e:
-                try:
-                    os.write(w, f"{type(e).__name__}: {_exc_text(e)}".encode())
-                finally:
-                    os._exit(1)
+            self._selftest_child(zygote_pid, w, theirs.fileno(), vm_mib)  # never returns
         os.close(w)
-        with os.fdopen(r, "rb") as f:
-            why = f.read(2000).decode(errors="replace")
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
+        theirs.close()
+        try:
+            pidfd = os.pidfd_open(pid)
+            try:
+                violation = supervise(self.runner.sandbox, pid, pidfd, ours.fileno())
+            finally:
+                os.close(pidfd)
+            with os.fdopen(r, "rb") as f:
+                why = f.read(2000).decode(errors="replace")
+            _, status = os.waitpid(pid, 0)
+        finally:
+            ours.close()
+        if violation >= 0:
+            why = f"the sandbox denied {self.runner.sandbox.syscall_name(violation)}, which it needs"
+        if status != 0 or violation >= 0:
             if not why:
                 why = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                        else f"exit status {os.WEXITSTATUS(status)}")
@@ -681,35 +742,80 @@ class Zygote:
                              f"a sandboxed child of the interpreter cannot run Python code "
                              f"({why}); check the memory limit and the allow/deny lists")
 
-    def spawn(self, slot, chan_fd):
+    def _selftest_child(self, zygote_pid, w, sock, vm_mib):
+        """Never returns. Reports a failure as text on fd 3."""
+        try:
+            os.setpgid(0, 0)
+            self.runner.die_with_parent(zygote_pid)
+            _layout_fds(((w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD)), self.runner.sandbox.fd())
+            w = CHILD_REPORT_FD
+            rc = self.runner.sandbox.apply(CHILD_NOTIFY_FD, 0)
+            if rc != 0:
+                os.write(w, f"applying the policy failed: {os.strerror(-rc)}".encode())
+                os._exit(1)
+            try:
+                # Room for a prediction's data beyond the interpreter itself.
+                bytearray(SELFTEST_ALLOC)
+            except MemoryError:
+                os.write(w, f"it cannot allocate {SELFTEST_ALLOC >> 20} MiB: the memory limit is "
+                            f"below the interpreter's own size ({vm_mib} MiB of address space "
+                            f"with the prelude loaded) plus room for data".encode())
+                os._exit(1)
+            for path in self.runner.sandbox.read_paths if self.runner.sandbox.enabled else ():
+                try:
+                    os.listdir(path)  # lazy imports read the interpreter's own tree
+                except OSError as e:
+                    os.write(w, f"the interpreter's own files are unreadable to it ({path}: {e.strerror}); "
+                                f"under root each worker's predictions run as uid_base + worker, who must "
+                                f"be able to read the interpreter's installation (not in a 0700 home): "
+                                f"install it where every user can read it, or set [sandbox] "
+                                f"user = root".encode())
+                    os._exit(1)
+            rep = self.runner.run_code("def f(x):\n    return [x] * 2\n", "f", [[1, 2]], hooks=False)
+            if rep["outputs"] != [[[1, 2], [1, 2]]]:
+                os.write(w, f"a trivial prediction failed: {rep['error_type']}: "
+                            f"{rep['error_message']}".encode())
+                os._exit(1)
+            _encode_report(rep)
+            os._exit(0)
+        except BaseException as e:
+            try:
+                os.write(w, f"{type(e).__name__}: {_exc_text(e)}".encode())
+            finally:
+                os._exit(1)
+
+    def spawn(self, token, worker, chan_fd):
+        zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
+                self.runner.die_with_parent(zygote_pid)
+                self.runner.sandbox.prepare_worker()
                 self.ctrl.close()
                 for pidfd in self.workers:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
-                code = Worker(self.runner, slot, chan).serve()
+                code = Worker(self.runner, worker, chan).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:
                 try:
-                    sys.stderr.write(f"fitrun python worker {slot}: {type(e).__name__}: {_exc_text(e)}\n")
+                    sys.stderr.write(f"fitrun python worker {worker}: {type(e).__name__}: {_exc_text(e)}\n")
                     sys.stderr.flush()
                 except BaseException:
                     pass
             finally:
                 os._exit(code)
         os.close(chan_fd)
-        self.workers[os.pidfd_open(pid)] = (slot, pid)
-        self.send({"event": "spawned", "slot": slot, "pid": pid})
+        self.workers[os.pidfd_open(pid)] = (token, pid)
+        self.send({"event": "spawned", "slot": token, "pid": pid})
 
     def reap(self, pidfd):
-        slot, pid = self.workers.pop(pidfd)
+        token, pid = self.workers.pop(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        self.send({"event": "worker_exit", "slot": slot, "pid": pid, "wstatus": status,
+        self.send({"event": "worker_exit", "slot": token, "pid": pid, "wstatus": status,
                    "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None})
 
@@ -732,8 +838,9 @@ class Zygote:
                 except ValueError:
                     cmd = {}
                 op = cmd.get("op") if isinstance(cmd, dict) else None
-                if op == "spawn" and len(fds) == 1 and isinstance(cmd.get("slot"), int):
-                    self.spawn(cmd["slot"], fds[0])
+                if (op == "spawn" and len(fds) == 1 and isinstance(cmd.get("slot"), int)
+                        and isinstance(cmd.get("worker"), int)):
+                    self.spawn(cmd["slot"], cmd["worker"], fds[0])
                 elif op == "exit":
                     for extra in fds:
                         os.close(extra)
@@ -773,8 +880,10 @@ def _boot_ms():
 
 
 def main(argv):
+    global max_nesting
     boot_ms = _boot_ms()  # before anything of ours: the interpreter's own start
     cfg = parse_args(argv)
+    max_nesting = cfg.max_nesting
     try:
         ctrl = socket.socket(fileno=cfg.control_fd)
     except OSError as e:

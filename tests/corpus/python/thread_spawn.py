@@ -1,6 +1,6 @@
 # expect: violation clone3
 """Jobs are single-threaded: glibc's pthread_create uses clone3 (with every
-signal blocked around it — the sandbox keeps SIGSYS deliverable)."""
+signal blocked around it: the notification is named all the same)."""
 import threading
 t = threading.Thread(target=lambda: None)
 t.start()

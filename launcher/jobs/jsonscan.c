@@ -1,0 +1,412 @@
+/* jsonscan.c — JSON text without trees. See include/fitrun/jsonscan.h.
+ *
+ * A recursive-descent scanner that only returns where a value ends; the
+ * recursion is bounded by max_depth, so a hostile text cannot exhaust the
+ * stack. Positions are indices into the text; BAD marks an error. */
+#include "fitrun/jsonscan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fitrun/common.h"
+
+#define BAD SIZE_MAX
+
+struct scan {
+    const char *s;
+    size_t n;
+    int max_depth;
+    bool strict;
+};
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static size_t skip_ws(const struct scan *sc, size_t i)
+{
+    while (i < sc->n && (sc->s[i] == ' ' || sc->s[i] == '\t' || sc->s[i] == '\n' || sc->s[i] == '\r'))
+        i++;
+    return i;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The four hex digits at p (p has at least 4 bytes), or -1. */
+static long hex4(const char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = hex_digit(p[i]);
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* s[i] is the '\\' of a \u escape with at least 6 bytes left. Returns the
+ * index after it (and after its low surrogate, when it is a high one), or
+ * BAD: a bad hex digit, or in strict mode a surrogate without its pair. */
+static size_t unicode_escape_end(const struct scan *sc, size_t i)
+{
+    long u = hex4(sc->s + i + 2);
+    if (u < 0)
+        return BAD;
+    i += 6;
+    if (!sc->strict || u < 0xD800 || u > 0xDFFF)
+        return i;
+    if (u >= 0xDC00 || i + 6 > sc->n || sc->s[i] != '\\' || sc->s[i + 1] != 'u')
+        return BAD;
+    long lo = hex4(sc->s + i + 2);
+    return lo >= 0xDC00 && lo <= 0xDFFF ? i + 6 : BAD;
+}
+
+/* s[i] == '"'. */
+static size_t string_end(const struct scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    for (i++; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"')
+            return i + 1;
+        if (c < 0x20)
+            return BAD;
+        if (c == '\\') {
+            if (i + 1 >= n)
+                return BAD;
+            char e = s[i + 1];
+            if (e == 'u') {
+                if (i + 6 > n || (i = unicode_escape_end(sc, i)) == BAD)
+                    return BAD;
+                continue;
+            }
+            if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
+                return BAD;
+            i += 2;
+            continue;
+        }
+        if (c >= 0x80 && sc->strict) {
+            size_t l = fr_utf8_seq((const unsigned char *)s + i, n - i);
+            if (!l)
+                return BAD;
+            i += l;
+            continue;
+        }
+        i++;
+    }
+    return BAD;
+}
+
+/* Strict: an integer fits in int64, anything else is a finite double. */
+static bool number_fits(const char *p, size_t len, bool integral)
+{
+    if (len > FR_JSON_NUMBER_MAX)
+        return false;
+    char buf[FR_JSON_NUMBER_MAX + 1];
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    errno = 0;
+    if (integral) {
+        (void)strtoll(buf, NULL, 10);
+        return errno != ERANGE;
+    }
+    return isfinite(strtod(buf, NULL));
+}
+
+static size_t digits_end(const struct scan *sc, size_t i)
+{
+    if (i >= sc->n || !is_digit(sc->s[i]))
+        return BAD;
+    while (i < sc->n && is_digit(sc->s[i]))
+        i++;
+    return i;
+}
+
+static size_t number_end(const struct scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n, start = i;
+    bool integral = true;
+    if (s[i] == '-')
+        i++;
+    if (i < n && s[i] == '0')
+        i++;
+    else if ((i = digits_end(sc, i)) == BAD)
+        return BAD;
+    if (i < n && s[i] == '.') {
+        integral = false;
+        if ((i = digits_end(sc, i + 1)) == BAD)
+            return BAD;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        integral = false;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if ((i = digits_end(sc, i)) == BAD)
+            return BAD;
+    }
+    if (sc->strict && !number_fits(s + start, i - start, integral))
+        return BAD;
+    return i;
+}
+
+static size_t literal_end(const struct scan *sc, size_t i, const char *word, size_t len)
+{
+    return sc->n - i >= len && !memcmp(sc->s + i, word, len) ? i + len : BAD;
+}
+
+static size_t value_end(const struct scan *sc, size_t i, int depth);
+
+/* s[i] is '[' or '{'; depth = containers around it. */
+static size_t container_end(const struct scan *sc, size_t i, int depth)
+{
+    const char *s = sc->s;
+    bool obj = s[i] == '{';
+    char close = obj ? '}' : ']';
+    if (depth + 1 > sc->max_depth)
+        return BAD;
+    i = skip_ws(sc, i + 1);
+    if (i < sc->n && s[i] == close)
+        return i + 1;
+    for (;;) {
+        if (obj) {
+            if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i)) == BAD)
+                return BAD;
+            i = skip_ws(sc, i);
+            if (i >= sc->n || s[i] != ':')
+                return BAD;
+            i = skip_ws(sc, i + 1);
+        }
+        if ((i = value_end(sc, i, depth + 1)) == BAD)
+            return BAD;
+        i = skip_ws(sc, i);
+        if (i >= sc->n)
+            return BAD;
+        if (s[i] == close)
+            return i + 1;
+        if (s[i] != ',')
+            return BAD;
+        i = skip_ws(sc, i + 1);
+    }
+}
+
+static size_t value_end(const struct scan *sc, size_t i, int depth)
+{
+    if (i >= sc->n)
+        return BAD;
+    switch (sc->s[i]) {
+    case '"': return string_end(sc, i);
+    case '[':
+    case '{': return container_end(sc, i, depth);
+    case 't': return literal_end(sc, i, "true", 4);
+    case 'f': return literal_end(sc, i, "false", 5);
+    case 'n': return literal_end(sc, i, "null", 4);
+    default: return sc->s[i] == '-' || is_digit(sc->s[i]) ? number_end(sc, i) : BAD;
+    }
+}
+
+size_t fr_json_value(const char *s, size_t n, int max_depth, enum fr_json_mode mode)
+{
+    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    size_t end = value_end(&sc, 0, 0);
+    return end == BAD ? 0 : end;
+}
+
+bool fr_json_whole(const char *s, size_t n, int max_depth, enum fr_json_mode mode)
+{
+    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    size_t i = value_end(&sc, skip_ws(&sc, 0), 0);
+    return i != BAD && skip_ws(&sc, i) == n;
+}
+
+/* Is the checked string literal s[0, n) (quotes included) the ASCII name `want`? */
+static bool key_is(const char *s, size_t n, const char *want)
+{
+    size_t wl = strlen(want);
+    if (!memchr(s, '\\', n))
+        return n == wl + 2 && !memcmp(s + 1, want, wl);
+    char buf[64];
+    long got = fr_json_string_decode((struct fr_json_span){s, n}, buf, sizeof buf);
+    return got == (long)wl && !memcmp(buf, want, wl);
+}
+
+int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nkeys, struct fr_json_span out[],
+                    int max_depth, enum fr_json_mode mode)
+{
+    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    for (size_t k = 0; k < nkeys; k++)
+        out[k] = (struct fr_json_span){NULL, 0};
+    size_t i = skip_ws(&sc, 0);
+    if (i >= n || s[i] != '{' || max_depth < 1)
+        return -1;
+    i = skip_ws(&sc, i + 1);
+    if (i < n && s[i] == '}')
+        return skip_ws(&sc, i + 1) == n ? 0 : -1;
+    for (;;) {
+        size_t k0 = i;
+        if (i >= n || s[i] != '"' || (i = string_end(&sc, i)) == BAD)
+            return -1;
+        size_t k1 = i;
+        i = skip_ws(&sc, i);
+        if (i >= n || s[i] != ':')
+            return -1;
+        size_t v0 = skip_ws(&sc, i + 1);
+        if ((i = value_end(&sc, v0, 1)) == BAD)
+            return -1;
+        for (size_t k = 0; k < nkeys; k++) {
+            if (!key_is(s + k0, k1 - k0, keys[k]))
+                continue;
+            if (out[k].p)
+                return -1; /* which one would count? */
+            out[k] = (struct fr_json_span){s + v0, i - v0};
+        }
+        i = skip_ws(&sc, i);
+        if (i >= n)
+            return -1;
+        if (s[i] == '}')
+            return skip_ws(&sc, i + 1) == n ? 0 : -1;
+        if (s[i] != ',')
+            return -1;
+        i = skip_ws(&sc, i + 1);
+    }
+}
+
+void fr_json_iter_init(struct fr_json_iter *it, struct fr_json_span c)
+{
+    /* Between the brackets. */
+    it->p = c.n >= 2 ? c.p + 1 : c.p;
+    it->end = c.n >= 2 ? c.p + c.n - 1 : c.p;
+}
+
+/* Skip whitespace and one separating comma. */
+static void iter_skip(struct fr_json_iter *it)
+{
+    while (it->p < it->end && (*it->p == ' ' || *it->p == '\t' || *it->p == '\n' || *it->p == '\r' || *it->p == ','))
+        it->p++;
+}
+
+static struct fr_json_span iter_take(struct fr_json_iter *it, bool string)
+{
+    struct scan sc = {.s = it->p, .n = (size_t)(it->end - it->p), .max_depth = FR_JSON_SKIP_DEPTH};
+    size_t len = string ? string_end(&sc, 0) : value_end(&sc, 0, 0);
+    if (len == BAD)
+        len = sc.n; /* not checked text after all: take the rest, end the walk */
+    struct fr_json_span v = {it->p, len};
+    it->p += len;
+    return v;
+}
+
+bool fr_json_iter_next(struct fr_json_iter *it, struct fr_json_span *value)
+{
+    iter_skip(it);
+    if (it->p >= it->end)
+        return false;
+    *value = iter_take(it, false);
+    return true;
+}
+
+bool fr_json_iter_member(struct fr_json_iter *it, struct fr_json_span *key, struct fr_json_span *value)
+{
+    iter_skip(it);
+    if (it->p >= it->end || *it->p != '"')
+        return false;
+    *key = iter_take(it, true);
+    while (it->p < it->end && *it->p != ':')
+        it->p++;
+    if (it->p < it->end)
+        it->p++;
+    while (it->p < it->end && (*it->p == ' ' || *it->p == '\t' || *it->p == '\n' || *it->p == '\r'))
+        it->p++;
+    if (it->p >= it->end)
+        return false;
+    *value = iter_take(it, false);
+    return true;
+}
+
+static size_t put_utf8(unsigned long cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* The code point of the escape at p[0] == '\\' (p[1] == 'u'), joining a
+ * surrogate pair; *len = bytes consumed. A lone surrogate (only in text
+ * that was never checked strictly) becomes U+FFFD. */
+static unsigned long escape_cp(const char *p, const char *end, size_t *len)
+{
+    long u = end - p >= 6 ? hex4(p + 2) : -1;
+    *len = end - p >= 6 ? 6 : (size_t)(end - p);
+    if (u < 0)
+        return 0xFFFD;
+    if (u >= 0xD800 && u <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') {
+        long lo = hex4(p + 8);
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            *len = 12;
+            return 0x10000 + (((unsigned long)u - 0xD800) << 10) + ((unsigned long)lo - 0xDC00);
+        }
+    }
+    return u >= 0xD800 && u <= 0xDFFF ? 0xFFFD : (unsigned long)u;
+}
+
+long fr_json_string_decode(struct fr_json_span s, char *buf, size_t n)
+{
+    if (s.n < 2)
+        return -1;
+    const char *p = s.p + 1, *end = s.p + s.n - 1;
+    size_t o = 0;
+    while (p < end) {
+        char tmp[4];
+        size_t w, used = 1;
+        if (*p != '\\') {
+            tmp[0] = *p;
+            w = 1;
+        } else if (p + 1 < end && p[1] == 'u') {
+            w = put_utf8(escape_cp(p, end, &used), tmp);
+        } else {
+            static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+            const char *e = p + 1 < end ? strchr(from, p[1]) : NULL;
+            tmp[0] = e && *e ? to[e - from] : '?';
+            w = 1;
+            used = 2;
+        }
+        if (o + w > n)
+            return -1;
+        memcpy(buf + o, tmp, w);
+        o += w;
+        p += used;
+    }
+    return (long)o;
+}

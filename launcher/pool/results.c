@@ -1,0 +1,164 @@
+/* results.c — result lines out: one write(2) per line, straight to the
+ * output fd, the verdict deciding the status (fitrun/verdict.h) and the
+ * runtime's facts filling the rest. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fitrun/common.h"
+#include "fitrun/verdict.h"
+#include "internal.h"
+
+static uint64_t tv_ms(const struct timeval *tv)
+{
+    return (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
+}
+
+static void write_all(struct fr_host *h, const char *buf, size_t len)
+{
+    if (h->failed)
+        return;
+    while (len) {
+        ssize_t w = write(h->o->out_fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            fr_host_fail(h, "cannot write results to %s: %s", h->o->out_name, strerror(errno));
+            return;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
+}
+
+static void emit(struct fr_host *h, const struct fr_result *r)
+{
+    size_t len;
+    char *line = fr_result_line(r, &len);
+    if (!line) {
+        fr_host_fail(h, "out of memory formatting the result of line %ld", r->line);
+        return;
+    }
+    write_all(h, line, len);
+    free(line);
+    if (h->failed)
+        return;
+    stats_add(&h->stats, r->status, r->error_type);
+    progress_tick(&h->stats, fr_now_ns(), false);
+}
+
+void pool_emit_invalid(struct fr_host *h, const char *id, long line, const char *type, const char *msg)
+{
+    struct fr_result r = {0};
+    r.id = id;
+    r.status = FR_STATUS_INVALID;
+    r.error_type = type;
+    r.error_message = msg;
+    r.worker = -1;
+    r.line = line;
+    h->invalid++;
+    emit(h, &r);
+}
+
+/* The runtime fields of a job with outputs: "outputs", "passed" (when the
+ * job has "expected"; scored here, since only the pool holds it), and
+ * "error_line". *passed is malloc'd (the caller frees it). */
+static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr_status status,
+                            struct fr_result_field f[3], char **passed, char line_buf[32])
+{
+    size_t n = 0;
+    *passed = NULL;
+    if (!raw->has_outputs)
+        return 0;
+    f[n++] = raw->outputs ? (struct fr_result_field){"outputs", raw->outputs, raw->outputs_len}
+                          : (struct fr_result_field){"outputs", "null", 4};
+    const json_t *expected = json_object_get(job, "expected");
+    size_t plen;
+    if (json_is_array(expected) && (*passed = fr_passed_json(expected, raw->outputs, raw->outputs_len, status, &plen)))
+        f[n++] = (struct fr_result_field){"passed", *passed, plen};
+    if (raw->error_line > 0)
+        f[n++] =
+            (struct fr_result_field){"error_line", line_buf, (size_t)snprintf(line_buf, 32, "%ld", raw->error_line)};
+    return n;
+}
+
+void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now)
+{
+    struct slot *sl = &h->slots[s];
+    uint64_t cpu_ms = raw->has_rusage ? tv_ms(&raw->ru.ru_utime) + tv_ms(&raw->ru.ru_stime) : 0;
+    /* A job killed mid-run may not have been waited for by its own parent
+     * (the exec preset's relay dies with it), so rusage can miss its CPU
+     * time; what the pool read last is a lower bound. */
+    if (sl->cpu_seen_ns / NS_PER_MS > cpu_ms)
+        cpu_ms = sl->cpu_seen_ns / NS_PER_MS;
+    /* The slot is still busy, so nbusy counts this job among those that
+     * may claim a kill (oom.c). */
+    bool oom = raw->oom_killed || (fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
+    const struct fr_profile *p = h->o->rtcfg->profile;
+    struct fr_verdict_in in = {
+        .raw = raw,
+        .aborted = sl->aborted,
+        .oom_killed = oom,
+        .cpu_ms = cpu_ms,
+        .cpu_limit_ms = h->o->cpu_ms,
+        .wall_limit_ms = h->o->wall_ms,
+        .memory_limit = p ? p->memory : 0,
+        .output_cap = h->o->rtcfg->output_cap,
+        .oom_counter = h->oom.path,
+    };
+    struct fr_verdict v;
+    fr_verdict_judge(&in, &v);
+
+    struct fr_result r = {0};
+    r.id = sl->job.id;
+    r.status = v.status;
+    r.timeout = v.timeout;
+    r.has_exit = v.oc.signal == 0 && v.oc.exit_code >= 0;
+    r.exit_code = v.oc.exit_code;
+    r.signal = v.oc.signal_name[0] ? v.oc.signal_name : NULL;
+    r.syscall = v.oc.syscall[0] ? v.oc.syscall : NULL;
+    r.error_type = raw->error_type ? raw->error_type : v.type[0] ? v.type : NULL;
+    r.error_message = raw->error_message ? raw->error_message : v.msg[0] ? v.msg : NULL;
+    r.error_message_len = raw->error_message ? raw->error_message_len : 0;
+    r.has_output = true;
+    r.out = raw->out;
+    r.out_len = raw->out_len;
+    r.err = raw->err;
+    r.err_len = raw->err_len;
+    r.has_usage = true;
+    r.cpu_ms = cpu_ms;
+    r.wall_ms = raw->wall_ms ? raw->wall_ms : (now - sl->start_ns) / NS_PER_MS;
+    r.max_rss_kb = raw->has_rusage ? (uint64_t)raw->ru.ru_maxrss : 0;
+    r.worker = s;
+    r.line = sl->job.line;
+    r.attempts = sl->job.attempts;
+    struct fr_result_field fields[3];
+    char *passed, line_buf[32];
+    r.fields = fields;
+    r.nfields = output_fields(raw, sl->job.obj, v.status, fields, &passed, line_buf);
+    emit(h, &r);
+    free(passed);
+}
+
+void pool_write_crash(struct fr_host *h, int s, const struct fr_raw *raw)
+{
+    struct slot *sl = &h->slots[s];
+    struct fr_result r = {0};
+    r.id = sl->job.id;
+    r.status = raw->kind == FR_RAW_REJECTED ? FR_STATUS_INVALID : FR_STATUS_CRASH;
+    r.error_type = raw->error_type ? raw->error_type : raw->kind == FR_RAW_REJECTED ? "InvalidJob" : "WorkerCrash";
+    r.error_message = raw->error_message ? raw->error_message : "the worker died";
+    r.error_message_len = raw->error_message ? raw->error_message_len : 0;
+    r.has_output = raw->out || raw->err;
+    r.out = raw->out;
+    r.out_len = raw->out_len;
+    r.err = raw->err;
+    r.err_len = raw->err_len;
+    r.worker = s;
+    r.line = sl->job.line;
+    r.attempts = sl->job.attempts;
+    if (raw->kind == FR_RAW_REJECTED)
+        h->invalid++;
+    emit(h, &r);
+}

@@ -1,0 +1,121 @@
+/* timers.c — the limits the pool enforces by the clock: each job's wall
+ * deadline and, between the kernel's own RLIMIT_CPU backstops, its CPU
+ * time read from the process's CPU clock; and the epoll timeout that
+ * wakes the loop for the nearest of them. */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "fitrun/common.h"
+#include "internal.h"
+
+void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd)
+{
+    if (!pool_valid_slot(h, slot))
+        return;
+    struct slot *sl = &h->slots[slot];
+    sl->cpu_pid = 0;
+    sl->cpu_pidfd = -1;
+    if (!pid || !h->o->cpu_ms)
+        return;
+    sl->cpu_pid = pid;
+    sl->cpu_pidfd = pidfd;
+    /* It cannot use more than ncpus CPU-seconds per second. */
+    sl->cpu_check_ns = sat_add(fr_now_ns(), ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
+}
+
+/* CPU time of a process (all its threads), in ns; -1 when it is gone. */
+static int64_t cpu_clock_ns(pid_t pid)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (clock_getcpuclockid(pid, &cid) != 0 || clock_gettime(cid, &ts) < 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CPU time of the watched process and of its direct children. Children
+ * count because the process we fork is not always the one that computes:
+ * the exec sandbox preset runs the job under a small relay process, and
+ * many jobs are `sh -c ...` wrappers. */
+static int64_t job_cpu_ns(pid_t pid)
+{
+    int64_t total = cpu_clock_ns(pid);
+    if (total < 0)
+        return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    char *kids = fr_read_file(path, 1 << 16, NULL);
+    for (char *s = kids, *end; s && *s; s = end) {
+        long child = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        int64_t c = cpu_clock_ns((pid_t)child);
+        if (c > 0)
+            total += c;
+    }
+    free(kids);
+    return total;
+}
+
+/* Has the process of this pidfd exited? (-1: never asked.) */
+static bool exited(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return pidfd >= 0 && poll(&p, 1, 0) != 0;
+}
+
+/* Wall deadlines and CPU clocks. */
+void pool_timers(struct fr_host *h, uint64_t now)
+{
+    for (int s = 0; s < h->nslots; s++) {
+        struct slot *sl = &h->slots[s];
+        if (!sl->busy || sl->aborted)
+            continue;
+        if (sl->deadline_ns && now >= sl->deadline_ns) {
+            sl->aborted = FR_ABORT_WALL;
+            h->rt.ops->abort(&h->rt, s, FR_ABORT_WALL);
+            continue;
+        }
+        if (!sl->cpu_pid || now < sl->cpu_check_ns)
+            continue;
+        int64_t used = job_cpu_ns(sl->cpu_pid);
+        if (used < 0 || exited(sl->cpu_pidfd)) {
+            sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
+            continue;
+        }
+        uint64_t limit = ms_to_ns(h->o->cpu_ms);
+        sl->cpu_seen_ns = (uint64_t)used;
+        if ((uint64_t)used >= limit) {
+            sl->aborted = FR_ABORT_CPU;
+            h->rt.ops->abort(&h->rt, s, FR_ABORT_CPU);
+            continue;
+        }
+        /* Nothing can burn more than ncpus CPU-seconds per second. */
+        uint64_t wait = (limit - (uint64_t)used) / (uint64_t)h->ncpus;
+        sl->cpu_check_ns = sat_add(now, wait < NS_PER_MS ? NS_PER_MS : wait);
+    }
+}
+
+int pool_next_timeout(const struct fr_host *h, uint64_t now)
+{
+    if (!h->in.pollable && pool_has_room(h) && !h->in_done)
+        return 0;
+    uint64_t next = UINT64_MAX;
+    for (int s = 0; s < h->nslots; s++) {
+        const struct slot *sl = &h->slots[s];
+        if (!sl->busy || sl->aborted)
+            continue;
+        if (sl->deadline_ns && sl->deadline_ns < next)
+            next = sl->deadline_ns;
+        if (sl->cpu_pid && sl->cpu_check_ns < next)
+            next = sl->cpu_check_ns;
+    }
+    if (h->stats.mode != FR_PROGRESS_NONE && h->nbusy && h->stats.next_ns < next)
+        next = h->stats.next_ns;
+    if (next == UINT64_MAX)
+        return -1;
+    uint64_t ms = ms_between(now, next);
+    return ms > 60000 ? 60000 : (int)ms;
+}

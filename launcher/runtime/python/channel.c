@@ -1,0 +1,101 @@
+/* channel.c — a worker's channel (SOCK_SEQPACKET, native byte order, no
+ * padding; fitrun_runtime.py's MSG_* structs): RUN out with the child's
+ * four pipe ends, STARTED, EXITED and FAILED in. docs/python-runtime.md
+ * has the layouts. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+
+static uint32_t rd32(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static int64_t rd64(const char *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+int py_send_run(int chan, uint32_t seq, const int fds[4])
+{
+    char m[PY_MSG_RUN_LEN] = {'R'};
+    memcpy(m + 4, &seq, sizeof seq);
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {m, sizeof m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+    ssize_t w;
+    do
+        w = sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    return w == (ssize_t)sizeof m ? 0 : -1;
+}
+
+/* What a message of len bytes at m says. */
+static void decode(const char *m, size_t len, struct py_msg *out)
+{
+    out->kind = len ? m[0] : '\0';
+    out->seq = len >= 8 ? rd32(m + 4) : 0;
+    out->well_formed = false;
+    if (out->kind == 'S' && len == PY_MSG_STARTED_LEN) {
+        out->pid = (pid_t)rd32(m + 8);
+        out->well_formed = true;
+    } else if (out->kind == 'E' && len == PY_MSG_EXITED_LEN) {
+        out->facts = (struct exit_facts){
+            .wstatus = (int)rd32(m + 8),
+            .violation_nr = (int)rd32(m + 12),
+            .utime_us = rd64(m + 16),
+            .stime_us = rd64(m + 24),
+            .max_rss_kb = rd64(m + 32),
+            .wall_us = rd64(m + 40),
+            .fork_us = rd64(m + 48),
+        };
+        out->well_formed = true;
+    } else if (out->kind == 'F' && len >= PY_MSG_FAILED_MIN) {
+        out->why = m + 8;
+        out->why_len = len - 8;
+        out->well_formed = true;
+    }
+}
+
+int py_recv(int chan, char *buf, size_t n, struct py_msg *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    for (;;) {
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } u;
+        struct iovec iov = {buf, n};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+        ssize_t r = recvmsg(chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (r <= 0)
+            return -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
+                memcpy(&out->fd, CMSG_DATA(c), sizeof out->fd);
+        out->len = (size_t)r;
+        decode(buf, out->len, out);
+        return 1;
+    }
+}

@@ -1,0 +1,207 @@
+/* control.c — the zygote's control socket: asking it for workers (a
+ * channel each, passed with SCM_RIGHTS), killing them, and its events
+ * ("spawned", "worker_exit", "error"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fitrun/common.h"
+#include "internal.h"
+
+static int ctl_send(struct pyrt *py, const char *msg, int fd)
+{
+    struct iovec iov = {.iov_base = (void *)msg, .iov_len = strlen(msg)};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(&u, 0, sizeof u);
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof u.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ssize_t w;
+    do
+        w = sendmsg(py->ctl, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    return w < 0 ? -1 : 0;
+}
+
+int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
+{
+    struct pyrt *py = PY(rt);
+    struct pyslot *s = &py->slots[slot];
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -1;
+    /* Only our end is non-blocking: the worker reads with blocking I/O. */
+    int fl = fcntl(sv[0], F_GETFL);
+    if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0)
+        goto fail;
+    unsigned token = py->next_token++;
+    char msg[96];
+    snprintf(msg, sizeof msg, "{\"op\":\"spawn\",\"slot\":%u,\"worker\":%d}", token, slot);
+    if (ctl_send(py, msg, sv[1]) < 0)
+        goto fail;
+    close(sv[1]);
+    if (watch && fr_host_watch(rt->host, sv[0], EPOLLIN, slot) < 0) {
+        int e = errno;
+        close(sv[0]);
+        errno = e;
+        return -1;
+    }
+    s->chan = sv[0];
+    s->pid = 0;
+    if (s->pidfd >= 0)
+        close(s->pidfd);
+    s->pidfd = -1;
+    s->token = token;
+    return 0;
+fail:;
+    int e = errno;
+    close(sv[0]);
+    close(sv[1]);
+    errno = e;
+    return -1;
+}
+
+void py_drop_channel(struct fr_runtime *rt, struct pyslot *s)
+{
+    if (s->chan < 0)
+        return;
+    fr_host_unwatch(rt->host, s->chan);
+    close(s->chan);
+    s->chan = -1;
+}
+
+void py_kill_worker(struct pyrt *py, struct pyslot *s)
+{
+    if (s->pidfd >= 0)
+        pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+    else if (s->pid > 0)
+        kill(s->pid, SIGKILL);
+    else if (py->ndoomed < PY_MAX_DOOMED)
+        py->doomed[py->ndoomed++] = s->token;
+}
+
+static bool take_doomed(struct pyrt *py, unsigned token)
+{
+    for (int i = 0; i < py->ndoomed; i++)
+        if (py->doomed[i] == token) {
+            py->doomed[i] = py->doomed[--py->ndoomed];
+            return true;
+        }
+    return false;
+}
+
+static struct pyslot *slot_of_token(struct pyrt *py, unsigned token)
+{
+    for (int i = 0; i < py->nslots; i++)
+        if (py->slots[i].chan >= 0 && py->slots[i].token == token)
+            return &py->slots[i];
+    return NULL;
+}
+
+void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len)
+{
+    struct pyrt *py = PY(rt);
+    json_error_t jerr;
+    json_t *m = json_loadb(msg, len, 0, &jerr);
+    const char *ev = m ? json_string_value(json_object_get(m, "event")) : NULL;
+    json_int_t token = m ? json_integer_value(json_object_get(m, "slot")) : -1;
+    json_int_t pid = m ? json_integer_value(json_object_get(m, "pid")) : 0;
+    if (!ev) {
+        fr_warn("python runtime: unreadable control message '%.*s'", (int)(len > 200 ? 200 : len), msg);
+    } else if (!strcmp(ev, "spawned")) {
+        struct pyslot *s = slot_of_token(py, (unsigned)token);
+        if (take_doomed(py, (unsigned)token) && pid > 0) {
+            kill((pid_t)pid, SIGKILL); /* just forked: it cannot have been reaped yet */
+        } else if (s && pid > 0) {
+            s->pid = (pid_t)pid;
+            s->pidfd = pidfd_open(s->pid, 0); /* -1 if it died already: EOF will say so */
+        }
+    } else if (!strcmp(ev, "worker_exit")) {
+        /* Deaths are noticed (and handled) by EOF on the channel; this only
+         * says how it died, for the user. */
+        json_t *sig = json_object_get(m, "signal");
+        if (!py->stopping && json_is_integer(sig) && json_integer_value(sig) != SIGKILL)
+            fr_warn("python worker (pid %lld) was killed by signal %lld", (long long)pid,
+                    (long long)json_integer_value(sig));
+    } else if (!strcmp(ev, "error")) {
+        fr_warn("python runtime: %s", json_string_value(json_object_get(m, "message")));
+    }
+    json_decref(m);
+}
+
+void py_ctl_event(struct fr_runtime *rt, uint32_t events)
+{
+    struct pyrt *py = PY(rt);
+    char *buf = malloc(PY_MSG_MAX);
+    if (!buf) {
+        fr_host_fail(rt->host, "python runtime: out of memory");
+        return;
+    }
+    for (;;) {
+        ssize_t r = recv(py->ctl, buf, PY_MSG_MAX, MSG_DONTWAIT);
+        if (r > 0) {
+            py_ctl_message(rt, buf, (size_t)r);
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !(events & (EPOLLHUP | EPOLLERR)))
+            break;
+        /* EOF: the interpreter is gone; no worker can be replaced now. */
+        fr_host_unwatch(rt->host, py->ctl);
+        close(py->ctl);
+        py->ctl = -1;
+        if (!py->stopping)
+            fr_host_fail(rt->host, "python runtime: the interpreter (pid %d) exited during the run", (int)py->zygote);
+        break;
+    }
+    free(buf);
+}
+
+/* A stop signal is waiting. The pool blocks SIGINT/SIGTERM/SIGHUP (it
+ * reads them from a signalfd in its loop, which does not run yet while we
+ * start), so a long prelude would otherwise ignore Ctrl-C. */
+static bool stop_pending(void)
+{
+    sigset_t set;
+    return sigpending(&set) == 0 &&
+           (sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGHUP) == 1);
+}
+
+ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n)
+{
+    for (;;) {
+        if (stop_pending()) {
+            errno = EINTR;
+            return -1;
+        }
+        struct pollfd pfd = {.fd = py->ctl, .events = POLLIN};
+        int r = poll(&pfd, 1, 200);
+        if (r == 0 || (r < 0 && errno == EINTR))
+            continue;
+        if (r < 0)
+            return -1;
+        ssize_t got = recv(py->ctl, buf, n, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        return got;
+    }
+}

@@ -1,0 +1,222 @@
+/* internal.h — the C side of the warm Python runtime (kind = python),
+ * shared between its files (not an API). docs/python-runtime.md is the
+ * protocol; fitrun_runtime.py is the other side of it.
+ *
+ *   fitrun ──control (SOCK_SEQPACKET, fd 3 in the zygote)── zygote
+ *     │    packed policy (a sealed memfd, fd 4) ──────────  │ builds the policy once
+ *     │                                                     │ fork per slot
+ *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k (supervises)
+ *     │                                                     │ fork per job, own socket
+ *     └──job, report, stdout, stderr pipes (per job)─────── child: reads its job, applies
+ *                                                           the sandbox as slot k (its
+ *                                                           listener to the worker), runs
+ *                                                           the prediction, writes its report
+ *
+ * Per prediction, fitrun creates four pipes and sends the child's ends to
+ * the worker with a RUN message; the worker forks the child with them and
+ * closes its copies. fitrun writes the job (byte spans of the job line,
+ * never "expected") and reads the report and the streams itself, under
+ * their caps. The worker sends STARTED (the child's pid and a pidfd, so
+ * fitrun can read its CPU clock and kill it race-free) and EXITED (wait
+ * status, rusage, and the denied call it read from the sandbox's listener,
+ * which the child gave up before any of its code ran). So the worker never
+ * holds another
+ * prediction's code, inputs, outputs or prints, and a child can only ever
+ * write its own report, which decides nothing the child could not decide
+ * by its own code (its outputs, that it raised).
+ *
+ * Files, one job each: locate.c (our files, the interpreter), policy.c
+ * (the spec the interpreter builds its sandbox from), zygote.c (its start
+ * and end), control.c (its control socket: workers on request), startup.c
+ * (what the start-up is said to be), channel.c (a worker channel's
+ * messages), job.c (check, send), collect.c (streams, report, facts),
+ * runtime.c (the ops: a job's life in a slot). */
+#ifndef FITRUN_PYTHON_INTERNAL_H
+#define FITRUN_PYTHON_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "fitrun/jsonscan.h"
+#include "fitrun/runtime.h"
+
+#define PY_SCRIPT "fitrun_runtime.py"
+#define PY_CONTROL_FD 3
+#define PY_POLICY_FD 4 /* the packed sandbox policy (a sealed memfd), read once */
+/* Deepest nesting of an input, expected or output value (a scalar is 0,
+ * [1] is 1). Deeper inputs are `invalid`; deeper outputs are
+ * UnserializableOutput. Far below what CPython's json module decodes. */
+#define PY_MAX_NESTING 100
+/* A report holds the outputs ([sandbox] result bytes at most) plus a few
+ * small fields (an exception's type and text, cut at 1000 characters). */
+#define PY_REPORT_SLACK (16u << 10)
+/* error_type / error_message kept from a report. */
+#define PY_TYPE_MAX 256
+#define PY_MESSAGE_MAX 4096
+/* Start-up above this gets a warning naming the usual cause. */
+#define PY_SLOW_START_MS 1000
+#define PY_MSG_MAX 65536
+/* After killing a child (or asking for a worker's report), how long the
+ * worker's EXITED may take before the worker itself is killed. */
+#define PY_ABORT_GRACE_MS 1000
+/* A worker abandoned before its pid was known: killed as soon as its
+ * "spawned" event names it. */
+#define PY_MAX_DOOMED 64
+
+/* Channel messages (native byte order, no padding; fitrun_runtime.py's
+ * MSG_* structs). */
+#define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds */
+#define PY_MSG_STARTED_LEN 12 /* 'S', 3 pad, u32 seq, i32 pid; + the child's pidfd */
+#define PY_MSG_EXITED_LEN                                                                                              \
+    56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
+                                 i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us */
+#define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
+
+/* A pipe fitrun reads, up to a cap. */
+struct stream {
+    int fd; /* -1 once at EOF (or given up) */
+    char *buf;
+    size_t len, cap; /* bytes kept, bytes allocated */
+    size_t limit;    /* more than this = over */
+    bool over;
+};
+
+/* What the worker's EXITED said. */
+struct exit_facts {
+    int wstatus;
+    int violation_nr;
+    int64_t utime_us, stime_us, max_rss_kb, wall_us, fork_us;
+};
+
+enum py_kill { PY_KILL_NONE = 0, PY_KILL_CPU, PY_KILL_WALL, PY_KILL_OUTPUT, PY_KILL_RESULT };
+
+struct pyslot {
+    /* the worker */
+    int chan;       /* our end of its channel; -1 = none */
+    pid_t pid;      /* 0 until its "spawned" event */
+    int pidfd;      /* for signals (not our child: its pid could be reused); -1 = none */
+    unsigned token; /* spawn token of the current worker */
+    /* the job in flight */
+    const struct fr_job *job; /* NULL = idle */
+    uint32_t seq;
+    uint64_t begin_ns;
+    int job_w;            /* our end of the job pipe; -1 once all sent */
+    bool job_watched;     /* job_w is registered (the pipe was full) */
+    struct iovec iov[12]; /* what is left to send: spans of job->text */
+    int iovcnt, iovpos;
+    struct stream out, err, rep;
+    pid_t child;                /* from STARTED; 0 = not yet */
+    int child_fd;               /* its pidfd; -1 = not yet */
+    enum py_kill kill;          /* why we killed the child (or will, once STARTED names it) */
+    enum fr_abort_reason abort; /* the pool's abort being honoured; 0 = none */
+    int timer;                  /* timerfd: grace after a kill; -1 = none yet */
+    bool exited;
+    struct exit_facts facts;
+    char type[PY_TYPE_MAX]; /* error_type decoded from the report */
+    char *message;          /* error_message decoded from the report (malloc'd) */
+    size_t message_len;
+};
+
+struct pyrt {
+    pid_t zygote;
+    int ctl;
+    int nslots;
+    struct pyslot *slots;
+    unsigned next_token;
+    bool stopping;
+    unsigned doomed[PY_MAX_DOOMED];
+    int ndoomed;
+    char script[PATH_MAX];
+    char lib[PATH_MAX];
+    char interpreter[PATH_MAX]; /* the profile's, PATH-resolved when it is a command name */
+    uint64_t result_cap;        /* [sandbox] result */
+};
+
+static inline struct pyrt *PY(struct fr_runtime *rt)
+{
+    return rt->priv;
+}
+
+/* ---- locate.c ---- */
+int py_find_script(const char *self_exe, char *out, size_t n, char *err, size_t errlen);
+int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t errlen);
+/* interpreter as a path, or a command name searched in envp's PATH (as
+ * execvp would). Returns 0 with an absolute or relative path in out, or -1. */
+int py_find_interpreter(const char *interpreter, char *const *envp, char *out, size_t n, char *err, size_t errlen);
+
+/* ---- policy.c ---- */
+/* The CPU backstop of a child (ITIMER_PROF and RLIMIT_CPU): the budget plus
+ * max(20%, 200 ms), so that fitrun's own kill at the budget comes first
+ * even when fitrun is slow to get a CPU; at most FR_DURATION_MAX_MS. */
+uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
+/* The profile's policy for nslots workers, packed into a sealed memfd
+ * (O_CLOEXEC): the descriptor, or -1 with err. */
+int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen);
+
+/* ---- zygote.c ---- */
+/* Find our files, start the interpreter and wait for "ready" (returned, a
+ * new reference). py->script, lib, interpreter are filled; py->nslots
+ * is the number of workers the policy is built for. */
+json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen);
+/* Kill the zygote's process group and reap the zygote. */
+void py_zygote_end(struct pyrt *py);
+
+/* ---- startup.c ---- */
+/* "python: ... started once with N workers in 0.42 s (...)", and a warning
+ * when that was slow. */
+void py_report_startup(const struct pyrt *py, json_t *ready, int nslots, uint64_t total_ms);
+
+/* ---- control.c ---- */
+/* A fresh channel for slot `slot`, asked of the zygote; watched when watch. */
+int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch);
+/* Kill the worker of s (its child dies with it), now or once its pid is known. */
+void py_kill_worker(struct pyrt *py, struct pyslot *s);
+void py_drop_channel(struct fr_runtime *rt, struct pyslot *s);
+/* Blocking, during start: the next control message. */
+ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);
+void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len);
+void py_ctl_event(struct fr_runtime *rt, uint32_t events);
+
+/* ---- channel.c ---- */
+/* One message from a worker, decoded. */
+struct py_msg {
+    char kind;               /* 'S' STARTED, 'E' EXITED, 'F' FAILED, anything else: unexpected */
+    size_t len;              /* bytes received */
+    uint32_t seq;            /* the job it is about (0 when too short to say) */
+    bool well_formed;        /* the length its kind needs */
+    int fd;                  /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
+    pid_t pid;               /* STARTED: the child */
+    struct exit_facts facts; /* EXITED */
+    const char *why;         /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
+    size_t why_len;
+};
+/* RUN for job seq with the child's four pipe ends. 0 or -1 (errno). */
+int py_send_run(int chan, uint32_t seq, const int fds[4]);
+/* The next message (1), none waiting (0), or the worker is gone (-1: EOF
+ * or an error). buf (n bytes) holds the message. */
+int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
+
+/* ---- job.c ---- */
+int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);
+/* The job line for the child: spans of job->text into s->iov. */
+int py_job_spans(struct pyslot *s, const struct fr_job *job, char *err, size_t errlen);
+/* Write what the pipe takes. Returns 1 when all is sent (job_w closed),
+ * 0 when more is left (EPOLLOUT watched), -1 on a real error. */
+int py_job_flush(struct fr_runtime *rt, struct pyslot *s);
+
+/* ---- collect.c ---- */
+void py_stream_open(struct stream *st, int fd, size_t limit);
+/* Read what is there. Returns 1 at EOF, 0 for more later, 2 when over the limit. */
+int py_stream_read(struct stream *st);
+void py_stream_close(struct fr_runtime *rt, struct stream *st);
+/* Release buffers beyond a small size after a job. */
+void py_stream_trim(struct stream *st);
+/* The job's raw facts from EXITED, the streams and the report. Pointers
+ * in raw point into s (valid until the slot's next job). */
+void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, char *msg, size_t msglen);
+
+#endif

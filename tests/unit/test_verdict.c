@@ -1,0 +1,136 @@
+/* test_verdict.c — the verdict unit (include/fitrun/verdict.h): `passed`
+ * is Python's ==, only for jobs that ran to their end; a CPU-limit signal
+ * is a timeout only when the budget was spent. The generated corpus against
+ * Python itself is tests/cli/python_scoring.bats. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fitrun/verdict.h"
+
+static bool eq(const char *expected, const char *output)
+{
+    json_t *e = json_loads(expected, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    assert_non_null(e);
+    bool r = fr_py_equal(e, output, strlen(output));
+    json_decref(e);
+    return r;
+}
+
+static void test_python_equality(void **state)
+{
+    (void)state;
+    /* bools are ints, ints and floats compare exactly */
+    assert_true(eq("1", "true"));
+    assert_true(eq("true", "1.0"));
+    assert_true(eq("0", "false"));
+    assert_true(eq("[[0,1],[1,0]]", "[[false,true],[true,false]]")); /* arc-dsl's F/T grids */
+    assert_false(eq("2", "true"));
+    assert_true(eq("0", "-0.0"));
+    assert_true(eq("9007199254740992", "9007199254740992.0"));
+    assert_false(eq("9007199254740993", "9007199254740992.0")); /* 2**53 + 1 != 2.0**53 */
+    assert_true(eq("-9223372036854775808", "-9.223372036854776e18"));
+    assert_false(eq("9223372036854775807", "9.223372036854776e18"));
+    assert_true(eq("0.1", "1e-1"));
+    assert_false(eq("0.1", "0.10000000000000002"));
+    assert_true(eq("1e16", "10000000000000000"));
+    /* None only equals None */
+    assert_true(eq("null", "null"));
+    assert_false(eq("null", "0"));
+    assert_false(eq("0", "null"));
+    assert_false(eq("[]", "null"));
+    /* strings by code points, whatever the escapes */
+    assert_true(eq("\"a\\u0000b\"", "\"a\\u0000b\""));
+    assert_true(eq("\"\\u00e9\"", "\"\xc3\xa9\""));
+    assert_false(eq("\"e\xcc\x81\"", "\"\xc3\xa9\"")); /* no normalisation */
+    assert_false(eq("\"a\\u0000b\"", "\"a\\u0000c\""));
+    assert_false(eq("\"1\"", "1"));
+    /* lists element-wise, dicts by key set and values */
+    assert_false(eq("[1,2]", "[1,2,3]"));
+    assert_false(eq("[1,2,3]", "[1,2]"));
+    assert_true(eq("{\"a\":1,\"b\":[2]}", "{\"b\":[2.0],\"a\":true}"));
+    assert_false(eq("{\"a\":1,\"b\":2}", "{\"a\":1}"));
+    assert_false(eq("{\"a\":1}", "{\"a\":1,\"b\":2}"));
+    assert_false(eq("{\"a\":1,\"b\":2}", "{\"a\":1,\"a\":1}")); /* a duplicate key: no dict */
+    assert_false(eq("[]", "{}"));
+    assert_true(eq("{}", "{}"));
+}
+
+static char *passed(const char *expected, const char *outputs, enum fr_status st)
+{
+    json_t *e = json_loads(expected, 0, NULL);
+    size_t len;
+    char *p = fr_passed_json(e, outputs, outputs ? strlen(outputs) : 0, st, &len);
+    json_decref(e);
+    assert_non_null(p);
+    assert_int_equal(strlen(p), len);
+    return p;
+}
+
+static void test_passed(void **state)
+{
+    (void)state;
+    char *p = passed("[[[1]], null, 3, 4]", "[[[true]], 5, null]", FR_STATUS_ERROR);
+    assert_string_equal(p, "[true,null,false,false]"); /* no output for the last one */
+    free(p);
+    p = passed("[1]", "[1]", FR_STATUS_MEMORY); /* did not run to its end */
+    assert_string_equal(p, "null");
+    free(p);
+    p = passed("[1]", NULL, FR_STATUS_OK);
+    assert_string_equal(p, "null");
+    free(p);
+    assert_true(fr_ran_to_end(FR_STATUS_OK) && fr_ran_to_end(FR_STATUS_ERROR));
+    assert_false(fr_ran_to_end(FR_STATUS_TIMEOUT) || fr_ran_to_end(FR_STATUS_CRASH) ||
+                 fr_ran_to_end(FR_STATUS_SIGNAL) || fr_ran_to_end(FR_STATUS_OUTPUT_LIMIT));
+}
+
+static struct fr_verdict judge(int wstatus, bool cpu_timer, uint64_t cpu_ms, enum fr_abort_reason aborted)
+{
+    struct fr_raw raw;
+    fr_raw_init(&raw);
+    raw.kind = FR_RAW_FINISHED;
+    raw.wstatus = wstatus;
+    raw.cpu_timer = cpu_timer;
+    struct fr_verdict_in in = {.raw = &raw, .aborted = aborted, .cpu_ms = cpu_ms, .cpu_limit_ms = 1000};
+    struct fr_verdict v;
+    fr_verdict_judge(&in, &v);
+    return v;
+}
+
+static void test_cpu_limit_signals(void **state)
+{
+    (void)state;
+    struct fr_verdict v = judge(SIGXCPU, true, 5, 0); /* sent to itself */
+    assert_int_equal(v.status, FR_STATUS_SIGNAL);
+    assert_string_equal(v.type, "SIGXCPU");
+    v = judge(SIGXCPU, true, 2000, 0); /* RLIMIT_CPU */
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    assert_int_equal(v.timeout, FR_TIMEOUT_CPU);
+    v = judge(SIGXCPU, false, 0, 0); /* a runtime whose rusage is not the job's (exec's relay) */
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    v = judge(SIGPROF, true, 950, 0); /* the runtime's timer; rusage lags it */
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    v = judge(SIGPROF, true, 10, 0);
+    assert_int_equal(v.status, FR_STATUS_SIGNAL);
+    v = judge(SIGKILL, false, 1001, FR_ABORT_CPU); /* the pool's own kill */
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    assert_string_equal(v.type, "CPUTimeout");
+    assert_string_equal(v.oc.signal_name, "SIGKILL");
+    assert_true(fr_cpu_budget_spent(900, 1000) && !fr_cpu_budget_spent(899, 1000) && !fr_cpu_budget_spent(5, 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_python_equality),
+        cmocka_unit_test(test_passed),
+        cmocka_unit_test(test_cpu_limit_signals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
