@@ -1,4 +1,4 @@
-/* fuzz_units.c — the unit parsers of common/parse.c and the CPU-count rule:
+/* fuzz_units.c — the unit parsers of common/ and the CPU-count rule:
  * fr_parse_size_why, fr_parse_duration_why, fr_parse_cpus, fr_parse_i64,
  * fr_parse_u64, fr_parse_double, fr_parse_bool, fr_trim, fr_format_size.
  * The whole input is one value, as in a profile or on the command line.

@@ -109,4 +109,14 @@ for res in tests/bench/arc-mini/outcomes.jsonl tests/bench/arc-mini/scoring-outc
     [ -f "$src/$res" ] && head -n 20 "$src/$res" | put result_line
 done
 
+# fuzz_jsonscan: JSON texts as they reach the scanner: job lines, reports as
+# a prediction writes them (docs/python-runtime.md), tricky values.
+for jobs in samples/arc/jobs.jsonl tests/containers/exec/jobs.jsonl; do
+    [ -f "$src/$jobs" ] && head -n 8 "$src/$jobs" | while IFS= read -r line; do printf '%s' "$line" | put jsonscan; done
+done
+each jsonscan '{"outputs":[[[1,2],[3,4]]],"error_type":null,"error_message":null,"error_line":null,"memory":false}' \
+    '{"outputs":[],"error_type":"ZeroDivisionError","error_message":"division by zero","error_line":3,"memory":false}' \
+    '{"sandbox_error":1}' '"a\u0000b\ud83d\ude00\u00e9"' '[1.5,-0,1e308,true,null,{"k":[]},-9223372036854775808]' \
+    '{"outputs":[1],"outputs":[2]}' '  [ [ ] , { } ]  '
+
 echo "make-seeds.sh: $(find "$out" -type f | wc -l) seeds in $out" >&2
