@@ -3,11 +3,6 @@
  * job checks (ops->check, include/fitrun/runtime.h), and the result line
  * fitrun writes for it. The input is the line, without its newline.
  *
- * SECOND PASS: written against the job/result API of today
- * (fr_job_parse, fr_result_line, fr_result_key_parse, ops->check), which
- * the rewrite of the job/result line code and of the Python runtime's
- * protocol is changing; adapt it to the new API when that lands.
- *
  * Invariants:
  *  - a line that parses is a JSON object with a non-empty string id
  *    without NUL bytes, which is job.id exactly;

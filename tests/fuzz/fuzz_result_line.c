@@ -4,15 +4,11 @@
  * (launcher/pool/resume.c), which also cuts a torn last line off. The
  * input is the file.
  *
- * SECOND PASS: written against the result API of today
- * (fr_result_key_parse, fr_result_line, fr_resume_scan), which the rewrite
- * of the job/result line code is changing; adapt it when that lands.
- *
  * Invariants:
  *  - a line that reads as a result has a string "status"; its key's line
  *    is the JSON "line" when that is a positive integer, else 0; its id is
- *    the JSON "id" string (compared for ids without NUL bytes: an id with
- *    one is cut at it today, see tests/fuzz/README.md); "duplicate" only
+ *    the JSON "id" string, which holds no NUL byte (a line whose id has
+ *    one is refused: no job has such an id); "duplicate" only
  *    for an invalid DuplicateId result;
  *  - the key written back with fr_result_line reads back the same;
  *  - fr_resume_scan counts at most one result per line, keeps its entries
@@ -88,8 +84,9 @@ static void check_line(const char *s, size_t n)
     long want = json_is_integer(line) && json_integer_value(line) > 0 ? (long)json_integer_value(line) : 0;
     FUZZ_CHECK(k.line == want, "line %ld, the JSON says %ld", k.line, want);
     FUZZ_CHECK(json_is_string(id) == (k.id != NULL), "id kept iff a string");
-    if (json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id))
-        FUZZ_CHECK(!strcmp(k.id, json_string_value(id)), "id '%s' read as '%s'", json_string_value(id), k.id);
+    if (json_is_string(id))
+        FUZZ_CHECK(strlen(json_string_value(id)) == json_string_length(id) && !strcmp(k.id, json_string_value(id)),
+                   "id '%s' (%zu bytes) read as '%s'", json_string_value(id), json_string_length(id), k.id);
     if (k.duplicate)
         FUZZ_CHECK(!strcmp(json_string_value(json_object_get(o, "status")), "invalid") &&
                        !strcmp(json_string_value(json_object_get(o, "error_type")), "DuplicateId"),
