@@ -119,4 +119,29 @@ each jsonscan '{"outputs":[[[1,2],[3,4]]],"error_type":null,"error_message":null
     '{"sandbox_error":1}' '"a\u0000b\ud83d\ude00\u00e9"' '[1.5,-0,1e308,true,null,{"k":[]},-9223372036854775808]' \
     '{"outputs":[1],"outputs":[2]}' '  [ [ ] , { } ]  '
 
+# fuzz_worker_msg: what-fitrun-saw flags, the message's length, a channel
+# message (fitrun_runtime.py's MSG_* structs), then a report.
+/usr/bin/python3 - "$out/worker_msg" <<'EOF'
+import hashlib, os, struct, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+def put(flags, msg, report=b""):
+    data = bytes([flags, len(msg)]) + msg + report
+    with open(os.path.join(d, hashlib.sha1(data).hexdigest()), "wb") as f:
+        f.write(data)
+exited = lambda ws=0, nr=-1, ut=12000, st=3000, rss=20480: struct.pack("=cxxxIiiqqqqq", b"E", 7, ws, nr, ut, st, rss, 15000, 900)
+put(0, exited(), b'{"outputs":[[[1,2],[3,4]]],"error_type":null,"error_message":null,"error_line":null,"memory":false}')
+put(0, exited(), b'{"outputs":[null,2],"error_type":"ZeroDivisionError","error_message":"division by zero","error_line":3,"memory":false}')
+put(0, exited(), b'{"outputs":[],"error_type":"MemoryError","error_message":"","memory":true}')
+put(0, exited(), b'{"sandbox_error":1}')
+put(0, exited(7 << 8), b"")
+put(0, exited(9), b"")
+put(8, exited(24), b"")
+put(32, exited(), b'{"outputs":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24]]}')
+put(4, exited(9), b'{"outputs":[')
+put(0, exited(31, 41), b"")
+put(0, struct.pack("=cxxxIi", b"S", 7, 4242))
+put(0, struct.pack("=cxxxI", b"F", 7) + "fork failed: Resource temporarily unavailable".encode())
+EOF
+
 echo "make-seeds.sh: $(find "$out" -type f | wc -l) seeds in $out" >&2
