@@ -105,6 +105,8 @@ t='{"id":"slow","status":"timeout","exit_code":null,"signal":"SIGKILL","syscall"
 p='{"id":"007bbfb7#0","status":"ok","exit_code":0,"signal":null,"syscall":null,"error_type":null,"error_message":null,"stdout":"","stderr":"","cpu_ms":3,"wall_ms":4,"max_rss_kb":20000,"worker":0,"line":4,"outputs":[[[1]]],"passed":[true]}'
 printf '%s\n%s\n%s\n%s\n%s' "$r" "$t" "$d" "$p" '{"id":"torn","status":"o' | put result_line
 printf '%s\n\n{"id":null,"status":"invalid","line":5}\n{"status":"ok"}\nnot json\n' "$r" | put result_line
+# Found by fuzz_result_line (an id holding NUL read as another job's id).
+printf '%s\n' '{"id":"a\u0000b","status":"ok","line":1}' | put result_line
 for res in tests/bench/arc-mini/outcomes.jsonl tests/bench/arc-mini/scoring-outcomes.jsonl; do
     [ -f "$src/$res" ] && head -n 20 "$src/$res" | put result_line
 done
@@ -117,7 +119,8 @@ done
 each jsonscan '{"outputs":[[[1,2],[3,4]]],"error_type":null,"error_message":null,"error_line":null,"memory":false}' \
     '{"outputs":[],"error_type":"ZeroDivisionError","error_message":"division by zero","error_line":3,"memory":false}' \
     '{"sandbox_error":1}' '"a\u0000b\ud83d\ude00\u00e9"' '[1.5,-0,1e308,true,null,{"k":[]},-9223372036854775808]' \
-    '{"outputs":[1],"outputs":[2]}' '  [ [ ] , { } ]  '
+    '{"outputs":[1],"outputs":[2]}' '  [ [ ] , { } ]  ' \
+    '{"outputs":[{"\u0000":1}]}' # found by fuzz_jsonscan (jansson refuses NUL in keys)
 
 # fuzz_worker_msg: what-fitrun-saw flags, the message's length, a channel
 # message (fitrun_runtime.py's MSG_* structs), then a report.
@@ -140,6 +143,7 @@ put(8, exited(24), b"")
 put(32, exited(), b'{"outputs":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24]]}')
 put(4, exited(9), b'{"outputs":[')
 put(0, exited(31, 41), b"")
+put(0, exited(9, ut=-1, st=-1), b"")  # found by fuzz_worker_msg (a negative time became the rusage)
 put(0, struct.pack("=cxxxIi", b"S", 7, 4242))
 put(0, struct.pack("=cxxxI", b"F", 7) + "fork failed: Resource temporarily unavailable".encode())
 EOF
