@@ -146,6 +146,12 @@ void fr_cpu_binding(const struct fr_resources *r, bool detected_only, struct fr_
  * Pure; the one parser of that format. */
 int fr_proc_cgroup_path(const char *text, const char *controller, char *out, size_t n);
 
+/* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper,
+ * and the user's FITRUN_CPUS take it: a number above 0 and at most
+ * FR_CPU_BITS (the most CPUs a kernel can have). 0 or -1; one rule for
+ * every way to ask. */
+int fr_parse_cpus(const char *s, double *out);
+
 /* Fill *out. Always succeeds (returns 0); problems become notes. */
 int fr_detect(const struct fr_detect_opts *opts, struct fr_resources *out);
 
