@@ -164,6 +164,16 @@ vmhwm() {
     [ "$(r raise_limit '[.status, .syscall]')" = '["violation","prlimit64"]' ]
 }
 
+# descends_from PID ANCESTOR: PID is ANCESTOR or one of its descendants.
+descends_from() {
+    local p=$1
+    while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+        [ "$p" = "$2" ] && return 0
+        p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2> /dev/null)
+    done
+    return 1
+}
+
 # victim_run PROFILE: in a stream, a victim prediction (slot 0) names itself
 # "fitrunvictim" and sleeps; once it runs, attackers in the other slot get
 # its pid as input. Results in $D/out.jsonl.
@@ -171,9 +181,12 @@ victim_run() {
     coproc FR { exec "$FITRUN" run --profile "$1" --jobs - --out - --progress none 2>"$D/err"; }
     local fr=$FR_PID # (bash unsets FR_PID once it has reaped the coproc)
     job victim $'import ctypes, os, time\ndef transform(g):\n    ctypes.CDLL(None).prctl(15, b"fitrunvictim", 0, 0, 0)\n    time.sleep(4)\n    return [os.getpid(), os.getuid()]\n' >&"${FR[1]}"
-    local pid="" i
+    local pid="" i p
+    # (only this run's: another run of this test may have its own victim)
     for i in $(seq 300); do
-        pid=$(pgrep -x fitrunvictim || true)
+        for p in $(pgrep -x fitrunvictim); do
+            descends_from "$p" "$fr" && pid=$p
+        done
         [ -n "$pid" ] && break
         sleep 0.02
     done
