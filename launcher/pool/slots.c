@@ -20,6 +20,7 @@ static void launch(struct fr_host *h, int s, struct fr_job *job)
     sl->cpu_pid = 0;
     sl->cpu_pidfd = -1;
     sl->cpu_seen_ns = 0;
+    sl->cpu_base_ns = 0;
     h->nbusy++;
     char err[512] = "";
     if (h->rt.ops->begin(&h->rt, s, &sl->job, err, sizeof err) < 0) {

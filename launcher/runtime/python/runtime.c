@@ -199,7 +199,7 @@ static void started(struct fr_runtime *rt, int slot, const struct py_msg *m)
     }
     s->child = m->pid;
     s->child_fd = m->fd;
-    fr_host_watch_cpu_pidfd(rt->host, slot, s->child, s->child_fd);
+    fr_host_watch_cpu_since(rt->host, slot, s->child, s->child_fd, m->cpu_base_ns);
     if (s->kill != PY_KILL_NONE && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
 }
