@@ -585,7 +585,8 @@ class Runner:
                 job = self.read_job()
                 self.arm_backstop(job, worker)
                 return job, apply_rc
-            self.write_report(self.run_job(start, allow))
+            rep = self.run_job(start, allow)
+            self.write_report(rep)
             if apply_rc != 0:
                 os._exit(0)  # it reported the sandbox's failure; a fresh process tries again
             try:
@@ -594,7 +595,9 @@ class Runner:
             except OSError:
                 pass
             try:
-                why = baseline.check()
+                # After a MemoryError the heap may hold what the failed
+                # allocations left; the process goes, as a fork child would.
+                why = "memory_error: the prediction ran out of memory" if rep.get("memory") else baseline.check()
             except BaseException as e:
                 why = f"poisoned: the check failed ({_exc_type(e)}: {_exc_text(e)})"
             try:
@@ -787,7 +790,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__",
     "object.__delattr__", "code.__new__", "function.__new__", "sys.addaudithook", "sys.monitoring.register_callback",
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
-    "marshal.loads", "marshal.load", "setopencodehook"))
+    "setopencodehook"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 
 
@@ -846,12 +849,16 @@ class _Baseline:
         self.module_list = list(sys.modules.items())
         self.module_names = [name for name, _ in self.module_list]
         self.module_objects = [mod for _, mod in self.module_list]
-        self.bound = len, all, map, _is
-        self.dicts = []
-        for name, mod in self.module_list:
-            d = getattr(mod, "__dict__", None) if isinstance(mod, types.ModuleType) else None
-            if type(d) is dict:
-                self.dicts.append((name, d, list(d), list(d.values())))
+        self.bound = len, all, map, _is, list, _chain, _values, _mro_of
+        # Namespaces: every module's, and those of the classes and the
+        # plain objects (json's default encoder...) module globals name.
+        self.dicts = _namespaces(self.module_list)
+        self.spaces = [d for _, d in self.dicts]
+        self.sizes = [len(d) for d in self.spaces]
+        self.keys = list(_chain(self.spaces))
+        self.values = list(_chain(map(_values, self.spaces)))
+        self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
+        self.mros = list(map(_mro_of, self.classes))
         self.lists = [(name, lst, list(lst)) for name, lst in (
             ("sys.path", sys.path), ("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks),
             ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions))]
@@ -875,7 +882,7 @@ class _Baseline:
     @staticmethod
     def _random_state():
         rnd = sys.modules.get("random")
-        return (rnd, rnd.getstate()) if rnd is not None else None
+        return (rnd,) if rnd is not None else None
 
     @staticmethod
     def _numpy_state():
@@ -887,14 +894,15 @@ class _Baseline:
     def check(self):
         """After a prediction: '' (the next one may run here) or the first
         change found, as 'poisoned: what'. Restores fds, timers, signal
-        handlers and mask, cwd, umask, warnings filters, the random and
-        numpy states and drops modules the prediction imported first.
+        handlers and mask, cwd, umask, warnings filters, numpy's error
+        mode, print options and global random state (random reseeds, as
+        after a fork) and drops modules the prediction imported first.
 
         Modules and builtins are checked first, with nothing but what was
         bound before any prediction ran (the builtins and functions below
         are this object's, not looked up): only once they are known intact
         does the rest of the check call through them."""
-        len_, all_, map_, is_ = self.bound
+        len_, all_, map_, is_, list_, chain, values_of, mro_of = self.bound
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         modules, module_list = self.modules, self.module_list
         if len_(modules) < len_(module_list):
@@ -902,9 +910,13 @@ class _Baseline:
         if not all_(map_(is_, modules.values(), self.module_objects)) or \
                 not all_(map_(is_, modules, self.module_names)):
             return "poisoned: sys.modules entries were replaced or removed"
-        for name, d, keys, values in self.dicts:
-            if len_(d) != len_(keys) or not all_(map_(is_, d.values(), values)) or not all_(map_(is_, d, keys)):
-                return f"poisoned: module {name} was changed ({_first_change(d, keys, values)})"
+        keys = list_(chain(self.spaces))
+        values = list_(chain(map_(values_of, self.spaces)))
+        if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
+                not all_(map_(is_, values, self.values)):
+            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
+        if not all_(map_(is_, map_(mro_of, self.classes), self.mros)):
+            return "poisoned: a class's bases were changed"
         # From here on, module attributes and builtins are the ones they were.
         if len(modules) != len(module_list):
             self._drop_new_modules()
@@ -955,7 +967,7 @@ class _Baseline:
                 w.filters[:] = self.warnings
                 w._filters_mutated()
         if self.random is not None:
-            self.random[0].setstate(self.random[1])
+            self.random[0].seed()  # as in a fork child: random reseeds itself after fork
         if self.numpy is not None:
             np, err, printopts, rng = self.numpy
             np.seterr(**err)
@@ -970,6 +982,66 @@ class _Baseline:
             del self.modules[name]
 
 
+_chain = __import__("itertools").chain.from_iterable
+_values = __import__("operator").methodcaller("values")
+_mro_of = type.__dict__["__mro__"].__get__
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code, whose namespace can change
+
+
+def _is_heap_type(cls):
+    return bool(type.__dict__["__flags__"].__get__(cls) & _HEAPTYPE)
+
+
+def _module_values(module_list):
+    for _, mod in module_list:
+        d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
+        if type(d) is dict:
+            yield from d.values()
+
+
+def _namespaces(module_list):
+    """(name, namespace) of every module, and of each class and plain
+    object a module's globals hold, once each (by identity): the dicts
+    (a class's: its mappingproxy) a later prediction reads through."""
+    out, seen = [], set()
+
+    def add(name, obj, space):
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            out.append((name, space))
+
+    for name, mod in module_list:
+        d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
+        if type(d) is not dict:
+            continue
+        add(f"module {name}", mod, d)
+        for key, v in d.items():
+            if isinstance(v, types.ModuleType):
+                continue
+            if isinstance(v, type):
+                if _is_heap_type(v):
+                    add(f"class {name}.{key}", v, type.__dict__["__dict__"].__get__(v))
+            elif _is_heap_type(type(v)) and not callable(v):
+                try:
+                    vd = object.__getattribute__(v, "__dict__")
+                except BaseException:
+                    continue
+                if type(vd) is dict:
+                    add(f"object {name}.{key}", v, vd)
+    return out
+
+
+def _which_namespace(dicts, sizes, keys, values, len=len, all=all, map=map, zip=zip):
+    """Which namespace changed, and how (the slow path, once poisoned)."""
+    at = 0
+    for (name, d), n in zip(dicts, sizes):
+        before_k, before_v = keys[at:at + n], values[at:at + n]
+        if len(d) != n or not all(map(_is, d, before_k)) or not all(map(_is, d.values(), before_v)):
+            return f"{name} was changed ({_first_change(d, before_k, before_v)})"
+        at += n
+    return "a namespace was changed"
+
+
 def _job_environ():
     """os.environ but the two variables each job sets for itself."""
     env = dict(os.environ)
@@ -978,7 +1050,7 @@ def _job_environ():
     return env
 
 
-def _first_change(d, keys, values):
+def _first_change(d, keys, values, dict=dict, zip=zip):
     before = dict(zip(keys, values))
     for k, v in d.items():
         if k not in before:
