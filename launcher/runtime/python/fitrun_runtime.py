@@ -557,6 +557,7 @@ class Runner:
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
             dup2(CHILD_STDIN, fd)
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD)
+        gc.freeze()  # the baseline's own lists: out of every collection after each prediction
         allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed)
 
@@ -792,6 +793,11 @@ _REUSE_TAINT_EVENTS = frozenset((
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
     "setopencodehook"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
+# Of the attribute reads CPython audits (object.__getattr__), those that
+# give a frame: from a frame, f_back and f_locals reach the runtime's own.
+# Reading a function's __code__ or __globals__ (the arc-dsl reads
+# __code__.co_argcount) gives nothing a prediction could not reach anyway.
+_REUSE_FRAME_ATTRS = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"))
 
 
 def _install_tripwire(chan_fd, allowed):
@@ -808,12 +814,12 @@ def _install_tripwire(chan_fd, allowed):
     allowed[0]: the one traceback or frame the runtime itself is reading
     (an error's line), set only by code no prediction can reach unseen."""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
-    events, prefixes, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, [False]
+    events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
 
     def hook(event, args):
         if event not in events and not event.startswith(prefixes):
             return
-        if allowed[0] is not None and event == "object.__getattr__" and args[0] is allowed[0]:
+        if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
         if not said[0]:
             try:
@@ -872,7 +878,8 @@ class _Baseline:
         self.umask = os.umask(0o022)
         os.umask(self.umask)
         self.rlimits = [(r, resource.getrlimit(r)) for r in _rlimit_ids()]
-        self.signals = {n: signal.getsignal(n) for n in _catchable_signals()}
+        self.getsignal = __import__("_signal").getsignal  # signal.getsignal's enum wrapping costs 2 µs a call
+        self.signals = {n: self.getsignal(n) for n in _catchable_signals()}
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
@@ -952,7 +959,7 @@ class _Baseline:
         for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
             signal.setitimer(which, 0)
         for n, handler in self.signals.items():
-            if signal.getsignal(n) is not handler:
+            if self.getsignal(n) is not handler:
                 signal.signal(n, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
         if signal.sigpending():
