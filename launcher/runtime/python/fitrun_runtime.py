@@ -558,7 +558,7 @@ class Runner:
             dup2(CHILD_STDIN, fd)
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD)
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
-        allowed = [None]
+        allowed = [None, baseline.real]
         _install_tripwire(REUSE_CHAN_FD, allowed)
 
         def allow(obj):
@@ -812,7 +812,9 @@ def _install_tripwire(chan_fd, allowed):
     the socket is no longer the one it was (closed, or another descriptor
     put in its place), the call is refused instead: nothing could say it.
     allowed[0]: the one traceback or frame the runtime itself is reading
-    (an error's line), set only by code no prediction can reach unseen."""
+    (an error's line), set only by code no prediction can reach unseen;
+    allowed[1]: the tuple of namespaces _Baseline.check reads with
+    gc.get_referents (a prediction cannot pass that very tuple)."""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
     events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
 
@@ -821,6 +823,8 @@ def _install_tripwire(chan_fd, allowed):
             return
         if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
+        if event == "gc.get_referents" and args[0] is allowed[1]:
+            return  # the check's own read of the namespaces
         if not said[0]:
             try:
                 st = fstat(chan_fd)
@@ -855,14 +859,18 @@ class _Baseline:
         self.module_list = list(sys.modules.items())
         self.module_names = [name for name, _ in self.module_list]
         self.module_objects = [mod for _, mod in self.module_list]
-        self.bound = len, all, map, _is, list, _chain, _values, _mro_of
+        self.bound = len, all, map, _is, list, _chain, gc.get_referents, _mro_of
         # Namespaces: every module's, and those of the classes and the
         # plain objects (json's default encoder...) module globals name.
         self.dicts = _namespaces(self.module_list)
         self.spaces = [d for _, d in self.dicts]
         self.sizes = [len(d) for d in self.spaces]
         self.keys = list(_chain(self.spaces))
-        self.values = list(_chain(map(_values, self.spaces)))
+        # The dicts themselves (a class's, under its mappingproxy): what
+        # they hold comes out of one gc.get_referents call, in C.
+        self.real = tuple(d if type(d) is dict else gc.get_referents(d)[0] for d in self.spaces)
+        self.values = gc.get_referents(*self.real)
+        self.named_values = list(_chain(map(_values, self.spaces)))  # for naming a change only
         self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
         self.mros = list(map(_mro_of, self.classes))
         self.lists = [(name, lst, list(lst)) for name, lst in (
@@ -909,7 +917,7 @@ class _Baseline:
         bound before any prediction ran (the builtins and functions below
         are this object's, not looked up): only once they are known intact
         does the rest of the check call through them."""
-        len_, all_, map_, is_, list_, chain, values_of, mro_of = self.bound
+        len_, all_, map_, is_, list_, chain, referents, mro_of = self.bound
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         modules, module_list = self.modules, self.module_list
         if len_(modules) < len_(module_list):
@@ -918,10 +926,10 @@ class _Baseline:
                 not all_(map_(is_, modules, self.module_names)):
             return "poisoned: sys.modules entries were replaced or removed"
         keys = list_(chain(self.spaces))
-        values = list_(chain(map_(values_of, self.spaces)))
+        values = referents(*self.real)  # the tripwire knows this tuple: not a prediction's call
         if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
                 not all_(map_(is_, values, self.values)):
-            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
+            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.named_values)}"
         if not all_(map_(is_, map_(mro_of, self.classes), self.mros)):
             return "poisoned: a class's bases were changed"
         # From here on, module attributes and builtins are the ones they were.
