@@ -1206,7 +1206,7 @@ class ReuseWorker(Worker):
         p.count += 1
         cpu = p.cpu_ns()
         rss, hwm, threads = p.status()
-        why = done or (f"poisoned: it used {taint}" if taint else "")
+        why = done or (f"poisoned: {taint}" if taint else "")
         if not why and threads > 1:
             why = f"threads: {threads - 1} left running"
         if not why and p.count >= self.max_predictions:
@@ -1255,17 +1255,24 @@ class ReuseWorker(Worker):
                     signal.pidfd_send_signal(p.pidfd, signal.SIGKILL)
             elif p.listener >= 0 and events.get(p.listener, 0):
                 poller.unregister(p.listener)
-            if events.get(p.sock.fileno(), 0) & select.POLLIN:
+            sock_ev = events.get(p.sock.fileno(), 0)
+            msg = b""
+            if sock_ev & select.POLLIN:
                 msg, fds, _, _ = socket.recv_fds(p.sock, 1024, 4)
                 for fd in fds:
                     os.close(fd)
-                if msg[:1] == b"T" and not taint:
-                    taint = msg[1:].decode(errors="replace") or "?"
-                elif msg[:1] == b"D" and msg[1:17] == nonce and violation < 0:
-                    return violation, msg[17:].decode(errors="replace"), taint
-                elif msg[:1] != b"T":
-                    signal.pidfd_send_signal(p.pidfd, signal.SIGKILL)  # a forged or stray message
-            elif events.get(p.sock.fileno(), 0):
+            if msg[:1] == b"T":
+                taint = taint or f"it used {msg[1:].decode(errors='replace') or '?'}"
+            elif msg[:1] == b"D" and msg[1:17] == nonce and violation < 0:
+                return violation, msg[17:].decode(errors="replace"), taint
+            elif msg:
+                # A forged "done" or a stray message: the job is not over
+                # (its end is the real "done", its death or its limits),
+                # and the process goes after it.
+                taint = taint or "a message on its socket that is not its own protocol's"
+            elif sock_ev:
+                # Closed: it can no longer answer, and ends after the job
+                # (or at its limits); its death is the job's end.
                 poller.unregister(p.sock.fileno())
             if p.pidfd in events:
                 return violation, None, taint
