@@ -371,8 +371,9 @@ int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen)
     if (!p->reuse)
         return 0;
     if (p->preset != FR_PRESET_PYTHON) {
-        fr_seterr(err, errlen, "[runtime] isolation = reuse needs [sandbox] preset = python (its seccomp filter "
-                               "keeps a prediction from leaving processes or threads behind for later ones)");
+        fr_seterr(err, errlen,
+                  "[runtime] isolation = reuse needs [sandbox] preset = python (its seccomp filter "
+                  "keeps a prediction from leaving processes or threads behind for later ones)");
         return -1;
     }
     for (size_t i = 0; i < sizeof spawners / sizeof *spawners; i++)

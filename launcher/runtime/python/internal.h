@@ -80,8 +80,9 @@
     56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
                                  i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us;
                                  then, reuse only, why its process was replaced (UTF-8) */
-#define PY_REPLACED_MAX 400
 #define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
+/* Bytes of EXITED's reason at most. */
+#define PY_REPLACED_MAX 400
 
 /* A pipe fitrun reads, up to a cap. */
 struct stream {
