@@ -560,6 +560,7 @@ class Runner:
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
         allowed = [None, baseline.real]
         _install_tripwire(REUSE_CHAN_FD, allowed)
+        write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
 
         def allow(obj):
             allowed[0] = obj
@@ -1165,6 +1166,12 @@ class ReuseWorker(Worker):
             theirs.close()
         pidfd = os.pidfd_open(pid)
         listener = self.runner.sandbox.receive(ours.fileno())  # once: its filter stays for every job
+        # Its baseline is built before its first job's CPU clock is read
+        # (EOF instead: it died; the job finds it dead). Not when applying
+        # the sandbox failed: the message may have gone to receive(), and
+        # the first job reports the failure anyway.
+        if listener >= 0 or listener == -errno.ENODATA:
+            ours.recv(16)
         return ReusedProcess(pid, pidfd, ours, listener)
 
     def run(self, seq, fds):
