@@ -74,8 +74,9 @@ static size_t unicode_escape_end(const struct scan *sc, size_t i)
     return lo >= 0xDC00 && lo <= 0xDFFF ? i + 6 : BAD;
 }
 
-/* s[i] == '"'. */
-static size_t string_end(const struct scan *sc, size_t i)
+/* s[i] == '"'. A key, in strict mode, holds no \u0000: jansson, which
+ * reads result lines back, refuses such keys. */
+static size_t string_end(const struct scan *sc, size_t i, bool key)
 {
     const char *s = sc->s;
     size_t n = sc->n;
@@ -90,7 +91,7 @@ static size_t string_end(const struct scan *sc, size_t i)
                 return BAD;
             char e = s[i + 1];
             if (e == 'u') {
-                if (i + 6 > n || (i = unicode_escape_end(sc, i)) == BAD)
+                if (i + 6 > n || (key && sc->strict && hex4(s + i + 2) == 0) || (i = unicode_escape_end(sc, i)) == BAD)
                     return BAD;
                 continue;
             }
@@ -185,7 +186,7 @@ static size_t container_end(const struct scan *sc, size_t i, int depth)
         return i + 1;
     for (;;) {
         if (obj) {
-            if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i)) == BAD)
+            if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i, true)) == BAD)
                 return BAD;
             i = skip_ws(sc, i);
             if (i >= sc->n || s[i] != ':')
@@ -210,7 +211,7 @@ static size_t value_end(const struct scan *sc, size_t i, int depth)
     if (i >= sc->n)
         return BAD;
     switch (sc->s[i]) {
-    case '"': return string_end(sc, i);
+    case '"': return string_end(sc, i, false);
     case '[':
     case '{': return container_end(sc, i, depth);
     case 't': return literal_end(sc, i, "true", 4);
@@ -259,7 +260,7 @@ int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nk
         return skip_ws(&sc, i + 1) == n ? 0 : -1;
     for (;;) {
         size_t k0 = i;
-        if (i >= n || s[i] != '"' || (i = string_end(&sc, i)) == BAD)
+        if (i >= n || s[i] != '"' || (i = string_end(&sc, i, true)) == BAD)
             return -1;
         size_t k1 = i;
         i = skip_ws(&sc, i);
@@ -303,7 +304,7 @@ static void iter_skip(struct fr_json_iter *it)
 static struct fr_json_span iter_take(struct fr_json_iter *it, bool string)
 {
     struct scan sc = {.s = it->p, .n = (size_t)(it->end - it->p), .max_depth = FR_JSON_SKIP_DEPTH};
-    size_t len = string ? string_end(&sc, 0) : value_end(&sc, 0, 0);
+    size_t len = string ? string_end(&sc, 0, true) : value_end(&sc, 0, 0);
     if (len == BAD)
         len = sc.n; /* not checked text after all: take the rest, end the walk */
     struct fr_json_span v = {it->p, len};
