@@ -127,6 +127,7 @@ struct slot {
     uint64_t cpu_seen_ns;         /* the last CPU time read from it (since cpu_base_ns) */
     int64_t cpu_base_ns;          /* its clock when the job began: 0, or a reused process's earlier jobs */
     uint64_t cpu_check_ns;
+    struct fr_cgroup_usage cg; /* what the slot's cgroups counted for the job (read at completion) */
 };
 
 struct watch {

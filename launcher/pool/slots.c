@@ -22,6 +22,7 @@ static void launch(struct fr_host *h, int s, struct fr_job *job)
     sl->cpu_seen_ns = 0;
     sl->cpu_base_ns = 0;
     h->nbusy++;
+    fr_cgroup_slot_begin(h->o->cgroups, s);
     char err[512] = "";
     if (h->rt.ops->begin(&h->rt, s, &sl->job, err, sizeof err) < 0) {
         struct fr_raw raw;
@@ -72,6 +73,7 @@ void pool_interrupt(struct fr_host *h, int sig)
         if (sl->busy && !sl->completing && sl->aborted != FR_ABORT_INTERRUPT) {
             sl->aborted = FR_ABORT_INTERRUPT;
             h->rt.ops->abort(&h->rt, s, FR_ABORT_INTERRUPT);
+            fr_cgroup_slot_kill(h->o->cgroups, s); /* what escaped the runtime's kill */
         }
     }
 }

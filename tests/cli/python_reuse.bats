@@ -260,7 +260,9 @@ check_poison() {
         job exit $'import os\ndef transform(g):\n    os._exit(0)\n'
         honest after-exit
     } > "$D/jobs.jsonl"
-    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s
+    # Memory as RLIMIT_AS limits it (no cgroups): MemoryError inside the
+    # process, which then is replaced.
+    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s --set resources.cgroups=off
     [ "$status" -eq 0 ]
     [ "$(r "$D/reuse.jsonl" cpu '[.status, .timeout, .worker_replaced]')" = '["timeout","cpu","ended: the prediction'"'"'s process did not survive it"]' ]
     [ "$(r "$D/reuse.jsonl" violation '[.status, .syscall]')" = '["violation","socket"]' ]
@@ -272,6 +274,33 @@ check_poison() {
         # Its CPU time is its own, not the process's earlier predictions'.
         [ "$(r "$D/reuse.jsonl" $id '.cpu_ms < 500')" = true ]
     done
+}
+
+@test "python reuse: under its slot's memory cgroup an OOM kill is the prediction's; the process is kept between jobs, then replaced" {
+    # The reused process stays in its slot's cgroup for all its jobs: the
+    # pool must not kill it after a job, and the OOM killer's kill is the
+    # prediction's.
+    [ "$(id -u)" = 0 ] || skip "needs root to create cgroups"
+    "$FITRUN" detect --json > "$D/detect.json"
+    [ "$(jq -r .cgroup.delegated "$D/detect.json")" = true ] || skip "cgroups not delegated"
+    local pid=$'import os\ndef transform(g):\n    return os.getpid()\n'
+    {
+        job p1 "$pid"
+        job p2 "$pid"
+        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n'
+        job p3 "$pid"
+        job p4 "$pid"
+    } > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s --workers 1 --memory 300M --set resources.cgroups=require
+    [ "$status" -eq 0 ]
+    [ "$(r "$D/reuse.jsonl" memory '[.status, .error_type]')" = '["memory","OOMKill"]' ]
+    [[ "$(r "$D/reuse.jsonl" memory .worker_replaced)" =~ ^\"ended ]]
+    for id in p1 p2 p3 p4; do
+        [ "$(r "$D/reuse.jsonl" $id '[.status, .worker_replaced]')" = '["ok",null]' ]
+    done
+    [ "$(r "$D/reuse.jsonl" p1 .outputs)" = "$(r "$D/reuse.jsonl" p2 .outputs)" ]
+    [ "$(r "$D/reuse.jsonl" p3 .outputs)" = "$(r "$D/reuse.jsonl" p4 .outputs)" ]
+    [ "$(r "$D/reuse.jsonl" p2 .outputs)" != "$(r "$D/reuse.jsonl" p3 .outputs)" ]
 }
 
 @test "python reuse: each prediction gets its whole CPU budget, however many ran before it in the process" {

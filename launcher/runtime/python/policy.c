@@ -30,16 +30,18 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
 
 /* The profile's spec (the one map, fitrun/sandbox_keys.h) as the zygote
  * builds it: RLIMIT_CPU is the backstop (py_cpu_backstop_ms), since fitrun
- * kills at the budget itself; one per-slot uid per worker. Under
- * isolation = reuse one process runs many predictions: RLIMIT_CPU counts
- * all of them (PY_REUSE_CPU_MS more, the process is replaced before it
- * gets there), and recvmsg is allowed so that the process can take each
- * job's pipe ends from its worker. Packed into a sealed memfd the
- * interpreter reads (its descriptor, O_CLOEXEC), or -1 with err. */
-int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen)
+ * kills at the budget itself; no RLIMIT_AS where the prediction's cgroup
+ * limits memory; one per-slot uid per worker. Under isolation = reuse one
+ * process runs many predictions: RLIMIT_CPU counts all of them
+ * (PY_REUSE_CPU_MS more, the process is replaced before it gets there),
+ * and recvmsg is allowed so that the process can take each job's pipe ends
+ * from its worker. Packed into a sealed memfd the interpreter reads (its
+ * descriptor, O_CLOEXEC), or -1 with err. */
+int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, char *err, size_t errlen)
 {
     struct fr_policy_spec spec;
     fr_profile_policy_spec(p, &spec);
+    fr_cgroup_policy_spec(cg_ctls, &spec);
     spec.cpu_ms = py_cpu_backstop_ms(p->cpu_time_ms);
     const char *allow[FR_PROFILE_MAX_NAMES + 2];
     if (p->reuse) {
