@@ -68,6 +68,7 @@ static uint64_t cycle(int m, struct fr_cgroup_tree *t)
     }
     if (m == CGROUP) {
         struct fr_cgroup_usage u;
+        fr_cgroup_slot_kill(t, 0);
         fr_cgroup_slot_end(t, 0, &u);
     }
     return now_ns() - t0;

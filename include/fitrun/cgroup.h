@@ -138,8 +138,9 @@ struct fr_cgroup_usage {
 
 /* Before a job starts in slot: its counters' baselines, the peak reset. */
 void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot);
-/* After the job's process was reaped: kill what is left of it (cgroup.kill,
- * v2) and read what its cgroups counted since fr_cgroup_slot_begin. */
+/* After the job's process was reaped (and what was left of it killed with
+ * fr_cgroup_slot_kill, unless its process lives on for the next job): read
+ * what its cgroups counted since fr_cgroup_slot_begin. */
 void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, struct fr_cgroup_usage *u);
 /* Kill every process in slot's cgroup now (v2 cgroup.kill; a no-op on
  * v1, where the process group and the subreaper do it). */

@@ -71,6 +71,9 @@ struct fr_profile {
     char interpreter[PATH_MAX]; /* python: default /usr/bin/python3 */
     char prelude[PATH_MAX];     /* python: resolved relative to the profile */
     char entry[128];            /* python: default "transform" */
+    bool reuse;                 /* python: isolation = reuse (one process runs consecutive predictions) */
+    uint64_t max_predictions;   /* python, reuse: predictions per process before it is replaced */
+    uint64_t max_memory;        /* python, reuse: resident bytes beyond which a process is replaced */
 
     /* [env]: exported to every job; forces over the user's environment */
     int nenv;
@@ -155,6 +158,11 @@ int fr_profile_job_env(const struct fr_profile *p, const struct fr_resources *re
  * cap from the profile: the exec preset and `processes` decide, see
  * docs/sandbox.md). *why (optional) says why when capped. */
 int fr_profile_job_threads(const struct fr_profile *p, const char **why);
+
+/* isolation = reuse keeps one process for consecutive predictions, so it
+ * needs a sandbox that refuses new processes and threads: the python
+ * preset without fork, vfork, clone or clone3 in allow. 0, or -1 with err. */
+int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

@@ -136,6 +136,13 @@ struct fr_raw {
     const char *outputs; /* a JSON array checked with fr_json_value(FR_JSON_STRICT); NULL = null */
     size_t outputs_len;
     long error_line; /* > 0: "error_line", the line of the job's code that raised */
+    /* python, isolation = reuse: why the process that ran this job was
+     * replaced after it ("worker_replaced", UTF-8); NULL = it was not. */
+    const char *replaced;
+    /* python, isolation = reuse: the job's process was not replaced and
+     * runs the slot's next job, so the pool leaves its cgroup's processes
+     * alone. */
+    bool lives_on;
 };
 
 /* Reset *raw to "nothing known": status -1, violation_nr -1, rest zero. */
@@ -215,7 +222,7 @@ struct fr_host_ops {
     void (*disown)(struct fr_host *h, pid_t pid);
     void (*session)(struct fr_host *h, int slot, pid_t sid);
     void (*reap)(struct fr_host *h);
-    void (*watch_cpu)(struct fr_host *h, int slot, pid_t pid, int pidfd);
+    void (*watch_cpu)(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns);
     void (*vfail)(struct fr_host *h, const char *fmt, va_list ap);
 };
 
@@ -293,7 +300,7 @@ static inline void fr_host_reap(struct fr_host *h)
  * RLIMIT_CPU and the wall time. 0 = stop. */
 static inline void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
 {
-    fr_host_ops_of(h)->watch_cpu(h, slot, pid, -1);
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, -1, 0);
 }
 /* The same for a process that is not fitrun's child (python: a worker's
  * child), whose pid another process could get once its parent has reaped
@@ -302,7 +309,14 @@ static inline void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
  * a CPU kill can never be decided on a stranger's clock. */
 static inline void fr_host_watch_cpu_pidfd(struct fr_host *h, int slot, pid_t pid, int pidfd)
 {
-    fr_host_ops_of(h)->watch_cpu(h, slot, pid, pidfd);
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, pidfd, 0);
+}
+/* The same for a process that ran earlier jobs (python, isolation =
+ * reuse): the job's CPU time is its clock minus base_ns, the clock's
+ * reading when the job began. */
+static inline void fr_host_watch_cpu_since(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns)
+{
+    fr_host_ops_of(h)->watch_cpu(h, slot, pid, pidfd, base_ns);
 }
 
 /* Fatal runtime error: the pool kills running jobs (their results are

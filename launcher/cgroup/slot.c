@@ -120,7 +120,6 @@ void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, struct fr_cgroup_usa
     if (!s)
         return;
     u->valid = true;
-    fr_cgroup_slot_kill(t, slot);
     uint64_t v;
     if (s->oom0_ok && read_oom(s, &v) && v > s->oom0)
         u->oom_kills = v - s->oom0;

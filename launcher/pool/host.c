@@ -111,8 +111,11 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     /* Writing the result may fail and stop the run (interrupt()), which
      * must not abort the job being reported. */
     sl->completing = true;
-    /* The job's cgroup: what is left of the job dies now, and its counters
-     * are the job's (results.c). */
+    /* The job's cgroup: what is left of the job dies now (not a reused
+     * process that lives on for the next job), and its counters are the
+     * job's (results.c). */
+    if (!raw->lives_on)
+        fr_cgroup_slot_kill(h->o->cgroups, s);
     fr_cgroup_slot_end(h->o->cgroups, s, &sl->cg);
     /* A worker that died mid-job may have been the OOM killer's victim
      * (python: the worker, not its child). Its kill must not be left as

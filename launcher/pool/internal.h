@@ -124,7 +124,8 @@ struct slot {
     pid_t sid;                    /* the job's session (orphans in it are spared) */
     pid_t cpu_pid;                /* CPU clock watched; 0 = none */
     int cpu_pidfd;                /* confirms cpu_pid is still that process; -1 = it is our child */
-    uint64_t cpu_seen_ns;         /* the last CPU time read from it */
+    uint64_t cpu_seen_ns;         /* the last CPU time read from it (since cpu_base_ns) */
+    int64_t cpu_base_ns;          /* its clock when the job began: 0, or a reused process's earlier jobs */
     uint64_t cpu_check_ns;
     struct fr_cgroup_usage cg; /* what the slot's cgroups counted for the job (read at completion) */
 };
@@ -246,7 +247,7 @@ void pool_timers(struct fr_host *h, uint64_t now);
 /* The epoll timeout in ms: the nearest deadline, -1 = none. */
 int pool_next_timeout(const struct fr_host *h, uint64_t now);
 /* Watch pid's CPU clock for slot `slot` (pidfd confirms it; -1: our child). */
-void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd);
+void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns);
 
 /* ---- setup.c: the process state a run needs, and its restoration --------- */
 

@@ -83,6 +83,21 @@ static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr
     return n;
 }
 
+/* "worker_replaced": why the process that ran the job (python, isolation
+ * = reuse) was replaced after it. Returns the malloc'd JSON text the field
+ * points to, or NULL (no field). */
+static char *replaced_field(const struct fr_raw *raw, struct fr_result_field *f)
+{
+    if (!raw->replaced || !*raw->replaced)
+        return NULL;
+    json_t *s = json_string(raw->replaced);
+    char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
+    if (text)
+        *f = (struct fr_result_field){"worker_replaced", text, strlen(text)};
+    return text;
+}
+
 void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now)
 {
     struct slot *sl = &h->slots[s];
@@ -140,12 +155,15 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
     r.worker = s;
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;
-    struct fr_result_field fields[3];
+    struct fr_result_field fields[4];
     char *passed, line_buf[32];
     r.fields = fields;
     r.nfields = output_fields(raw, sl->job.obj, v.status, fields, &passed, line_buf);
+    char *replaced = replaced_field(raw, &fields[r.nfields]);
+    r.nfields += replaced != NULL;
     emit(h, &r);
     free(passed);
+    free(replaced);
 }
 
 void pool_write_crash(struct fr_host *h, int s, const struct fr_raw *raw)

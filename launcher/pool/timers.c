@@ -10,7 +10,7 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
-void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd)
+void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns)
 {
     if (!pool_valid_slot(h, slot))
         return;
@@ -21,6 +21,7 @@ void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd)
         return;
     sl->cpu_pid = pid;
     sl->cpu_pidfd = pidfd;
+    sl->cpu_base_ns = base_ns > 0 ? base_ns : 0;
     /* It cannot use more than ncpus CPU-seconds per second. */
     sl->cpu_check_ns = sat_add(fr_now_ns(), ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
 }
@@ -86,6 +87,7 @@ void pool_timers(struct fr_host *h, uint64_t now)
             sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
             continue;
         }
+        used = used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0;
         uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
         if ((uint64_t)used >= limit) {

@@ -95,6 +95,8 @@ void fr_profile_defaults(struct fr_profile *p)
     p->kind = FR_RUNTIME_EXEC;
     snprintf(p->interpreter, sizeof p->interpreter, "/usr/bin/python3");
     snprintf(p->entry, sizeof p->entry, "transform");
+    p->max_predictions = 1000;
+    p->max_memory = 512ull << 20;
 }
 
 void fr_profile_free(struct fr_profile *p)
@@ -183,6 +185,41 @@ static int set_prelude(struct fr_profile *p, const char *v, const char *base, ch
     return 0;
 }
 
+/* isolation, max_predictions, max_memory: how the python runtime isolates
+ * predictions from each other (docs/python-runtime.md). */
+static int set_isolation(struct fr_profile *p, const char *key, const char *v, char *msg, size_t n)
+{
+    if (!strcmp(key, "isolation")) {
+        if (strcmp(v, "fork") && strcmp(v, "reuse")) {
+            fr_seterr(msg, n, "bad value '%s' for isolation (fork or reuse)", v);
+            return -1;
+        }
+        p->reuse = !strcmp(v, "reuse");
+        return 0;
+    }
+    if (!strcmp(key, "max_predictions")) {
+        if (fr_parse_u64(v, &p->max_predictions) < 0 || p->max_predictions < 1 || p->max_predictions > INT32_MAX) {
+            fr_seterr(msg, n, "bad value '%s' for max_predictions (a whole number from 1 to %d)", v, INT32_MAX);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "max_memory")) {
+        const char *why = NULL;
+        if (fr_parse_size_why(v, &p->max_memory, &why) < 0 || p->max_memory < (1u << 20)) {
+            fr_seterr(msg, n, "bad value '%s' for max_memory (a size of at least 1M, e.g. 512M)%s%s", v,
+                      why ? ": " : "", why ? why : "");
+            return -1;
+        }
+        return 0;
+    }
+    fr_seterr(msg, n,
+              "unknown key '%s' in [runtime] (kind, interpreter, prelude, entry, isolation, max_predictions, "
+              "max_memory)",
+              key);
+    return -1;
+}
+
 static int set_runtime(struct fr_profile *p, const char *key, const char *v, const char *base, char *msg, size_t n)
 {
     if (!strcmp(key, "kind")) {
@@ -214,8 +251,7 @@ static int set_runtime(struct fr_profile *p, const char *key, const char *v, con
         snprintf(p->entry, sizeof p->entry, "%s", v);
         return 0;
     }
-    fr_seterr(msg, n, "unknown key '%s' in [runtime] (kind, interpreter, prelude, entry)", key);
-    return -1;
+    return set_isolation(p, key, v, msg, n);
 }
 
 static int set_env(struct fr_profile *p, const char *name, const char *v, char *msg, size_t n)
@@ -352,6 +388,28 @@ int fr_profile_job_threads(const struct fr_profile *p, const char **why)
         *why = "the python preset refuses thread creation (a library that starts threads would be a violation); "
                "[sandbox] allow = clone, clone3 with processes above 1, or preset = none, lifts it";
     return 1;
+}
+
+int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen)
+{
+    static const char *const spawners[] = {"fork", "vfork", "clone", "clone3"};
+    if (!p->reuse)
+        return 0;
+    if (p->preset != FR_PRESET_PYTHON) {
+        fr_seterr(err, errlen,
+                  "[runtime] isolation = reuse needs [sandbox] preset = python (its seccomp filter "
+                  "keeps a prediction from leaving processes or threads behind for later ones)");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof spawners / sizeof *spawners; i++)
+        if (allows(p, spawners[i])) {
+            fr_seterr(err, errlen,
+                      "[runtime] isolation = reuse cannot be combined with [sandbox] allow = %s: a process or thread "
+                      "left running by one prediction would share the process of later ones (use isolation = fork)",
+                      spawners[i]);
+            return -1;
+        }
+    return 0;
 }
 
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)

@@ -14,8 +14,10 @@
  *
  * Invariants:
  *  - a message is well formed exactly when its kind has the length it
- *    needs (STARTED 12, EXITED 56, FAILED 8 or more) and, for EXITED, no
- *    time or size below 0; its seq, pid, facts and reason are the bytes at
+ *    needs (STARTED 20, EXITED 56 plus at most PY_REPLACED_MAX bytes of
+ *    replacement reason, FAILED 8 or more) and, for STARTED, no CPU base
+ *    below 0, for EXITED, no time or size below 0; its seq, pid, CPU base,
+ *    facts, replacement reason (up to a NUL) and reason are the bytes at
  *    their offsets;
  *  - the raw facts of an EXITED: rusage never negative (0 <= tv_usec <
  *    10^6), max RSS never negative, the violation number the worker's;
@@ -55,15 +57,22 @@ static void check_decode(const char *m, size_t len, const struct py_msg *d)
     char kind = len ? m[0] : '\0';
     FUZZ_CHECK(d->kind == kind, "kind '%c', the message's is '%c'", d->kind, kind);
     FUZZ_CHECK(d->seq == (len >= 8 ? u32_at(m + 4) : 0), "seq %u", d->seq);
-    bool usage_ok = len == PY_MSG_EXITED_LEN && i64_at(m + 16) >= 0 && i64_at(m + 24) >= 0 && i64_at(m + 32) >= 0 &&
-                    i64_at(m + 40) >= 0 && i64_at(m + 48) >= 0;
-    bool want = (kind == 'S' && len == PY_MSG_STARTED_LEN) || (kind == 'E' && usage_ok) ||
+    bool usage_ok = len >= PY_MSG_EXITED_LEN && len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX && i64_at(m + 16) >= 0 &&
+                    i64_at(m + 24) >= 0 && i64_at(m + 32) >= 0 && i64_at(m + 40) >= 0 && i64_at(m + 48) >= 0;
+    bool want = (kind == 'S' && len == PY_MSG_STARTED_LEN && i64_at(m + 12) >= 0) || (kind == 'E' && usage_ok) ||
                 (kind == 'F' && len >= PY_MSG_FAILED_MIN);
     FUZZ_CHECK(d->well_formed == want, "'%c' of %zu bytes: well_formed %d", kind, len, d->well_formed);
     if (!want)
         return;
     if (kind == 'S')
-        FUZZ_CHECK(d->pid == (pid_t)u32_at(m + 8), "pid %d", (int)d->pid);
+        FUZZ_CHECK(d->pid == (pid_t)u32_at(m + 8) && d->cpu_base_ns == i64_at(m + 12), "pid %d, CPU base %lld",
+                   (int)d->pid, (long long)d->cpu_base_ns);
+    if (kind == 'E') {
+        size_t n = strlen(d->facts.replaced);
+        FUZZ_CHECK(n <= len - PY_MSG_EXITED_LEN && !memcmp(d->facts.replaced, m + PY_MSG_EXITED_LEN, n) &&
+                       (n == len - PY_MSG_EXITED_LEN || m[PY_MSG_EXITED_LEN + n] == '\0'),
+                   "the replacement reason is not the rest of the message");
+    }
     if (kind == 'F')
         FUZZ_CHECK(d->why == m + 8 && d->why_len == len - 8, "the reason is the rest of the message");
     if (kind == 'E')

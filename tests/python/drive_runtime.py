@@ -38,7 +38,7 @@ RUNTIME = os.path.join(SRC, "launcher", "runtime", "python", "fitrun_runtime.py"
 PYTHON = "/usr/bin/python3"
 
 MSG_RUN = struct.Struct("=cxxxI")
-MSG_STARTED = struct.Struct("=cxxxIi")
+MSG_STARTED = struct.Struct("=cxxxIiq")  # b"S", seq, pid, cpu_base_ns
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")
 REPORT_SLACK = 16 << 10
 SIGPROF, SIGXCPU, SIGKILL, SIGSYS = 27, 24, 9, 31
@@ -123,7 +123,10 @@ class Prediction:
 
     def kill(self):
         if self.pidfd is not None:
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it exited before its cap was seen: nothing to kill
 
     def _send(self):
         if self.job_w is None:
@@ -166,12 +169,12 @@ class Prediction:
                 os.close(fd)
             return False
         if msg[:1] == b"S":
-            _, seq, self.pid = MSG_STARTED.unpack(msg)
+            _, seq, self.pid, _ = MSG_STARTED.unpack(msg)
             self.pidfd = fds[0]
             if self.exceeded or self.wall_expired:
                 self.kill()
         elif msg[:1] == b"E":
-            self.exit = MSG_EXITED.unpack(msg)
+            self.exit = MSG_EXITED.unpack(msg[:MSG_EXITED.size])
         elif msg[:1] == b"F":
             raise RuntimeError(f"worker {self.slot} could not start the prediction: {msg[8:]!r}")
         return True

@@ -1,8 +1,9 @@
 /* test_python_channel.c — a Python worker's channel messages as fitrun
  * decodes them (launcher/runtime/python/channel.c): which are well formed,
  * and that an EXITED whose usage no kernel reports (a time or size below
- * 0) is not; then the raw facts py_collect makes of an EXITED and a
- * report. */
+ * 0) is not, nor a STARTED with a CPU base below 0; an EXITED's
+ * replacement reason (isolation = reuse); then the raw facts py_collect
+ * makes of an EXITED and a report. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,12 +33,19 @@ static void test_lengths(void **state)
 {
     (void)state;
     struct py_msg d;
-    char m[PY_MSG_EXITED_LEN + 1] = {'S', 0, 0, 0, 7, 0, 0, 0, 42, 0, 0, 0};
+    char m[PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1] = {'S', 0, 0, 0, 7, 0, 0, 0, 42, 0, 0, 0};
+    int64_t base = 1500000;
+    memcpy(m + 12, &base, sizeof base);
     py_msg_decode(m, PY_MSG_STARTED_LEN, &d);
     assert_true(d.well_formed);
     assert_int_equal(d.seq, 7);
     assert_int_equal(d.pid, 42);
+    assert_int_equal(d.cpu_base_ns, 1500000);
     py_msg_decode(m, PY_MSG_STARTED_LEN - 1, &d);
+    assert_false(d.well_formed);
+    base = -1;
+    memcpy(m + 12, &base, sizeof base);
+    py_msg_decode(m, PY_MSG_STARTED_LEN, &d);
     assert_false(d.well_formed);
     memcpy(m, "F\0\0\0\7\0\0\0why", 11);
     py_msg_decode(m, 11, &d);
@@ -55,7 +63,16 @@ static void test_lengths(void **state)
     assert_int_equal(d.seq, 9);
     assert_int_equal(d.facts.utime_us, 12000);
     assert_int_equal(d.facts.max_rss_kb, 20480);
-    py_msg_decode(m, PY_MSG_EXITED_LEN + 1, &d);
+    assert_string_equal(d.facts.replaced, "");
+    memcpy(m + PY_MSG_EXITED_LEN, "max_predictions: 3", 18);
+    py_msg_decode(m, PY_MSG_EXITED_LEN + 18, &d);
+    assert_true(d.well_formed);
+    assert_string_equal(d.facts.replaced, "max_predictions: 3");
+    memset(m + PY_MSG_EXITED_LEN, 'x', PY_REPLACED_MAX + 1);
+    py_msg_decode(m, PY_MSG_EXITED_LEN + PY_REPLACED_MAX, &d);
+    assert_true(d.well_formed);
+    assert_int_equal(strlen(d.facts.replaced), PY_REPLACED_MAX);
+    py_msg_decode(m, PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1, &d);
     assert_false(d.well_formed);
 }
 

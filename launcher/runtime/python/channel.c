@@ -53,8 +53,9 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
     out->well_formed = false;
     if (out->kind == 'S' && len == PY_MSG_STARTED_LEN) {
         out->pid = (pid_t)rd32(m + 8);
-        out->well_formed = true;
-    } else if (out->kind == 'E' && len == PY_MSG_EXITED_LEN) {
+        out->cpu_base_ns = rd64(m + 12);
+        out->well_formed = out->cpu_base_ns >= 0;
+    } else if (out->kind == 'E' && len >= PY_MSG_EXITED_LEN && len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
         out->facts = (struct exit_facts){
             .wstatus = (int)rd32(m + 8),
             .violation_nr = (int)rd32(m + 12),
@@ -64,6 +65,8 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
             .wall_us = rd64(m + 40),
             .fork_us = rd64(m + 48),
         };
+        memcpy(out->facts.replaced, m + PY_MSG_EXITED_LEN, len - PY_MSG_EXITED_LEN);
+        out->facts.replaced[len - PY_MSG_EXITED_LEN] = '\0';
         /* Times and sizes the kernel never reports below 0: the worker's
          * word is not trusted (rusage with a negative tv_usec, a max RSS
          * printed as a huge count). */

@@ -46,6 +46,7 @@ import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
+import resource  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -54,7 +55,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 2
+PROTOCOL = 3
 
 # File descriptors inside a prediction's child. Everything else is closed
 # before any of its code runs (the Landlock ruleset until apply closes it):
@@ -63,13 +64,15 @@ CHILD_STDIN, CHILD_STDOUT, CHILD_STDERR = 0, 1, 2
 CHILD_REPORT_FD = 3         # the report, read by fitrun
 CHILD_NOTIFY_FD = 4         # the socket the filter's listener goes to the worker on; closed by apply
 CHILD_JOB_FD = 5            # the job, written by fitrun; closed once read
-CHILD_FIRST_FREE_FD = 6
+REUSE_CHAN_FD = 6           # reuse: the process's own socket to its worker (jobs in, "done" out)
+CHILD_FIRST_FREE_FD = 7
 
 # Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
 MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS)
-MSG_STARTED = struct.Struct("=cxxxIi")           # b"S", seq, pid; + the child's pidfd
+MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
-                                                 # utime_us, stime_us, max_rss_kb, wall_us, fork_us
+                                                 # utime_us, stime_us, max_rss_kb, wall_us, fork_us;
+                                                 # then why the process was replaced (UTF-8, reuse only)
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
 SPAWN_FDS_MAX = 4           # a spawn request: the channel, then its slot's cgroup.procs files (<= 3)
@@ -112,6 +115,16 @@ def parse_args(argv):
     p.add_argument("--report-cap", type=int, default=(1 << 20) + (16 << 10),
                    help="a child writes at most this many bytes of report (+1 to show it was more)")
     p.add_argument("--max-nesting", type=int, default=100, help="deepest output value accepted")
+    p.add_argument("--isolation", choices=("fork", "reuse"), default="fork",
+                   help="fork: a fresh child per prediction; reuse: one sandboxed process runs "
+                        "consecutive predictions (docs/python-runtime.md)")
+    p.add_argument("--max-predictions", type=int, default=1000,
+                   help="reuse: predictions one process runs before it is replaced")
+    p.add_argument("--max-memory-kb", type=int, default=512 << 10,
+                   help="reuse: resident size (KiB) beyond which a process is replaced")
+    p.add_argument("--reuse-cpu-ms", type=int, default=0,
+                   help="reuse: CPU time one process may accumulate before it is replaced "
+                        "(RLIMIT_CPU is this plus the backstop; 0 = no limit)")
     return p.parse_args(argv)
 
 
@@ -256,12 +269,21 @@ def _hold_low_fds(below):
 # --------------------------------------------------------------------------
 # Prelude
 
-def _innermost_line(tb, filename):
+def _innermost_line(tb, filename, allow=None):
+    """The innermost line of tb in filename. allow (reuse: the tripwire's
+    exemption) is told each traceback and frame this reads before it does."""
     line = None
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
+        if allow is not None:
+            allow(tb)
+        frame = tb.tb_frame
+        if allow is not None:
+            allow(frame)
+        if frame.f_code.co_filename == filename:
             line = tb.tb_lineno
         tb = tb.tb_next
+    if allow is not None:
+        allow(None)
     return line
 
 
@@ -394,7 +416,7 @@ class Runner:
         if os.getppid() != parent_pid:
             os._exit(EXIT_ORPHANED)
 
-    def run_code(self, code, entry, inputs, hooks=True):
+    def run_code(self, code, entry, inputs, hooks=True, allow=None):
         """Execute `code` in a fresh copy of the prelude globals and call
         `entry` on every input (all of them, even after one fails, so that a
         partly working prediction still gets per-input outputs; but not after
@@ -413,7 +435,7 @@ class Runner:
                 if isinstance(e, SyntaxError) and e.filename == "<prediction>":
                     rep["error_line"] = e.lineno
                 else:
-                    rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>")
+                    rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>", allow)
 
         g = dict(self.globals)
         # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
@@ -453,15 +475,7 @@ class Runner:
         cgroup_fds: its slot's cgroup.procs files (fitrun's own cgroups):
         the child joins them first, so that everything it allocates is
         charged to, and limited by, its slot's cgroup."""
-        try:
-            for fd in cgroup_fds:
-                os.write(fd, b"0")  # "0" is the writer itself
-                os.close(fd)
-        except OSError as e:
-            try:
-                os.write(2, f"fitrun python worker {worker}: cannot join its cgroup: {e.strerror}\n".encode())
-            finally:
-                os._exit(EXIT_CHILD_SETUP)
+        _join_cgroups(cgroup_fds, worker)
         try:
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
             self.die_with_parent(worker_pid)
@@ -475,28 +489,43 @@ class Runner:
                 os.set_blocking(fd, True)
         except BaseException:
             os._exit(EXIT_CHILD_SETUP)
-        try:
+        def start():
             job = self.read_job()
-            os.environ["FITRUN_JOB_ID"] = job["id"]
-            os.environ["FITRUN_WORKER"] = str(worker)
-            # Backstop only: fitrun reads this process's CPU clock and kills
-            # it at the budget. Should fitrun be late, SIGPROF's default
-            # action ends it here; RLIMIT_CPU (set by the sandbox) is the last
-            # resort when the code disarms the timer.
-            if self.cfg.cpu_backstop_ms > 0:
-                signal.setitimer(signal.ITIMER_PROF, min(self.cfg.cpu_backstop_ms / 1000.0, SETITIMER_MAX_S))
-            rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
-            if rc != 0:
-                rep = {"sandbox_error": -rc}
-            else:
-                rep = self.run_code(job["code"], job.get("entry") or self.cfg.entry, job["inputs"])
+            self.arm_backstop(job, worker)
+            return job, self.sandbox.apply(CHILD_NOTIFY_FD, worker)
+        self.write_report(self.run_job(start))
+        os._exit(0)
+
+    def arm_backstop(self, job, worker):
+        """What every prediction's process gets before its code runs: its
+        job id and worker in the environment, and the CPU backstop."""
+        os.environ["FITRUN_JOB_ID"] = job["id"]
+        os.environ["FITRUN_WORKER"] = str(worker)
+        # Backstop only: fitrun reads this process's CPU clock and kills
+        # it at the budget. Should fitrun be late, SIGPROF's default
+        # action ends it here; RLIMIT_CPU (set by the sandbox) is the last
+        # resort when the code disarms the timer.
+        if self.cfg.cpu_backstop_ms > 0:
+            signal.setitimer(signal.ITIMER_PROF, min(self.cfg.cpu_backstop_ms / 1000.0, SETITIMER_MAX_S))
+
+    def run_job(self, start, allow=None):
+        """The report of one job: start() reads it and returns it with the
+        sandbox's result (0, or -errno when applying it failed)."""
+        try:
+            job, apply_rc = start()
+            if apply_rc != 0:
+                return {"sandbox_error": -apply_rc}
+            return self.run_code(job["code"], job.get("entry") or self.cfg.entry, job["inputs"], allow=allow)
         except MemoryError:
-            rep = {"outputs": [], "error_type": "MemoryError", "error_message": "",
-                   "error_line": None, "memory": True}
+            return {"outputs": [], "error_type": "MemoryError", "error_message": "",
+                    "error_line": None, "memory": True}
         except BaseException as e:  # our own bug: say so rather than die silently
-            rep = {"outputs": [], "error_type": "RuntimeInternalError",
-                   "error_message": f"{_exc_type(e)}: {_exc_text(e)}",
-                   "error_line": None, "memory": False}
+            return {"outputs": [], "error_type": "RuntimeInternalError",
+                    "error_message": f"{_exc_type(e)}: {_exc_text(e)}",
+                    "error_line": None, "memory": False}
+
+    def write_report(self, rep):
+        """Flush the prediction's prints, then write its report on fd 3."""
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
@@ -511,7 +540,84 @@ class Runner:
                 view = view[os.write(CHILD_REPORT_FD, view):]
         except BaseException:
             pass
-        os._exit(0)
+
+    def reused_child(self, sock, null, worker_pid, worker, cgroup_fds=()):
+        """Never returns: the long-lived process of a worker under reuse
+        isolation. It applies the sandbox once (as slot `worker`), then
+        runs one job per message from its worker: the message brings the
+        job's four pipe ends and a nonce; the process lays the ends out as
+        a fork child would have them, runs the job as a fork child does,
+        gives the ends up, checks and restores shared state (_Baseline) and
+        answers "done" with the nonce and its own reason to be replaced.
+        cgroup_fds: as for child(); the process stays in its slot's cgroups
+        for all its jobs."""
+        _join_cgroups(cgroup_fds, worker)
+        try:
+            os.setpgid(0, 0)
+            self.die_with_parent(worker_pid)
+            _layout_fds(((null, CHILD_STDIN), (null, CHILD_STDOUT), (null, CHILD_STDERR),
+                         (sock, CHILD_NOTIFY_FD), (sock, REUSE_CHAN_FD)), self.sandbox.fd())
+            chan = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=REUSE_CHAN_FD)
+        except BaseException:
+            os._exit(EXIT_CHILD_SETUP)
+        apply_rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
+        recv_fds, write, dup2, close, set_blocking = socket.recv_fds, os.write, os.dup2, os.close, os.set_blocking
+        # Between jobs /dev/null holds every descriptor below the socket, so
+        # the pipe ends of the next job arrive above all the ones they go to.
+        for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
+            dup2(CHILD_STDIN, fd)
+        baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD)
+        gc.freeze()  # the baseline's own lists: out of every collection after each prediction
+        allowed = [None, baseline.real]
+        _install_tripwire(REUSE_CHAN_FD, allowed)
+        write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
+
+        def allow(obj):
+            allowed[0] = obj
+        while True:
+            try:
+                msg, fds, _, _ = recv_fds(chan, 64, RUN_FDS, socket.MSG_CMSG_CLOEXEC)
+            except BaseException:
+                os._exit(EXIT_CHILD_SETUP)
+            if not msg:
+                os._exit(0)  # the worker is gone
+            if msg[:1] != b"J" or len(fds) != RUN_FDS:
+                os._exit(EXIT_CHILD_SETUP)
+            nonce = msg[1:]
+            try:
+                for src, dst in zip(fds, (CHILD_JOB_FD, CHILD_REPORT_FD, CHILD_STDOUT, CHILD_STDERR)):
+                    dup2(src, dst)
+                    close(src)
+                for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
+                    set_blocking(fd, True)
+            except BaseException:
+                os._exit(EXIT_CHILD_SETUP)
+
+            def start():
+                job = self.read_job()
+                self.arm_backstop(job, worker)
+                return job, apply_rc
+            rep = self.run_job(start, allow)
+            self.write_report(rep)
+            if apply_rc != 0:
+                os._exit(0)  # it reported the sandbox's failure; a fresh process tries again
+            try:
+                for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
+                    dup2(CHILD_STDIN, fd)  # the job's pipes end here: fitrun sees EOF
+            except OSError:
+                pass
+            try:
+                # After a MemoryError the heap may hold what the failed
+                # allocations left; the process goes, as a fork child would.
+                why = "memory_error: the prediction ran out of memory" if rep.get("memory") else baseline.check()
+            except BaseException as e:
+                why = f"poisoned: the check failed ({_exc_type(e)}: {_exc_text(e)})"
+            try:
+                write(REUSE_CHAN_FD, b"D" + nonce + why.encode(errors="replace")[:300])
+            except BaseException:
+                os._exit(EXIT_CHILD_SETUP)
+            if why:
+                os._exit(0)  # its worker replaces it
 
     @staticmethod
     def read_job():
@@ -524,6 +630,22 @@ class Runner:
             chunks.append(chunk)
         os.close(CHILD_JOB_FD)
         return json.loads(b"".join(chunks))
+
+
+def _join_cgroups(cgroup_fds, worker):
+    """In a forked child of a worker, first thing: join its slot's cgroups
+    (fitrun's own; cgroup_fds are their cgroup.procs files), so that
+    everything it allocates is charged to, and limited by, its slot. Exits
+    the child on failure."""
+    try:
+        for fd in cgroup_fds:
+            os.write(fd, b"0")  # "0" is the writer itself
+            os.close(fd)
+    except OSError as e:
+        try:
+            os.write(2, f"fitrun python worker {worker}: cannot join its cgroup: {e.strerror}\n".encode())
+        finally:
+            os._exit(EXIT_CHILD_SETUP)
 
 
 def _layout_fds(pairs, keep):
@@ -619,7 +741,7 @@ class Worker:
         try:
             # fitrun kills the child through this pidfd (CPU budget, wall
             # time, output caps): race-free, whatever becomes of the pid.
-            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid)], [pidfd])
+            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid, 0)], [pidfd])
             violation = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
             _, status, ru = os.wait4(pid, 0)
         finally:
@@ -682,6 +804,518 @@ def _kill(pid):
         os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# --------------------------------------------------------------------------
+# Reuse: one sandboxed process runs consecutive predictions
+
+# The process's state that later predictions share, checked after each
+# prediction against what it was before the first. Only identities are
+# compared (operator.is_): no __eq__ of anything a prediction made runs.
+# Everything here is bound when the process starts, before any prediction:
+# a prediction that replaces a module's function cannot change these checks.
+_is = __import__("operator").is_
+_REUSE_TAINT_EVENTS = frozenset((
+    "sys._getframe", "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__",
+    "object.__delattr__", "code.__new__", "function.__new__", "sys.addaudithook", "sys.monitoring.register_callback",
+    "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
+    "setopencodehook"))
+_REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
+# Of the attribute reads CPython audits (object.__getattr__), those that
+# give a frame: from a frame, f_back and f_locals reach the runtime's own.
+# Reading a function's __code__ or __globals__ (the arc-dsl reads
+# __code__.co_argcount) gives nothing a prediction could not reach anyway.
+_REUSE_FRAME_ATTRS = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"))
+
+
+def _install_tripwire(chan_fd, allowed):
+    """An audit hook (it cannot be removed) that tells the worker, on the
+    process's own socket, the first time anything reaches for what could
+    change a later prediction unseen: frames (and through them the runtime's
+    own state), the garbage collector's object lists, ctypes, new code
+    objects, type and function attribute writes, tracing, audit hooks. The
+    worker then replaces the process after the prediction: the message is
+    out of this process before the call it reports returns. A new audit
+    hook is refused outright (it would see later predictions' code). When
+    the socket is no longer the one it was (closed, or another descriptor
+    put in its place), the call is refused instead: nothing could say it.
+    allowed[0]: the one traceback or frame the runtime itself is reading
+    (an error's line), set only by code no prediction can reach unseen;
+    allowed[1]: the tuple of namespaces _Baseline.check reads with
+    gc.get_referents (a prediction cannot pass that very tuple)."""
+    fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
+    events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
+
+    def hook(event, args):
+        if event not in events and not event.startswith(prefixes):
+            return
+        if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
+            return
+        if event == "gc.get_referents" and args[0] is allowed[1]:
+            return  # the check's own read of the namespaces
+        if not said[0]:
+            try:
+                st = fstat(chan_fd)
+                if (st.st_dev, st.st_ino) != dev_ino:
+                    raise OSError
+                write(chan_fd, b"T" + event.encode()[:200])
+            except BaseException:
+                raise refused(f"{event} refused: this reused process can no longer report it") from None
+            said[0] = True
+        if event == "sys.addaudithook":
+            raise refused("a reused process takes no audit hooks")  # the hook is not added
+
+    sys.addaudithook(hook)
+
+
+def _dev_ino(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+class _Baseline:
+    """What a reused process looked like before its first prediction, and
+    the check run after each one: restore what can be restored exactly,
+    and name the first change that cannot (the process is then replaced)."""
+
+    def __init__(self, null_fd, chan_fd):
+        self.null_fd, self.chan_fd = null_fd, chan_fd
+        null = _dev_ino(null_fd)
+        self.fds = {fd: null for fd in range(chan_fd)}
+        self.fds[chan_fd] = _dev_ino(chan_fd)
+        self.modules = sys.modules
+        self.module_list = list(sys.modules.items())
+        self.module_names = [name for name, _ in self.module_list]
+        self.module_objects = [mod for _, mod in self.module_list]
+        self.bound = len, all, map, _is, list, _chain, gc.get_referents, _mro_of
+        # Namespaces: every module's, and those of the classes and the
+        # plain objects (json's default encoder...) module globals name.
+        self.dicts = _namespaces(self.module_list)
+        self.spaces = [d for _, d in self.dicts]
+        self.sizes = [len(d) for d in self.spaces]
+        self.keys = list(_chain(self.spaces))
+        # The dicts themselves (a class's, under its mappingproxy): what
+        # they hold comes out of one gc.get_referents call, in C.
+        self.real = tuple(d if type(d) is dict else gc.get_referents(d)[0] for d in self.spaces)
+        self.values = gc.get_referents(*self.real)
+        self.named_values = list(_chain(map(_values, self.spaces)))  # for naming a change only
+        self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
+        self.mros = list(map(_mro_of, self.classes))
+        self.lists = [(name, lst, list(lst)) for name, lst in (
+            ("sys.path", sys.path), ("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks),
+            ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions))]
+        self.sys_values = [(name, get, get()) for name, get in (
+            ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
+            ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
+            ("sys.get_int_max_str_digits", getattr(sys, "get_int_max_str_digits", lambda: None)),
+            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold),
+            ("os.getcwd", os.getcwd))]
+        self.environ = _job_environ()
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.rlimits = [(r, resource.getrlimit(r)) for r in _rlimit_ids()]
+        self.getsignal = __import__("_signal").getsignal  # signal.getsignal's enum wrapping costs 2 µs a call
+        self.signals = {n: self.getsignal(n) for n in _catchable_signals()}
+        self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        self.random = self._random_state()
+        self.numpy = self._numpy_state()
+        self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
+        self.gc_collect = gc.collect
+
+    @staticmethod
+    def _random_state():
+        rnd = sys.modules.get("random")
+        return (rnd,) if rnd is not None else None
+
+    @staticmethod
+    def _numpy_state():
+        np = sys.modules.get("numpy")
+        if np is None:
+            return None
+        return (np, np.geterr(), np.get_printoptions(), np.random.get_state())
+
+    def check(self):
+        """After a prediction: '' (the next one may run here) or the first
+        change found, as 'poisoned: what'. Restores fds, timers, signal
+        handlers and mask, cwd, umask, warnings filters, numpy's error
+        mode, print options and global random state (random reseeds, as
+        after a fork) and drops modules the prediction imported first.
+
+        Modules and builtins are checked first, with nothing but what was
+        bound before any prediction ran (the builtins and functions below
+        are this object's, not looked up): only once they are known intact
+        does the rest of the check call through them."""
+        len_, all_, map_, is_, list_, chain, referents, mro_of = self.bound
+        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        modules, module_list = self.modules, self.module_list
+        if len_(modules) < len_(module_list):
+            return "poisoned: sys.modules lost entries"
+        if not all_(map_(is_, modules.values(), self.module_objects)) or \
+                not all_(map_(is_, modules, self.module_names)):
+            return "poisoned: sys.modules entries were replaced or removed"
+        keys = list_(chain(self.spaces))
+        values = referents(*self.real)  # the tripwire knows this tuple: not a prediction's call
+        if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
+                not all_(map_(is_, values, self.values)):
+            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.named_values)}"
+        if not all_(map_(is_, map_(mro_of, self.classes), self.mros)):
+            return "poisoned: a class's bases were changed"
+        # From here on, module attributes and builtins are the ones they were.
+        if len(modules) != len(module_list):
+            self._drop_new_modules()
+        why = self._restore_process()
+        if why:
+            return why
+        for name, lst, items in self.lists:
+            if len(lst) != len(items) or not all(map(_is, lst, items)):
+                return f"poisoned: {name} was changed"
+        for name, get, value in self.sys_values:
+            now = get()
+            if now is not value and now != value:
+                return f"poisoned: {name}() changed"
+        if _job_environ() != self.environ:
+            return "poisoned: os.environ was changed"
+        for r, lim in self.rlimits:
+            if resource.getrlimit(r) != lim:
+                return f"poisoned: resource limit {r} was changed"
+        return ""
+
+    def _restore_process(self):
+        """Descriptors, timers, signals, cwd, umask: put back as they were."""
+        for fd, ident in self.fds.items():
+            try:
+                if _dev_ino(fd) == ident:
+                    continue
+            except OSError:
+                pass
+            if fd == self.chan_fd:
+                return "poisoned: the process's socket to its worker was closed or replaced"
+            os.dup2(self.null_fd, fd)
+        os.closerange(REUSE_CHAN_FD + 1, 1 << 20)
+        for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+            signal.setitimer(which, 0)
+        for n, handler in self.signals.items():
+            if self.getsignal(n) is not handler:
+                signal.signal(n, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
+        if signal.sigpending():
+            return "poisoned: signals left pending"
+        cwd = self.sys_values[-1][2]
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
+        os.umask(self.umask)
+        w = self.modules.get("warnings")
+        if self.warnings is not None and w is not None and w.__dict__.get("filters") is not None:
+            if len(w.filters) != len(self.warnings) or not all(map(_is, w.filters, self.warnings)):
+                w.filters[:] = self.warnings
+                w._filters_mutated()
+        if self.random is not None:
+            self.random[0].seed()  # as in a fork child: random reseeds itself after fork
+        if self.numpy is not None:
+            np, err, printopts, rng = self.numpy
+            np.seterr(**err)
+            if np.get_printoptions() != printopts:
+                np.set_printoptions(**printopts)
+            np.random.set_state(rng)
+        return ""
+
+    def _drop_new_modules(self):
+        known = {name for name, _ in self.module_list}
+        for name in [n for n in self.modules if n not in known]:
+            del self.modules[name]
+
+
+_chain = __import__("itertools").chain.from_iterable
+_values = __import__("operator").methodcaller("values")
+_mro_of = type.__dict__["__mro__"].__get__
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code, whose namespace can change
+
+
+def _is_heap_type(cls):
+    return bool(type.__dict__["__flags__"].__get__(cls) & _HEAPTYPE)
+
+
+def _module_values(module_list):
+    for _, mod in module_list:
+        d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
+        if type(d) is dict:
+            yield from d.values()
+
+
+def _namespaces(module_list):
+    """(name, namespace) of every module, and of each class and plain
+    object a module's globals hold, once each (by identity): the dicts
+    (a class's: its mappingproxy) a later prediction reads through."""
+    out, seen = [], set()
+
+    def add(name, obj, space):
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            out.append((name, space))
+
+    for name, mod in module_list:
+        d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
+        if type(d) is not dict:
+            continue
+        add(f"module {name}", mod, d)
+        for key, v in d.items():
+            if isinstance(v, types.ModuleType):
+                continue
+            if isinstance(v, type):
+                if _is_heap_type(v):
+                    add(f"class {name}.{key}", v, type.__dict__["__dict__"].__get__(v))
+            elif _is_heap_type(type(v)) and not callable(v):
+                try:
+                    vd = object.__getattribute__(v, "__dict__")
+                except BaseException:
+                    continue
+                if type(vd) is dict:
+                    add(f"object {name}.{key}", v, vd)
+    return out
+
+
+def _which_namespace(dicts, sizes, keys, values, len=len, all=all, map=map, zip=zip):
+    """Which namespace changed, and how (the slow path, once poisoned)."""
+    at = 0
+    for (name, d), n in zip(dicts, sizes):
+        before_k, before_v = keys[at:at + n], values[at:at + n]
+        if len(d) != n or not all(map(_is, d, before_k)) or not all(map(_is, d.values(), before_v)):
+            return f"{name} was changed ({_first_change(d, before_k, before_v)})"
+        at += n
+    return "a namespace was changed"
+
+
+def _job_environ():
+    """os.environ but the two variables each job sets for itself."""
+    env = dict(os.environ)
+    env.pop("FITRUN_JOB_ID", None)
+    env.pop("FITRUN_WORKER", None)
+    return env
+
+
+def _first_change(d, keys, values, dict=dict, zip=zip):
+    before = dict(zip(keys, values))
+    for k, v in d.items():
+        if k not in before:
+            return f"{k!s:.60} added"
+        if before[k] is not v:
+            return f"{k!s:.60} replaced"
+    for k in before:
+        if k not in d:
+            return f"{k!s:.60} removed"
+    return "reordered"
+
+
+def _rlimit_ids():
+    return [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
+
+
+def _catchable_signals():
+    return [n for n in range(1, signal.NSIG) if n not in (signal.SIGKILL, signal.SIGSTOP)
+            and signal.getsignal(n) is not None]
+
+
+class ReusedProcess:
+    """In a worker: its long-lived sandboxed process (reuse isolation)."""
+
+    def __init__(self, pid, pidfd, sock, listener):
+        self.pid, self.pidfd, self.sock, self.listener = pid, pidfd, sock, listener
+        self.count = 0
+
+    def cpu_ns(self):
+        """The process's CPU clock (all its threads), or -1 once it is gone."""
+        try:
+            return time.clock_gettime_ns(((~self.pid) << 3) | 2)  # CPUCLOCK_SCHED of the process
+        except OSError:
+            return -1
+
+    def status(self):
+        """(resident KiB, peak resident KiB, threads) from /proc."""
+        rss = hwm = threads = 0
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss = int(line.split()[1])
+                    elif line.startswith("VmHWM:"):
+                        hwm = int(line.split()[1])
+                    elif line.startswith("Threads:"):
+                        threads = int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return rss, hwm, threads
+
+    def end(self):
+        """Kill it (and its process group), reap it; returns (wstatus, rusage)."""
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return self.reap()
+
+    def reap(self):
+        _, status, ru = os.wait4(self.pid, 0)
+        os.close(self.pidfd)
+        self.sock.close()
+        if self.listener >= 0:
+            os.close(self.listener)
+        return status, ru
+
+
+class ReuseWorker(Worker):
+    """Runs each RUN's prediction in its long-lived sandboxed process,
+    forked from this worker like a fork child but kept for later jobs. The
+    job's four pipe ends go to that process with the job message; the
+    process sends back "done" with the job's nonce, after its own check of
+    shared state. This worker decides on replacement from what the process
+    cannot forge: its death, the sandbox's listener, its CPU clock and
+    /proc status, the tripwire's message, the nonce."""
+
+    def __init__(self, runner, worker, chan, cgroup_fds=()):
+        super().__init__(runner, worker, chan, cgroup_fds)
+        self.proc = None
+        cfg = runner.cfg
+        self.max_predictions = cfg.max_predictions
+        self.max_rss_kb = cfg.max_memory_kb
+        self.cpu_cap_ns = cfg.reuse_cpu_ms * 1000000
+
+    def spawn(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                self.runner.reused_child(theirs.fileno(), self.null, self.pid, self.worker,
+                                         self.cgroup_fds)  # never returns
+        finally:
+            theirs.close()
+        pidfd = os.pidfd_open(pid)
+        listener = self.runner.sandbox.receive(ours.fileno())  # once: its filter stays for every job
+        # Its baseline is built before its first job's CPU clock is read
+        # (EOF instead: it died; the job finds it dead). Not when applying
+        # the sandbox failed: the message may have gone to receive(), and
+        # the first job reports the failure anyway.
+        if listener >= 0 or listener == -errno.ENODATA:
+            ours.recv(16)
+        return ReusedProcess(pid, pidfd, ours, listener)
+
+    def run(self, seq, fds):
+        t0 = time.monotonic_ns()
+        fork_us = 0
+        p = self.proc
+        if p is not None and _exited(p.pidfd):
+            p.reap()
+            p = self.proc = None
+        if p is None:
+            try:
+                p = self.proc = self.spawn()
+            except OSError as e:
+                self.failed(seq, f"starting a reused process: {e.strerror}")
+                return
+            fork_us = (time.monotonic_ns() - t0) // 1000
+        nonce = os.urandom(16)
+        base = p.cpu_ns()
+        pidfd = os.pidfd_open(p.pid)
+        try:
+            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, p.pid, max(base, 0))], [pidfd])
+        finally:
+            os.close(pidfd)
+        try:
+            socket.send_fds(p.sock, [b"J" + nonce], fds)
+        except OSError:
+            pass  # it died: the wait below says how
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        violation, done, taint = self.wait(p, nonce)
+        if done is None:  # it ended (killed, violation, crash, exit)
+            status, ru = p.end()
+            self.proc = None
+            cpu_us = max(0, int((ru.ru_utime + ru.ru_stime) * 1e6) - base // 1000)
+            self.exited(seq, status, violation, cpu_us, ru.ru_maxrss, t0, fork_us,
+                        "ended: the prediction's process did not survive it")
+            return
+        p.count += 1
+        cpu = p.cpu_ns()
+        rss, hwm, threads = p.status()
+        why = done or (f"poisoned: {taint}" if taint else "")
+        if not why and threads > 1:
+            why = f"threads: {threads - 1} left running"
+        if not why and p.count >= self.max_predictions:
+            why = f"max_predictions: {p.count} predictions run"
+        if not why and rss > self.max_rss_kb:
+            why = f"memory: {rss >> 10} MiB resident, above {self.max_rss_kb >> 10} MiB"
+        if not why and self.cpu_cap_ns and cpu > self.cpu_cap_ns:
+            why = f"cpu_time: {cpu // 1000000} ms of CPU used, above {self.cpu_cap_ns // 1000000} ms"
+        if why:
+            p.end()
+            self.proc = None
+        self.exited(seq, 0, -1, max(0, cpu - base) // 1000, hwm, t0, fork_us, why)
+        if self.proc is None:
+            try:
+                self.proc = self.spawn()  # ready before the next job arrives
+            except OSError:
+                self.proc = None  # the next RUN tries again and reports it
+
+    def exited(self, seq, status, violation, cpu_us, rss_kb, t0, fork_us, why):
+        wall_us = (time.monotonic_ns() - t0) // 1000
+        self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation, cpu_us, 0, rss_kb, wall_us, fork_us)
+                       + why.encode(errors="replace")[:400])
+
+    def wait(self, p, nonce):
+        """Until the process says "done" for this job or ends. Returns
+        (violation, done, taint): done is None when it ended (it is then
+        killed, not reaped), else the process's own reason to be replaced
+        ('' = none); taint names the first tripwire event seen."""
+        sandbox = self.runner.sandbox
+        poller = select.poll()
+        poller.register(p.pidfd, select.POLLIN)
+        poller.register(p.sock.fileno(), select.POLLIN)
+        if p.listener >= 0:
+            poller.register(p.listener, select.POLLIN)
+        violation, taint = -1, ""
+        while True:
+            events = dict(poller.poll())
+            if p.listener >= 0 and events.get(p.listener, 0) & select.POLLIN:
+                got = sandbox.notification(p.listener)
+                if got is not None:
+                    nr, who = got
+                    if violation < 0:
+                        violation = nr
+                    if who > 0:
+                        _kill(who)
+                    signal.pidfd_send_signal(p.pidfd, signal.SIGKILL)
+            elif p.listener >= 0 and events.get(p.listener, 0):
+                poller.unregister(p.listener)
+            sock_ev = events.get(p.sock.fileno(), 0)
+            msg = b""
+            if sock_ev & select.POLLIN:
+                msg, fds, _, _ = socket.recv_fds(p.sock, 1024, 4)
+                for fd in fds:
+                    os.close(fd)
+            if msg[:1] == b"T":
+                taint = taint or f"it used {msg[1:].decode(errors='replace') or '?'}"
+            elif msg[:1] == b"D" and msg[1:17] == nonce and violation < 0:
+                return violation, msg[17:].decode(errors="replace"), taint
+            elif msg:
+                # A forged "done" or a stray message: the job is not over
+                # (its end is the real "done", its death or its limits),
+                # and the process goes after it.
+                taint = taint or "a message on its socket that is not its own protocol's"
+            elif sock_ev:
+                # Closed: it can no longer answer, and ends after the job
+                # (or at its limits); its death is the job's end.
+                poller.unregister(p.sock.fileno())
+            if p.pidfd in events:
+                return violation, None, taint
+
+
+def _exited(pidfd):
+    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 # --------------------------------------------------------------------------
@@ -813,7 +1447,8 @@ class Zygote:
                 for pidfd in self.workers:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
-                code = Worker(self.runner, worker, chan, cgroup_fds).serve()
+                code = (ReuseWorker if self.cfg.isolation == "reuse" else Worker)(self.runner, worker, chan,
+                                                                                   cgroup_fds).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:

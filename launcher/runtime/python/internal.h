@@ -63,6 +63,11 @@
 /* Start-up above this gets a warning naming the usual cause. */
 #define PY_SLOW_START_MS 1000
 #define PY_MSG_MAX 65536
+/* Reuse isolation: the CPU time one process may accumulate over its
+ * predictions before it is replaced. Its RLIMIT_CPU is this plus one
+ * prediction's backstop, so every prediction it starts still has its whole
+ * backstop below the kernel's limit. */
+#define PY_REUSE_CPU_MS 60000
 /* After killing a child (or asking for a worker's report), how long the
  * worker's EXITED may take before the worker itself is killed. */
 #define PY_ABORT_GRACE_MS 1000
@@ -73,11 +78,14 @@
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
 #define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds */
-#define PY_MSG_STARTED_LEN 12 /* 'S', 3 pad, u32 seq, i32 pid; + the child's pidfd */
+#define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
 #define PY_MSG_EXITED_LEN                                                                                              \
     56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
-                                 i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us */
+                                 i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us;
+                                 then, reuse only, why its process was replaced (UTF-8) */
 #define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
+/* Bytes of EXITED's reason at most. */
+#define PY_REPLACED_MAX 400
 
 /* A pipe fitrun reads, up to a cap. */
 struct stream {
@@ -93,6 +101,7 @@ struct exit_facts {
     int wstatus;
     int violation_nr;
     int64_t utime_us, stime_us, max_rss_kb, wall_us, fork_us;
+    char replaced[PY_REPLACED_MAX + 1]; /* "" = the process ran on (or was a fork child) */
 };
 
 enum py_kill { PY_KILL_NONE = 0, PY_KILL_CPU, PY_KILL_WALL, PY_KILL_OUTPUT, PY_KILL_RESULT };
@@ -194,6 +203,7 @@ struct py_msg {
     bool well_formed;        /* the length its kind needs (EXITED: and no time or size below 0) */
     int fd;                  /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
     pid_t pid;               /* STARTED: the child */
+    int64_t cpu_base_ns;     /* STARTED: its CPU clock when the job began (reuse; 0 for a fork child) */
     struct exit_facts facts; /* EXITED */
     const char *why;         /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
     size_t why_len;

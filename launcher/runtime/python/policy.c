@@ -31,15 +31,29 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
 /* The profile's spec (the one map, fitrun/sandbox_keys.h) as the zygote
  * builds it: RLIMIT_CPU is the backstop (py_cpu_backstop_ms), since fitrun
  * kills at the budget itself; no RLIMIT_AS where the prediction's cgroup
- * limits memory; one per-slot uid per worker. Packed into a
- * sealed memfd the interpreter reads (its descriptor, O_CLOEXEC), or -1
- * with err. */
+ * limits memory; one per-slot uid per worker. Under isolation = reuse one
+ * process runs many predictions: RLIMIT_CPU counts all of them
+ * (PY_REUSE_CPU_MS more, the process is replaced before it gets there),
+ * and recvmsg is allowed so that the process can take each job's pipe ends
+ * from its worker. Packed into a sealed memfd the interpreter reads (its
+ * descriptor, O_CLOEXEC), or -1 with err. */
 int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, char *err, size_t errlen)
 {
     struct fr_policy_spec spec;
     fr_profile_policy_spec(p, &spec);
     fr_cgroup_policy_spec(cg_ctls, &spec);
     spec.cpu_ms = py_cpu_backstop_ms(p->cpu_time_ms);
+    const char *allow[FR_PROFILE_MAX_NAMES + 2];
+    if (p->reuse) {
+        size_t n = 0;
+        for (const char *const *a = spec.allow; a && *a && n < FR_PROFILE_MAX_NAMES; a++)
+            allow[n++] = *a;
+        allow[n++] = "recvmsg";
+        allow[n] = NULL;
+        spec.allow = allow;
+        if (spec.cpu_ms)
+            spec.cpu_ms += PY_REUSE_CPU_MS;
+    }
     spec.slots = nslots > 0 ? nslots : 1;
     long len = fr_policy_spec_pack(&spec, NULL, 0);
     void *buf = len > 0 ? malloc((size_t)len) : NULL;

@@ -199,7 +199,7 @@ static void started(struct fr_runtime *rt, int slot, const struct py_msg *m)
     }
     s->child = m->pid;
     s->child_fd = m->fd;
-    fr_host_watch_cpu_pidfd(rt->host, slot, s->child, s->child_fd);
+    fr_host_watch_cpu_since(rt->host, slot, s->child, s->child_fd, m->cpu_base_ns);
     if (s->kill != PY_KILL_NONE && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
 }
@@ -224,7 +224,8 @@ static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg
     else if (current && m->kind == 'F')
         crashed(rt, slot, "python worker %d could not start the prediction: %.*s", slot,
                 (int)(m->why_len > 300 ? 300 : m->why_len), m->why);
-    else if (s->job && m->seq == s->seq && m->kind == 'E' && m->len == PY_MSG_EXITED_LEN) {
+    else if (s->job && m->seq == s->seq && m->kind == 'E' && m->len >= PY_MSG_EXITED_LEN &&
+             m->len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
         /* The job's end, with figures no kernel gives: the worker is broken. */
         replace_worker(rt, slot);
         crashed(rt, slot, "python worker %d reported a negative CPU time or memory use for the job; replaced", slot);

@@ -61,8 +61,13 @@ static _Noreturn void exec_zygote(int ctl, int policy, int errfd, pid_t parent, 
 static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen)
 {
     const struct fr_profile *p = cfg->profile;
-    char cpu[32], rcap[32], nest[16], pfd[16];
+    char cpu[32], rcap[32], nest[16], pfd[16], maxp[32], maxm[32], rcpu[32];
+    if (fr_profile_reuse_check(p, err, errlen) < 0)
+        return -1;
     snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)py_cpu_backstop_ms(p->cpu_time_ms));
+    snprintf(maxp, sizeof maxp, "%llu", (unsigned long long)p->max_predictions);
+    snprintf(maxm, sizeof maxm, "%llu", (unsigned long long)(p->max_memory >> 10));
+    snprintf(rcpu, sizeof rcpu, "%llu", (unsigned long long)(p->cpu_time_ms ? PY_REUSE_CPU_MS : 0));
     snprintf(rcap, sizeof rcap, "%llu", (unsigned long long)(py->result_cap + PY_REPORT_SLACK));
     snprintf(nest, sizeof nest, "%d", PY_MAX_NESTING);
     snprintf(pfd, sizeof pfd, "%d", PY_POLICY_FD);
@@ -84,6 +89,14 @@ static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, cha
                           rcap,
                           "--max-nesting",
                           nest,
+                          "--isolation",
+                          p->reuse ? "reuse" : "fork",
+                          "--max-predictions",
+                          maxp,
+                          "--max-memory-kb",
+                          maxm,
+                          "--reuse-cpu-ms",
+                          rcpu,
                           NULL};
     extern char **environ;
     char *const *envp = cfg->envp ? cfg->envp : environ;
