@@ -64,7 +64,7 @@ void pool_emit_invalid(struct fr_host *h, const char *id, long line, const char 
 /* The runtime fields of a job with outputs: "outputs", "passed" (when the
  * job has "expected"; scored here, since only the pool holds it), and
  * "error_line". *passed is malloc'd (the caller frees it). */
-static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr_status status,
+static size_t output_fields(const struct fr_raw *raw, const struct fr_job *job, enum fr_status status,
                             struct fr_result_field f[3], char **passed, char line_buf[32])
 {
     size_t n = 0;
@@ -73,9 +73,10 @@ static size_t output_fields(const struct fr_raw *raw, const json_t *job, enum fr
         return 0;
     f[n++] = raw->outputs ? (struct fr_result_field){"outputs", raw->outputs, raw->outputs_len}
                           : (struct fr_result_field){"outputs", "null", 4};
-    const json_t *expected = json_object_get(job, "expected");
+    const struct fr_json_member *expected = fr_job_member(job, "expected");
     size_t plen;
-    if (json_is_array(expected) && (*passed = fr_passed_json(expected, raw->outputs, raw->outputs_len, status, &plen)))
+    if (expected && expected->value.p[0] == '[' &&
+        (*passed = fr_passed_json(expected->value, raw->outputs, raw->outputs_len, status, &plen)))
         f[n++] = (struct fr_result_field){"passed", *passed, plen};
     if (raw->error_line > 0)
         f[n++] =
@@ -136,7 +137,7 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
     struct fr_result_field fields[3];
     char *passed, line_buf[32];
     r.fields = fields;
-    r.nfields = output_fields(raw, sl->job.obj, v.status, fields, &passed, line_buf);
+    r.nfields = output_fields(raw, &sl->job, v.status, fields, &passed, line_buf);
     emit(h, &r);
     free(passed);
 }
