@@ -130,6 +130,15 @@ int fr_report_read(int report_fd);
  * fr_policy_apply. */
 int fr_policy_apply_slot(const struct fr_policy *p, int report_fd, int slot);
 
+/* Parent side, before building a policy with slot_identity under root:
+ * reserve `n` consecutive uids (= gids) from `want` upward that no other
+ * live fitrun run has reserved and no process uses as its real uid, so that
+ * runs never share a uid (RLIMIT_NPROC and signals are per uid). The
+ * reservation lasts until this process exits (a registry in /run/fitrun,
+ * or /tmp/.fitrun-ids, under a lock). *got = the first uid. Returns 0, or -1
+ * with a message in err. */
+int fr_identity_reserve(uint32_t want, int n, uint32_t *got, char *err, size_t errlen);
+
 /* In-process application for a caller that supervises the job itself (the
  * warm Python worker is the parent of each prediction's child):
  *

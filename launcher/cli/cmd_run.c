@@ -285,6 +285,19 @@ static int run(const struct run_args *a, struct run_state *s)
     struct fr_policy_spec spec;
     fr_profile_policy_spec(&s->profile, &spec);
     spec.slots = plan.workers > 0 ? plan.workers : 1;
+    if (spec.slot_identity && geteuid() == 0) {
+        /* Another run on this machine may hold uid_base..: take the first
+         * free range. The runtimes read uid_base from the profile. */
+        uint32_t base;
+        if (fr_identity_reserve(spec.uid_base, spec.slots, &base, err, sizeof err) < 0) {
+            fr_warn("sandbox: %s", err);
+            return FR_EXIT_USAGE;
+        }
+        if (base != spec.uid_base)
+            fr_info("sandbox: uids %u-%u are in use by another run or process; slots run as uids %u-%u", spec.uid_base,
+                    spec.uid_base + (unsigned)spec.slots - 1, base, base + (unsigned)spec.slots - 1);
+        spec.uid_base = s->profile.uid_base = base;
+    }
     if (fr_policy_build(&spec, &s->policy, err, sizeof err) < 0) {
         fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
         return FR_EXIT_USAGE;

@@ -127,6 +127,31 @@ exec strace -p \$v"
     [ "$(field out.jsonl attacker syscall)" = ptrace ]
 }
 
+@test "two runs at once never share a uid, and a uid some process uses is skipped" {
+    need_root
+    # A process of uid B (the first slot uid this test asks for) already
+    # exists: run A must skip it. Run B starts while A holds its range.
+    local base=$((62000 + $$ % 1000 * 8))
+    setpriv --reuid=$base --regid=$base --clear-groups sleep 30 &
+    local squatter=$!
+    for i in 0 1; do sh_job "a$i" 'id -u; sleep 2' ; done > a.jsonl
+    for i in 0 1; do sh_job "b$i" 'id -u' ; done > b.jsonl
+    "$FITRUN" run --jobs a.jsonl --out a.out --quiet --workers 2 --set sandbox.uid_base=$base --set sandbox.processes=16 &
+    local a=$!
+    wait_for eval '[ "$(ps -eo uid= | awk -v b=$base '"'"'$1 > b && $1 <= b + 8'"'"' | wc -l)" -ge 2 ]'
+    run -0 --separate-stderr "$FITRUN" run --jobs b.jsonl --out b.out --workers 2 --set sandbox.uid_base=$base --set sandbox.processes=16
+    wait $a
+    kill $squatter; wait $squatter || true
+    local ua ub
+    ua=$(jq -r .stdout a.out | grep . | sort -n | tr '\n' ' ')
+    ub=$(jq -r .stdout b.out | grep . | sort -n | tr '\n' ' ')
+    echo "a: $ua b: $ub"
+    # A skipped the squatter's uid; B skipped A's two; each run's slots are consecutive.
+    [ "$ua" = "$((base + 1)) $((base + 2)) " ]
+    [ "$ub" = "$((base + 3)) $((base + 4)) " ]
+    [[ "$stderr$output" == *"slots run as uids $((base + 3))-$((base + 4))"* ]]
+}
+
 @test "a job cannot raise its limits" {
     {
         sh_job cpu 'ulimit -t unlimited; ulimit -t'
