@@ -291,6 +291,20 @@ def load_prelude(path):
     return mod.__dict__
 
 
+def prelude_builtins(prelude_globals):
+    """The builtins a prediction sees: Python's, then the prelude's names
+    (which win, as its globals did over builtins), without the prelude
+    module's own dunder attributes (__name__, __file__, __builtins__...).
+    A name lookup in a prediction's code falls back to this mapping when
+    its own globals do not have the name, so the prelude's names resolve as
+    if they were globals without being copied into each prediction."""
+    names = dict(builtins.__dict__)
+    for k, v in prelude_globals.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            names[k] = v
+    return names
+
+
 # --------------------------------------------------------------------------
 # Output normalisation (runs in the child)
 
@@ -376,6 +390,7 @@ class Runner:
         self.cfg = cfg
         self.sandbox = sandbox
         self.globals = prelude_globals
+        self.builtins = prelude_builtins(prelude_globals)
         self.fin = prelude_globals.get("fitrun_input")
         self.fout = prelude_globals.get("fitrun_output")
         libc = ctypes.CDLL(None, use_errno=True)
@@ -391,8 +406,18 @@ class Runner:
         if os.getppid() != parent_pid:
             os._exit(EXIT_ORPHANED)
 
+    def fresh_globals(self):
+        """A prediction's module globals: a new dict of two entries, its
+        `__builtins__` the mapping of builtins and prelude names built once
+        in the zygote. Copying the prelude's globals instead would write the
+        reference count of every object they name, in every child: a page
+        copied per object, for objects the prediction mostly never uses."""
+        # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
+        # self-test that must not run here.
+        return {"__builtins__": self.builtins, "__name__": "__prediction__"}
+
     def run_code(self, code, entry, inputs, hooks=True):
-        """Execute `code` in a fresh copy of the prelude globals and call
+        """Execute `code` in fresh globals (fresh_globals) and call
         `entry` on every input (all of them, even after one fails, so that a
         partly working prediction still gets per-input outputs; but not after
         a MemoryError). Returns the report dict the child sends to fitrun."""
@@ -412,10 +437,7 @@ class Runner:
                 else:
                     rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>")
 
-        g = dict(self.globals)
-        # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
-        # self-test that must not run here.
-        g["__name__"] = "__prediction__"
+        g = self.fresh_globals()
         try:
             exec(compile(code, "<prediction>", "exec"), g)
             fn = g.get(entry)
