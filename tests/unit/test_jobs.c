@@ -406,6 +406,15 @@ static void test_idset(void **state)
     fr_idset_add(t, "other");
     assert_int_equal(fr_idset_merge(t, s), 0);
     assert_int_equal(fr_idset_size(t), 20001);
+    for (int i = 0; i < 20000; i += 7) {
+        snprintf(key, sizeof key, "id-%d", i);
+        assert_true(fr_idset_has(t, key));
+    }
+    assert_true(fr_idset_has(t, "other"));
+    /* The empty key is a key like any other. */
+    assert_int_equal(fr_idset_add(t, ""), 1);
+    assert_true(fr_idset_has(t, ""));
+    assert_int_equal(fr_idset_add(t, ""), 0);
     fr_idset_free(s);
     fr_idset_free(t);
     fr_idset_free(NULL);
