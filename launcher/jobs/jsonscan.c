@@ -320,6 +320,15 @@ static bool record_member(struct scan *sc, size_t k0, size_t k1, size_t v0, size
 
 /* ---- values ---------------------------------------------------------------- */
 
+/* s[i] is a one-digit number followed by ',' or ']': what every mode
+ * accepts, at a level LINE's rule allows (depth: containers around the
+ * array holding it). Most of an ARC grid; skipped without a call. */
+static bool digit_alone(const struct scan *sc, size_t i, int depth)
+{
+    return i + 1 < sc->n && is_digit(sc->s[i]) && (sc->s[i + 1] == ',' || sc->s[i + 1] == ']') &&
+           (!sc->line || depth + 2 <= sc->max_depth);
+}
+
 /* s[i] is '[' or '{'; depth = containers around it. */
 static size_t container_end(struct scan *sc, size_t i, int depth)
 {
@@ -353,7 +362,9 @@ static size_t container_end(struct scan *sc, size_t i, int depth)
         size_t v0 = i;
         if (top)
             sc->deepest = 1;
-        if ((i = value_end(sc, i, depth + 1)) == BAD)
+        if (!obj && digit_alone(sc, i, depth))
+            i++;
+        else if ((i = value_end(sc, i, depth + 1)) == BAD)
             goto out;
         if (top && !record_member(sc, k0, k1, v0, i))
             goto out;

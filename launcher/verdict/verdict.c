@@ -69,6 +69,12 @@ static bool is_numeric(char c)
 static bool read_num(struct cursor *c, struct num *out)
 {
     const char *start = c->p;
+    /* One digit alone (most of an ARC grid): no copy, no strtoll. */
+    if (*c->p >= '0' && *c->p <= '9' && (c->end - c->p == 1 || !memchr("+-.eE0123456789", c->p[1], 15))) {
+        *out = (struct num){.integral = true, .i = *c->p - '0'};
+        c->p++;
+        return true;
+    }
     if (*c->p == 't' || *c->p == 'f') {
         *out = (struct num){.integral = true, .i = *c->p == 't'};
         c->p += *c->p == 't' ? 4 : 5;

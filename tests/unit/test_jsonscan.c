@@ -233,6 +233,15 @@ static void test_line_edges(void **state)
         "{\"a\":1} {}",
         "{\"a\":tru}",
         "{\"a\":[true,false,null]}",
+        /* one-digit elements (scanned without a call) and their neighbours */
+        "{\"a\":[0,1,9]}",
+        "{\"a\":[01]}",
+        "{\"a\":[1,]}",
+        "{\"a\":[1 ,2 ]}",
+        "{\"a\":[1.5,2e1,-3,10]}",
+        "{\"a\":[[1],[2,3]]}",
+        "{\"a\":[1}",
+        "{\"a\":[1",
         "\xef\xbb\xbf{}",
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
