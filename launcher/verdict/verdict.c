@@ -239,7 +239,8 @@ static struct member *members_of(struct cursor *c, size_t *n)
         x->v = v;
         (*n)++;
     }
-    qsort(m, *n, sizeof *m, by_key);
+    if (*n > 1)
+        qsort(m, *n, sizeof *m, by_key);
     return m;
 nomem:
     members_free(m, *n);
