@@ -229,7 +229,8 @@ void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
     out->scoped = out->landlock && p->ll.scoped;
     out->nread = p->ll.nread;
     out->nwrite = p->ll.nwrite;
-    out->processes = p->filter.mode == FR_FILTER_OFF || p->pc.procs || allows_processes(p->allow);
+    out->processes =
+        p->filter.mode == FR_FILTER_OFF || (p->preset == FR_PRESET_EXEC && p->pc.procs) || allows_processes(p->allow);
     out->identity = p->id.enabled;
     out->uid_first = p->id.base;
     out->uid_last = p->id.base + (uint32_t)p->id.slots - 1;
