@@ -53,8 +53,12 @@ def nothing(x):
 
 # A stand-in for `fitrun run --jobs - --out -` that answers each job line at
 # once with a result of fitrun's shape: what is left is the client's cost.
+# It is ready at once (the ready record on --ready-fd, as fitrun writes it).
 STAND_IN = r"""#!/usr/bin/python3
-import json, sys
+import json, os, sys
+fd = int(sys.argv[sys.argv.index("--ready-fd") + 1])
+os.write(fd, b'{"ready":true,"pid":%d,"workers":1,"runtime":"python"}\n' % os.getpid())
+os.close(fd)
 out = sys.stdout.buffer
 for n, raw in enumerate(sys.stdin.buffer, 1):
     job = json.loads(raw)
@@ -183,12 +187,11 @@ def main():
                 # The Runner's I/O thread starts with this hook, which hands
                 # the thread to cProfile at its first event.
                 threading.setprofile(lambda *_: io_profiler.enable())
-            r = fitrun.Runner(profile=profile, workers=a.workers, isolation=a.isolation, fitrun=binary)
-            threading.setprofile(None)
             try:
+                r = fitrun.Runner(profile=profile, workers=a.workers, isolation=a.isolation, fitrun=binary)
+                threading.setprofile(None)
                 r.map([{"code": CODE, "inputs": [0]}])  # warm: the runtime is up
             except fitrun.RunnerError as e:
-                r.close()
                 sys.exit(f"Runner(isolation={a.isolation!r}): {e}")
             pool.map(fn, range(a.size))
             meter = Meter(r.pid)

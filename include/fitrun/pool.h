@@ -6,6 +6,7 @@
 #ifndef FITRUN_POOL_H
 #define FITRUN_POOL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,7 +80,9 @@ struct fr_pool_opts {
     struct fr_shard shard;          /* enabled = only this shard's input lines */
     const struct fr_resume *resume; /* NULL = fresh run */
     enum fr_progress progress;
-    bool quiet;                           /* no progress, no summary */
+    bool quiet;                           /* no progress, no summary, no interrupt notice */
+    int ready_fd;                         /* > 2: the ready record goes there once the runtime is up,
+                                             then it is closed (docs/run.md, "Readiness"); 0 = none */
     const struct fr_resources *resources; /* detection of this run, for the memory cgroup's OOM-kill
                                              counter; NULL = the pool runs fr_detect() itself */
 };
@@ -89,6 +92,12 @@ struct fr_pool_opts {
  * error (runtime failed to start, results cannot be written), 128+signal
  * when interrupted by SIGINT (130), SIGTERM (143) or SIGHUP (129). */
 int fr_pool_run(const struct fr_pool_opts *o);
+
+/* The signals that stop a run: SIGINT, SIGTERM, SIGHUP. fr_pool_run reads
+ * them from a signalfd (with them blocked); `fitrun run` blocks them as
+ * soon as it starts, so that one that comes before the pool is running
+ * stays pending and still ends the run as an interrupt. */
+void fr_pool_stop_signals(sigset_t *set);
 
 /* ---- OOM kills (launcher/pool/oom.c) -------------------------------------
  * A job whose process died of a SIGKILL that fitrun did not send is asked

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fputs("usage: fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
-          "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [-q|--quiet]\n"
+          "                  [--progress auto|bar|plain|none] [--shard K/N|auto] [-q|--quiet] [--ready-fd N]\n"
           "                  [--cpus N] [--rounding R] [--memory-per-worker S]\n"
           "                  [--cpu-time T] [--wall-time T] [--memory SIZE] [--output SIZE]\n"
           "                  [--preset python|exec|none] [--set SECTION.KEY=VALUE]...\n"
@@ -51,7 +52,9 @@ static void usage(FILE *f)
           "  --set S.K=V         any profile key, e.g. --set sandbox.pass_env=HF_TOKEN (repeatable)\n"
           "  --progress MODE     auto (bar on a terminal, else none), bar, plain, none\n"
           "  --shard K/N|auto    run only input lines L with (L-1) mod N = K\n"
-          "  -q, --quiet         no plan line, progress or summary (errors still print)\n"
+          "  -q, --quiet         no plan line, progress, summary or interrupt notice (errors still print)\n"
+          "  --ready-fd N        once the runtime is up, write one JSON line {\"ready\":true,...} to\n"
+          "                      descriptor N (3 or more, open for writing) and close it\n"
           "  -h, --help          this help\n"
           "Exit status: 0 every job got a result, 1 some input line was invalid,\n"
           "125 fitrun's own error, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM).\n",
@@ -65,9 +68,37 @@ struct run_args {
     const char *shard;
     bool resume;
     enum fr_progress progress;
+    int ready_fd; /* 0 = none */
 };
 
-enum { OPT_JOBS = 256, OPT_OUT, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET, OPT_HELP };
+enum { OPT_JOBS = 256, OPT_OUT, OPT_RESUME, OPT_PROGRESS, OPT_SHARD, OPT_QUIET, OPT_READY_FD, OPT_HELP };
+
+/* --ready-fd N: a descriptor above stderr that is open for writing. It is
+ * made close-on-exec (no job or interpreter gets it) and closed once the
+ * ready record is written, or when fitrun exits before it could be. */
+static int parse_ready_fd(const char *s, int *fd)
+{
+    int64_t n;
+    if (fr_parse_i64(s, &n) < 0 || n <= STDERR_FILENO || n > INT_MAX) {
+        fr_warn("--ready-fd '%s': expected a descriptor number of 3 or more", s);
+        return -1;
+    }
+    int fl = fcntl((int)n, F_GETFL);
+    if (fl < 0) {
+        fr_warn("--ready-fd %s: %s", s, strerror(errno));
+        return -1;
+    }
+    if ((fl & O_ACCMODE) == O_RDONLY) {
+        fr_warn("--ready-fd %s: the descriptor is open read-only", s);
+        return -1;
+    }
+    if (fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0) {
+        fr_warn("--ready-fd %s: fcntl(F_SETFD): %s", s, strerror(errno));
+        return -1;
+    }
+    *fd = (int)n;
+    return 0;
+}
 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -86,6 +117,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         {"progress", required_argument, NULL, OPT_PROGRESS},
         {"shard", required_argument, NULL, OPT_SHARD},
         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"ready-fd", required_argument, NULL, OPT_READY_FD},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -107,6 +139,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case OPT_SHARD: a->shard = optarg; break;
         case 'q':
         case OPT_QUIET: fr_quiet = true; break;
+        case OPT_READY_FD:
+            if (parse_ready_fd(optarg, &a->ready_fd) < 0)
+                return FR_EXIT_USAGE;
+            break;
         case OPT_PROGRESS:
             if (fr_progress_parse(optarg, &a->progress) < 0) {
                 fr_warn("--progress '%s': expected auto, bar, plain or none", optarg);
@@ -345,14 +381,30 @@ static int run(const struct run_args *a, struct run_state *s)
         .resume = s->has_resume ? &s->resume : NULL,
         .progress = a->progress,
         .quiet = fr_quiet,
+        .ready_fd = a->ready_fd,
         .resources = &res, /* the pool's OOM check reuses this detection */
     };
     return fr_pool_run(&o);
 }
 
+/* Block SIGINT, SIGTERM and SIGHUP first thing: one that comes while the
+ * profile loads, detection runs or --resume reads its file stays pending
+ * until the pool reads it from its signalfd, and the run ends as any
+ * interrupted run (128 + signal, the summary), never by the signal's
+ * default action. They stay blocked until fitrun exits, as the pool keeps
+ * them. */
+static void block_stop_signals(void)
+{
+    sigset_t set;
+    fr_pool_stop_signals(&set);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        fr_warn("sigprocmask(SIG_BLOCK): %s", strerror(errno));
+}
+
 int fr_cmd_run(int argc, char **argv)
 {
     static struct run_args a; /* ~10 KiB: keep it off the stack */
+    block_stop_signals();
     int r = parse_args(argc, argv, &a);
     if (r >= 0)
         return r;

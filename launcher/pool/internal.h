@@ -8,7 +8,8 @@
  *   results.c  result lines out, through the verdict
  *   timers.c   wall deadlines and CPU clocks
  *   input.c    reading lines; reap.c orphans; report.c counts, progress,
- *              summary; oom.c OOM kills; resume.c --resume */
+ *              summary; oom.c OOM kills; resume.c --resume; ready.c the
+ *              ready record */
 #ifndef FITRUN_POOL_INTERNAL_H
 #define FITRUN_POOL_INTERNAL_H
 
@@ -265,5 +266,10 @@ int pool_setup(struct fr_host *h, char *err, size_t errlen);
 void pool_oom_setup(struct fr_host *h);
 /* Free everything and restore what setup changed. */
 void pool_teardown(struct fr_host *h);
+
+/* ---- ready.c: the ready record (--ready-fd) ------------------------------- */
+
+/* Write the ready record to o->ready_fd (if any) and close it. */
+void pool_ready(struct fr_host *h);
 
 #endif

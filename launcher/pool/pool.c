@@ -53,7 +53,7 @@ static void on_signals(struct fr_host *h)
         if (si.ssi_signo == SIGCHLD)
             chld = true;
         else {
-            if (!h->stopping)
+            if (!h->stopping && !h->o->quiet)
                 pool_say(h, "SIG%s: stopping; running jobs are killed and will run again with --resume",
                          sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?");
             pool_interrupt(h, (int)si.ssi_signo);
@@ -138,14 +138,23 @@ int fr_pool_run(const struct fr_pool_opts *o)
     pool_oom_setup(&h);
     h.rt = (struct fr_runtime){.ops = o->ops, .cfg = o->rtcfg, .host = &h};
     if (o->ops->start(&h.rt, h.nslots, err, sizeof err) < 0) {
-        fr_warn("%s runtime: %s", o->ops->name, err);
         int sig = start_interrupted(&h);
-        pool_teardown(&h);
-        return sig ? 128 + sig : FR_EXIT_USAGE;
+        if (!sig) {
+            fr_warn("%s runtime: %s", o->ops->name, err);
+            pool_teardown(&h);
+            return FR_EXIT_USAGE;
+        }
+        /* Interrupted while starting: no job ran; end as any interrupted run. */
+        if (!o->quiet)
+            pool_say(&h, "SIG%s: stopping before any job ran (%s runtime: %s)", sigabbrev_np(sig), o->ops->name, err);
+        h.stopping = true;
+        h.stop_signal = sig;
+    } else {
+        pool_ready(&h);
+        loop(&h);
+        pool_flush_results(&h);
+        h.rt.ops->stop(&h.rt);
     }
-    loop(&h);
-    pool_flush_results(&h);
-    h.rt.ops->stop(&h.rt);
     int left = reaper_final(&h.reaper, FINAL_REAP_MS);
     if (left)
         pool_say(&h, "%d process%s of jobs could not be reaped", left, left == 1 ? "" : "es");

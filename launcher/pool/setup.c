@@ -16,6 +16,14 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
+void fr_pool_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
 int pool_setup(struct fr_host *h, char *err, size_t errlen)
 {
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -30,11 +38,8 @@ int pool_setup(struct fr_host *h, char *err, size_t errlen)
     sigaction(SIGCHLD, &dfl, &h->old_chld);
     sigaction(SIGPIPE, &ign, &h->old_pipe);
     sigset_t set;
-    sigemptyset(&set);
+    fr_pool_stop_signals(&set);
     sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &set, &h->oldmask) < 0) {
         snprintf(err, errlen, "sigprocmask: %s", strerror(errno));
         return -1;

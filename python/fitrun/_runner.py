@@ -13,9 +13,19 @@ the same run had; callers reuse ids from batch to batch, so the Runner
 replaces each job's `id` with its line number on the way in and puts the
 caller's own `id` back into the result (None for a job without one).
 
+Readiness: fitrun gets `--ready-fd` (a pipe) and writes its ready record
+there once its runtime is up (docs/run.md, "Readiness"); the constructor
+waits for it, so a start-up error (a bad profile, a failing prelude) is a
+RunnerError from the constructor.
+
+Signals: fitrun is started with SIGINT, SIGTERM and SIGHUP blocked (it
+inherits the mask and reads them from a signalfd), so a terminate() at any
+moment of its start, even before its main() runs, is an interrupt (exit
+130), never death by the signal with its work half set up.
+
 Threads: callers write (a non-blocking write under a lock; what the pipe
-cannot take now waits in an outbox); one I/O thread reads results and
-stderr, flushes the outbox, and notices when fitrun is gone.
+cannot take now waits in an outbox); one I/O thread reads results, stderr
+and the ready record, flushes the outbox, and notices when fitrun is gone.
 """
 import atexit
 import collections
@@ -46,6 +56,8 @@ STOP_GRACE_S = 5.0    # SIGINT -> exit: fitrun kills its running jobs' trees fir
 STDERR_GRACE_S = 0.5  # after fitrun exits, how long its last stderr may take to arrive
 STDERR_TAIL = 40      # lines kept for RunnerError
 READ_SIZE = 1 << 16
+# Blocked while fitrun is spawned: it inherits them blocked (see above).
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 _live = weakref.WeakSet()  # Runners of this process with a fitrun
 
@@ -141,15 +153,17 @@ class Runner:
     cpu_time="500ms", memory="256M", sandbox__allow="socket", ...
     progress: True shows a bar on stderr (tqdm when importable).
     fitrun: the executable (default: see fitrun._binary.find_fitrun).
+    wait_ready: True (default) returns once fitrun's runtime is up (its
+    workers warm), raising RunnerError if fitrun cannot start; False
+    returns at once (then wait_ready() waits, and a start-up error
+    surfaces at the first call that waits).
     """
 
     def __init__(self, profile=None, workers=None, isolation=None, progress=False, *,
-                 fitrun=None, **overrides):
-        argv = [find_fitrun(fitrun), "run", "--jobs", "-", "--out", "-", "--quiet"]
-        if profile is not None:
-            argv += ["--profile", os.fspath(profile)]
-        argv += run_arguments(dict(workers=workers, isolation=isolation, **overrides))
-        self.args = argv
+                 fitrun=None, wait_ready=True, **overrides):
+        binary = find_fitrun(fitrun)
+        options = ["--profile", os.fspath(profile)] if profile is not None else []
+        options += run_arguments(dict(workers=workers, isolation=isolation, **overrides))
         self._lock = threading.Lock()
         self._pending = {}           # line number -> (Future, caller's id)
         self._next_line = 1
@@ -159,21 +173,40 @@ class Runner:
         self._error = None           # (message, returncode, tail) once fitrun is gone badly
         self._finished = False       # the I/O thread saw fitrun's end
         self._tail = collections.deque(maxlen=STDERR_TAIL)
-        self._bar = make_bar() if progress else None
+        self._ready = threading.Event()  # the ready record came, or fitrun is gone
+        self._record = None              # the ready record (a dict)
         self._owner = os.getpid()
+        ready_r, ready_w = os.pipe()
+        argv = [binary, "run", "--jobs", "-", "--out", "-", "--quiet", "--ready-fd", str(ready_w)] + options
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, bufsize=0)
-        except OSError as e:
-            raise RunnerError(f"{argv[0]}: cannot start: {e.strerror}") from None
-        self._stdin = self._proc.stdin.fileno()
-        os.set_blocking(self._stdin, False)
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._thread = threading.Thread(target=self._loop, name=f"fitrun-{self._proc.pid}", daemon=True)
-        _live.add(self)
-        self._thread.start()
+            self._proc = _spawn(argv, ready_w)
+        except BaseException:
+            os.close(ready_r)
+            raise
+        finally:
+            os.close(ready_w)
+        self.args = argv
+        try:
+            self._ready_r = ready_r
+            os.set_blocking(ready_r, False)
+            self._stdin = self._proc.stdin.fileno()
+            os.set_blocking(self._stdin, False)
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_r, False)
+            os.set_blocking(self._wake_w, False)
+            self._bar = make_bar() if progress else None
+            self._thread = threading.Thread(target=self._loop, name=f"fitrun-{self._proc.pid}", daemon=True)
+            _live.add(self)
+            self._thread.start()
+        except BaseException:  # Ctrl-C, say: no fitrun may be left behind
+            self._proc.kill()
+            self._proc.wait()
+            for fd in (ready_r, getattr(self, "_wake_r", -1), getattr(self, "_wake_w", -1)):
+                if fd >= 0:
+                    os.close(fd)
+            raise
+        if wait_ready:
+            self.wait_ready()
 
     # ------------------------------------------------------------------
     # public API
@@ -188,13 +221,43 @@ class Runner:
         """fitrun's exit status once it has ended (subprocess convention), else None."""
         return self._proc.returncode
 
+    @property
+    def workers(self):
+        """The pool's size (what the plan or `workers=` chose) once fitrun is
+        ready, else None."""
+        return self._record["workers"] if self._record else None
+
+    def wait_ready(self, timeout=None):
+        """Wait until fitrun's runtime is up; its ready record, a dict:
+        {"ready": True, "pid": ..., "workers": ..., "runtime": "python"}.
+        RunnerError if fitrun ended first (a bad profile: its file:line
+        message), concurrent.futures.TimeoutError after timeout seconds."""
+        try:
+            if not self._ready.wait(timeout):
+                raise FuturesTimeout(f"fitrun (pid {self.pid}) not ready after {timeout} s")
+        except KeyboardInterrupt:
+            self.terminate()
+            raise
+        if self._record is not None:
+            return dict(self._record)
+        with self._lock:
+            if self._stopping:
+                raise RunnerError("the Runner was stopped (terminate() or Ctrl-C) before fitrun was ready",
+                                  self.returncode, self._tail_text())
+            if self._error:
+                raise self._runner_error()
+        raise RunnerError(f"{describe_exit(self.pid, self.returncode)} before it was ready",
+                          self.returncode, self._tail_text())
+
     def submit(self, job):
         """Run one job; returns a concurrent.futures.Future of its result."""
         return self._submit([job])[0]
 
     def map(self, jobs, timeout=None):
         """Run the jobs; their results in input order (a list). timeout
-        (seconds, for the whole call) raises TimeoutError; the jobs go on."""
+        (seconds, for the whole call) raises TimeoutError; the jobs go on.
+        If fitrun ends first, the RunnerError's ``results`` is that list
+        with None for each job that got no result."""
         batch = _Batch()
         futures = self._submit(list(jobs), batch)
         try:
@@ -203,6 +266,10 @@ class Runner:
         except KeyboardInterrupt:
             self.terminate()
             raise
+        failed = next((f.exception(0) for f in futures if f.exception(0) is not None), None)
+        if failed is not None:
+            failed.results = [None if f.exception(0) else f.result(0) for f in futures]
+            raise failed
         return [f.result(0) for f in futures]
 
     def imap_unordered(self, jobs):
@@ -351,7 +418,8 @@ class Runner:
         sel.register(out, selectors.EVENT_READ, "out")
         sel.register(err, selectors.EVENT_READ, "err")
         sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        results, errors = bytearray(), bytearray()  # incomplete last lines
+        sel.register(self._ready_r, selectors.EVENT_READ, "ready")
+        results, errors, ready = bytearray(), bytearray(), bytearray()  # incomplete last lines
         stdin_open, watching = True, False
         try:
             while True:
@@ -389,10 +457,33 @@ class Runner:
                             sel.unregister(err)
                     elif key.data == "wake":
                         _drain(self._wake_r)
+                    elif key.data == "ready":
+                        data = os.read(self._ready_r, READ_SIZE)
+                        if data:
+                            self._ready_line(_lines(ready, data))
+                        else:  # fitrun closed it: with the record, or ending without one
+                            sel.unregister(self._ready_r)
+                            os.close(self._ready_r)
+                            self._ready_r = -1
                     # "in": writable again; the next turn flushes the outbox
         finally:
             sel.close()
+            if self._ready_r >= 0:
+                os.close(self._ready_r)
+                self._ready_r = -1
             self._finish(err, errors)
+
+    def _ready_line(self, lines):
+        for raw in lines:
+            try:
+                record = json.loads(raw.decode("utf-8", "replace"))
+                if record.get("ready") is not True:
+                    raise ValueError
+            except (ValueError, AttributeError):
+                log.warning("fitrun: unexpected ready record ignored: %.200r", raw)
+                continue
+            self._record = record
+            self._ready.set()
 
     def _results(self, lines):
         """Hand each result line to its Future."""
@@ -468,6 +559,7 @@ class Runner:
             self._wake_r = self._wake_w = -1
         for fd in wake:
             os.close(fd)
+        self._ready.set()  # a waiter finds the record missing and the error set
         for fut, _, batch in pending.values():
             fut.set_exception(self._runner_error())
             if batch:
@@ -479,6 +571,28 @@ class Runner:
     def _runner_error(self):
         message, rc, tail = self._error
         return RunnerError(message, rc, tail)
+
+
+def _spawn(argv, ready_fd):
+    """Start fitrun with the stop signals blocked (it inherits the mask),
+    passing it ready_fd. A Ctrl-C that came meanwhile is raised when the
+    mask is restored; fitrun is killed then, not left behind."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    proc = None
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, bufsize=0, pass_fds=(ready_fd,))
+    except OSError as e:
+        raise RunnerError(f"{argv[0]}: cannot start: {e.strerror}") from None
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        except BaseException:
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+            raise
+    return proc
 
 
 def _lines(buf, data):
@@ -524,13 +638,13 @@ def _forget_in_child():
                     f.close()
             except OSError:
                 pass
-        for fd in (runner._wake_r, runner._wake_w):
+        for fd in (runner._wake_r, runner._wake_w, getattr(runner, "_ready_r", -1)):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        runner._wake_r = runner._wake_w = -1
+        runner._wake_r = runner._wake_w = runner._ready_r = -1
     _live.clear()
 
 

@@ -32,6 +32,9 @@ print(os.path.dirname(fitrun.__file__), fitrun.find_fitrun(), res[0]["id"], res[
     [[ "$output" =~ test_sigkill_of_fitrun_mid_batch_fails_every_waiter_promptly\ .*\ ok ]]
     [[ "$output" =~ test_ctrl_c_in_map_leaves_no_process\ .*\ ok ]]
     [[ "$output" =~ test_the_plain_bar_without_tqdm\ .*\ ok ]]
+    [[ "$output" =~ test_terminate_at_any_moment_of_the_start_is_an_interrupt\ .*\ ok ]]
+    [[ "$output" =~ test_the_constructor_returns_with_fitrun_ready\ .*\ ok ]]
+    [[ "$output" =~ test_a_profile_error_is_a_runner_error_with_file_and_line\ .*\ ok ]]
 }
 
 @test "python client: after a build, PYTHONPATH=build/python imports it and it finds build/fitrun" {

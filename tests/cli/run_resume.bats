@@ -153,3 +153,71 @@ start_and_signal() {
     [ "$rc" -eq 130 ]
     grep -q "interrupted by SIGINT" err.txt
 }
+
+# early_signal SIG...: start fitrun on a FIFO of jobs, so that it waits in
+# open(2) for a writer, before its pool (and its signalfd) exists; send each
+# SIG there (from Python: a shell's background job would ignore SIGINT),
+# then write one job. Prints fitrun's exit status as subprocess reports it
+# (negative: killed by that signal). Extra fitrun options: $EARLY_OPTS.
+early_signal() {
+    rm -f jobs.fifo
+    mkfifo jobs.fifo
+    /usr/bin/python3 - "$FITRUN" "$@" <<'PY'
+import os, signal, subprocess, sys, time
+fitrun, names = sys.argv[1], sys.argv[2:]
+opts = os.environ.get("EARLY_OPTS", "").split()
+with open("err.txt", "w") as err:
+    p = subprocess.Popen([fitrun, "run", "--jobs", "jobs.fifo", "--out", "out.jsonl", "--preset", "none",
+                          "--progress", "none"] + opts, stderr=err)
+deadline = time.monotonic() + 20
+while open(f"/proc/{p.pid}/wchan").read() != "wait_for_partner":  # in open("jobs.fifo")
+    assert time.monotonic() < deadline and p.poll() is None, "fitrun never opened jobs.fifo"
+    time.sleep(0.01)
+for name in names:
+    p.send_signal(getattr(signal, "SIG" + name))
+with open("jobs.fifo", "w") as w:
+    w.write('{"id": "a", "argv": ["true"]}\n')
+print(p.wait(timeout=20))
+PY
+}
+
+@test "a signal before the pool exists ends the run as an interrupt: 130/143, summary, never the default action" {
+    run -0 early_signal INT
+    [ "$output" = 130 ]
+    grep -q 'interrupted by SIGINT: 0 results' err.txt
+    [ ! -s out.jsonl ]
+    run -0 early_signal TERM
+    [ "$output" = 143 ]
+    grep -q 'SIGTERM: stopping' err.txt
+    # two pending at once: one interrupt (the kernel hands over SIGINT first)
+    run -0 early_signal TERM INT
+    [ "$output" = 130 ]
+    [ "$(grep -c 'stopping' err.txt)" -eq 1 ]
+}
+
+@test "--quiet: an interrupt prints nothing (no notice, no summary, no --resume advice)" {
+    "$FITRUN" run "${OPTS[@]}" --out part.jsonl --quiet 2> err.txt &
+    local pid=$!
+    wait_for test -s part.jsonl
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ "$(wc -l < part.jsonl)" -lt 32 ]
+    [ ! -s err.txt ] || { cat err.txt; false; }
+    # before the pool, and while a python runtime starts: the same
+    EARLY_OPTS=--quiet run -0 early_signal INT
+    [ "$output" = 130 ]
+    [ ! -s err.txt ] || { cat err.txt; false; }
+    printf 'import time\ntime.sleep(30)\n' > slow.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = slow.py\n' > slow.ini
+    jq -cn '{id: "p", code: "def transform(g):\n    return g\n", inputs: [[[1]]]}' > p.jsonl
+    "$FITRUN" run --profile slow.ini --jobs p.jsonl --out out.jsonl --quiet 2> err.txt &
+    pid=$!
+    sleep 1
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ ! -s err.txt ] || { cat err.txt; false; }
+}

@@ -74,3 +74,51 @@ teardown() { run_teardown; }
     run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --workers 1
     [[ $stderr != *$'\r'* ]]
 }
+
+@test "--ready-fd: one JSON record once the python workers are warm, before any job runs; then the descriptor is closed" {
+    cat > prelude.py <<'PY'
+import os, sys
+try:
+    os.fstat(7)
+    sys.stderr.write("prelude: fd 7 inherited\n")
+except OSError:
+    sys.stderr.write("prelude: ran without fd 7\n")
+PY
+    printf '[resources]\nworkers = 2\n[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = prelude.py\n' > py.ini
+    jq -cn '{id: "p", code: "def transform(g):\n    return g\n", inputs: [[[1]]]}' > p.jsonl
+    # stderr and the ready record share one file: their order is the order written
+    "$FITRUN" run --profile py.ini --jobs p.jsonl --out out.jsonl --ready-fd 7 7>both.txt 2>&7
+    cat both.txt
+    grep -qx 'prelude: ran without fd 7' both.txt
+    record=$(grep '^{' both.txt)
+    [ "$(jq -c '[.ready, .workers, .runtime, (.pid | type)]' <<< "$record")" = '[true,2,"python","number"]' ]
+    prelude_at=$(grep -n '^prelude:' both.txt | cut -d: -f1)
+    warm_at=$(grep -n 'fitrun: python: .* started once with 2 workers' both.txt | cut -d: -f1)
+    ready_at=$(grep -n '^{"ready"' both.txt | cut -d: -f1)
+    done_at=$(grep -n 'fitrun: done: 1 result' both.txt | cut -d: -f1)
+    [ "$prelude_at" -lt "$warm_at" ] && [ "$warm_at" -lt "$ready_at" ] && [ "$ready_at" -lt "$done_at" ]
+    [ "$(jq -r .status out.jsonl)" = ok ]
+    # exec runtime, streamed: the record comes before the first job is written
+    coproc FR { exec "$FITRUN" run --jobs - --out - --quiet --workers 3 --ready-fd 8 8>ready.txt; }
+    local pid=$FR_PID
+    wait_for test -s ready.txt
+    [ "$(jq -c '[.ready, .workers, .runtime, .pid]' ready.txt)" = "[true,3,\"exec\",$pid]" ]
+    job e sh -c 'echo hi >&8' >&"${FR[1]}" # not the job's to write to
+    IFS= read -r -t 20 line <&"${FR[0]}"
+    [ "$(jq -r .status <<< "$line")" = error ]
+    exec {FR[1]}>&-
+    wait "$pid"
+}
+
+@test "--ready-fd: no record when fitrun ends before it can take jobs; bad descriptors are refused" {
+    printf 'raise SystemExit(3)\n' > bad.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = bad.py\n' > bad.ini
+    run -125 "$FITRUN" run --profile bad.ini --jobs - --out - --ready-fd 3 3>ready.txt < /dev/null
+    [ ! -s ready.txt ]
+    run -125 --separate-stderr "$FITRUN" run --ready-fd 2 < /dev/null
+    [ "$stderr" = "fitrun: --ready-fd '2': expected a descriptor number of 3 or more" ]
+    run -125 --separate-stderr "$FITRUN" run --ready-fd 9 < /dev/null
+    [ "$stderr" = "fitrun: --ready-fd 9: Bad file descriptor" ]
+    run -125 --separate-stderr "$FITRUN" run --ready-fd 9 9< /dev/null < /dev/null
+    [ "$stderr" = "fitrun: --ready-fd 9: the descriptor is open read-only" ]
+}

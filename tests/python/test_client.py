@@ -165,6 +165,30 @@ class Map(Base):
                          [("ok", "hello\n", 0), ("error", "", 3)])
 
 
+class Ready(Base):
+    def test_the_constructor_returns_with_fitrun_ready(self):
+        r = self.runner(workers=3)
+        self.assertEqual(r.workers, 3)
+        self.assertEqual(r.wait_ready(0), {"ready": True, "pid": r.pid, "workers": 3, "runtime": "python"})
+        self.assertEqual(r.map([{"code": DOUBLE, "inputs": [4]}])[0]["outputs"], [8])
+
+    def test_wait_ready_later(self):
+        # a slow prelude: the constructor returns at once, wait_ready waits
+        prelude = write(os.path.join(self.tmp.name, "slow.py"), "import time\ntime.sleep(1)\n")
+        slow = write(os.path.join(self.tmp.name, "slow.ini"), PROFILE + f"prelude = {prelude}\n")
+        r = self.runner(profile=slow, wait_ready=False)
+        self.assertIsNone(r.workers)
+        with self.assertRaises(concurrent.futures.TimeoutError):
+            r.wait_ready(0.05)
+        self.assertEqual(r.wait_ready()["workers"], 2)
+        self.assertEqual(r.workers, 2)
+
+    def test_the_plan_decides_without_workers(self):
+        with self.runner(profile=None) as r:
+            self.assertEqual(r.wait_ready(0)["runtime"], "exec")
+            self.assertGreaterEqual(r.workers, 1)
+
+
 class Invalid(Base):
     def test_bad_jobs_are_invalid_results_not_exceptions(self):
         with self.runner() as r:
@@ -210,7 +234,8 @@ class Options(Base):
 
     def test_none_leaves_the_profile_alone(self):
         with self.runner(workers=None, isolation=None) as r:
-            self.assertEqual(r.args[1:], ["run", "--jobs", "-", "--out", "-", "--quiet", "--profile", self.profile])
+            self.assertEqual(r.args[1:8] + r.args[9:],
+                             ["run", "--jobs", "-", "--out", "-", "--quiet", "--ready-fd", "--profile", self.profile])
 
     def test_an_unknown_keyword_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "cpu_tme"):
@@ -258,24 +283,65 @@ class Errors(Base):
             r.map([sleep_job(0, 0)])
         r.close()  # nothing left to wait for: returns
 
+    def test_map_keeps_the_results_fitrun_wrote_before_it_died(self):
+        r = self.runner()
+        jobs = [sleep_job(0, 0, "quick"), sleep_job(1, 30, "slow"), sleep_job(2, 0, "quick2")]
+        handed = []  # result lines the I/O thread has handed to their Futures
+        hand = r._results
+        r._results = lambda lines: (hand(lines), handed.extend(x for x in lines if x.strip()))
+
+        def kill_after_two():
+            _wait_until(lambda: len(handed) == 2)
+            os.kill(r.pid, signal.SIGKILL)
+        killer = threading.Thread(target=kill_after_two)
+        killer.start()
+        with self.assertRaises(fitrun.RunnerError) as cm:
+            r.map(jobs)
+        killer.join()
+        e = cm.exception
+        self.assertIn("killed by SIGKILL", str(e))
+        self.assertEqual([x and (x["id"], x["outputs"]) for x in e.results], [("quick", [0]), None, ("quick2", [2])])
+
     def test_a_profile_error_is_a_runner_error_with_file_and_line(self):
         bad = write(os.path.join(self.tmp.name, "bad.ini"), "[sandbox]\n; comment\ncpu_tme = 1s\n")
         with self.assertLogs("fitrun", "WARNING") as logs:  # fitrun's stderr, as it comes
-            r = self.runner(profile=bad)
             with self.assertRaises(fitrun.RunnerError) as cm:
-                r.map([{"code": DOUBLE, "inputs": [1]}])
+                self.runner(profile=bad)  # the constructor waits for fitrun to be ready
         e = cm.exception
         self.assertEqual(e.returncode, 125)
         self.assertIn(f"{bad}:3: unknown key 'cpu_tme' in [sandbox]", str(e))
         self.assertIn(f"{bad}:3:", e.stderr)
         self.assertIn(f"{bad}:3:", "\n".join(logs.output))
+
+    def test_without_waiting_a_profile_error_surfaces_at_the_first_wait(self):
+        bad = write(os.path.join(self.tmp.name, "bad.ini"), "[sandbox]\ncpu_tme = 1s\n")
+        r = self.runner(profile=bad, wait_ready=False)
+        with self.assertRaisesRegex(fitrun.RunnerError, f"status 125: .*{bad}:2: unknown key"):
+            r.map([{"code": DOUBLE, "inputs": [1]}])
         with self.assertRaisesRegex(fitrun.RunnerError, "status 125"):
             r.submit({"code": DOUBLE, "inputs": [1]})
+        with self.assertRaisesRegex(fitrun.RunnerError, f"{bad}:2:"):
+            r.wait_ready()
+        self.assertIsNone(r.workers)
 
     def test_a_bad_option_value_is_a_runner_error(self):
-        r = self.runner(workers=0)
         with self.assertRaisesRegex(fitrun.RunnerError, "--workers 0: bad value"):
-            r.map([{"code": DOUBLE, "inputs": [1]}])
+            self.runner(workers=0)
+
+    def test_a_failing_prelude_is_a_runner_error_from_the_constructor(self):
+        prelude = write(os.path.join(self.tmp.name, "prelude.py"), "raise ValueError('no model here')\n")
+        bad = write(os.path.join(self.tmp.name, "prelude.ini"), PROFILE + f"prelude = {prelude}\n")
+        with self.assertRaisesRegex(fitrun.RunnerError, "(?s)status 125: .*no model here"):
+            self.runner(profile=bad)
+
+    def test_an_interrupted_fitrun_is_named_so(self):
+        r = self.runner()
+        fut = r.submit(sleep_job(0, 30))
+        os.kill(r.pid, signal.SIGTERM)  # a batch system's, say: not ours
+        with self.assertRaises(fitrun.RunnerError) as cm:
+            fut.result(10)
+        self.assertEqual(cm.exception.returncode, 143)
+        self.assertIn("was interrupted by SIGTERM (exit status 143)", str(cm.exception))
 
     def test_a_missing_binary_is_a_runner_error(self):
         with self.assertRaisesRegex(fitrun.RunnerError, "not an executable"):
@@ -301,7 +367,6 @@ class Errors(Base):
 
     def test_terminate_fails_pending_jobs_and_stops_fitrun(self):
         r = self.runner()
-        r.map([sleep_job(0, 0)])  # fitrun is up (and handles SIGINT)
         futs = [r.submit(sleep_job(i, 30)) for i in range(4)]
         time.sleep(0.3)
         t0 = time.monotonic()
@@ -316,11 +381,20 @@ class Errors(Base):
         t0 = time.monotonic()
         with self.assertRaises(ZeroDivisionError):
             with self.runner() as r:
-                r.map([sleep_job(0, 0)])  # fitrun is up (and handles SIGINT)
                 r.submit(sleep_job(0, 30))
                 1 / 0
         self.assertLess(time.monotonic() - t0, 10)
         self.assertEqual(r.returncode, 130)
+
+    def test_terminate_at_any_moment_of_the_start_is_an_interrupt(self):
+        # fitrun is started with its stop signals blocked: a SIGINT before
+        # its main() even runs is read by its pool, never its death by SIGINT.
+        for _ in range(8):
+            r = self.runner(wait_ready=False)
+            r.terminate()
+            self.assertEqual(r.returncode, 130)
+            with self.assertRaisesRegex(fitrun.RunnerError, "stopped .* before fitrun was ready"):
+                r.wait_ready(0)
 
     def test_a_forked_child_does_not_keep_fitrun_alive(self):
         # multiprocessing-style fork: the child must not hold fitrun's stdin,
@@ -452,6 +526,32 @@ class Interrupt(Base):
             time.sleep(0.05)
         self.assertEqual(alive, [], "left running: " + ", ".join(_cmdline(p) for p in alive))
 
+    def test_ctrl_c_while_the_constructor_waits_leaves_no_process(self):
+        prelude = write(os.path.join(self.tmp.name, "slow.py"), "import time\ntime.sleep(60)\n")
+        slow = write(os.path.join(self.tmp.name, "slow.ini"), PROFILE + f"prelude = {prelude}\n")
+        script = self.caller(f"""
+            print("starting", flush=True)
+            r = fitrun.Runner(profile={slow!r}, fitrun={FITRUN!r})
+            print("not interrupted", flush=True)
+            """)
+        p = subprocess.Popen([PYTHON, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "starting")
+            # fitrun and its interpreter, in the prelude
+            _wait_until(lambda: len(descendants(p.pid)) >= 2)
+            time.sleep(0.3)
+            tree = descendants(p.pid)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, -signal.SIGINT, err)
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertNotIn("not interrupted", out)
+        _wait_until(lambda: _reap() or not [pid for pid in tree if _alive(pid)], timeout=5)
+
     def test_ctrl_c_in_map_leaves_no_process(self):
         self.interrupt(self.PLAIN)
 
@@ -460,6 +560,23 @@ class Interrupt(Base):
 
     def test_ctrl_c_in_imap_unordered_leaves_no_process(self):
         self.interrupt(self.IMAP)
+
+
+def _reap():
+    """Reap the zombies handed to this (subreaper) process."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _wait_until(cond, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never met")
+        time.sleep(0.01)
 
 
 def _alive(pid):
