@@ -134,6 +134,12 @@ struct fr_cpu_limit {
  * (its value is a copy of one of them). Pure. */
 void fr_cpu_binding(const struct fr_resources *r, bool detected_only, struct fr_cpu_limit *out);
 
+/* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper,
+ * and the user's FITRUN_CPUS take it: a number above 0 and at most
+ * FR_CPU_BITS (the most CPUs a kernel can have). 0 or -1; one rule for
+ * every way to ask. */
+int fr_parse_cpus(const char *s, double *out);
+
 /* Fill *out. Always succeeds (returns 0); problems become notes. */
 int fr_detect(const struct fr_detect_opts *opts, struct fr_resources *out);
 

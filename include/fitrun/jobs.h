@@ -118,7 +118,8 @@ struct fr_result_key {
     bool duplicate; /* an `invalid` result for a repeated id: the id's own result is elsewhere */
     long line;      /* its "line", 0 when absent */
 };
-/* Returns 0, or -1 when the line is not a result object (message in err). */
+/* Returns 0, or -1 when the line is not a result object, or its id holds a
+ * NUL byte (no job's does) (message in err). */
 int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out, char *err, size_t errlen);
 
 /* A set of strings (job ids; line numbers as decimal text). */

@@ -16,7 +16,8 @@
  *                   copied verbatim into a result line that jansson reads
  *                   back (`fitrun merge`, --resume): strings are valid UTF-8
  *                   with valid escapes and no lone surrogate (\u0000 is
- *                   allowed), integers (no fraction, no exponent) fit in 64
+ *                   allowed, except in an object key, which jansson
+ *                   refuses), integers (no fraction, no exponent) fit in 64
  *                   bits, other numbers are finite doubles, a number has at
  *                   most FR_JSON_NUMBER_MAX characters. Duplicate keys are
  *                   allowed (RFC 8259 permits them; the verdict treats an

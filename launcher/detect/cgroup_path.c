@@ -301,13 +301,19 @@ int fr_cgroup_walk_min(struct fr_dx *x, enum fr_controller ctl, fr_level_reader 
 int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v)
 {
     char buf[64];
-    if (!s)
+    /* Any number, "max" or "-1" with its blanks fits: longer text is
+     * garbage, never cut to fit ("5" and 60 blanks and "junk" is not 5). */
+    if (!s || strlen(s) >= sizeof buf)
         return -1;
     fr_copy(buf, sizeof buf, s);
     char *t = fr_trim(buf);
     if (!strcmp(t, "max") || (allow_minus1 && !strcmp(t, "-1")))
         return 0;
-    return fr_parse_u64(t, v) == 0 ? 1 : -1;
+    /* The kernel's values are signed 64-bit (v1's "no limit" is 2^63 - 4096),
+     * and they are reported as such through a double: 2^63 and up is garbage. */
+    if (fr_parse_u64(t, v) < 0 || (double)*v >= 0x1p63)
+        return -1;
+    return 1;
 }
 
 /* Quote a file's content for a note: first line, printable, bounded. */

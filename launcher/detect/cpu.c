@@ -153,26 +153,35 @@ static int mask_count(const uint64_t *m)
 int fr_parse_cpu_max(const char *s, double *cpus, bool *extra, const char **why)
 {
     char buf[128], *save = NULL;
+    /* "max 100000\n" is 11 bytes: longer text is garbage, never cut to fit. */
+    if (s && strlen(s) >= sizeof buf) {
+        *extra = false;
+        *why = "too long";
+        return -1;
+    }
     fr_copy(buf, sizeof buf, s ? s : "");
     char *quota = strtok_r(buf, " \t\n", &save);
     char *period = strtok_r(NULL, " \t\n", &save);
     *extra = strtok_r(NULL, " \t\n", &save) != NULL;
-    double p = CFS_DEFAULT_PERIOD, q;
+    /* Whole microseconds, as the kernel writes them: then quota / period is
+     * a finite number above 0 ("1e308 1e-300" would be infinite, "1e-300
+     * 1e300" zero CPUs). */
+    uint64_t p = (uint64_t)CFS_DEFAULT_PERIOD, q;
     if (!quota) {
         *why = "empty";
         return -1;
     }
-    if (period && (fr_parse_double(period, &p) < 0 || p <= 0)) {
-        *why = "period is not a positive number";
+    if (period && (fr_parse_u64(period, &p) < 0 || p == 0)) {
+        *why = "period is not a positive whole number";
         return -1;
     }
     if (!strcmp(quota, "max"))
         return 0;
-    if (fr_parse_double(quota, &q) < 0 || q <= 0) {
-        *why = "quota is neither 'max' nor a positive number";
+    if (fr_parse_u64(quota, &q) < 0 || q == 0) {
+        *why = "quota is neither 'max' nor a positive whole number";
         return -1;
     }
-    *cpus = q / p;
+    *cpus = (double)q / (double)p;
     return 1;
 }
 
@@ -402,6 +411,12 @@ static void detect_affinity(struct fr_dx *x)
 
     struct cpuset_walk cs = {.any = false};
     fr_cgroup_walk(x, FR_CTL_CPUSET, visit_cpuset, &cs);
+    if (cs.any && mask_count(cs.mask) == 0) {
+        /* The kernel keeps a child's cpuset inside its parent's: levels that
+         * share no CPU are garbage, ignored like an empty cpuset file. */
+        fr_detect_note(x->res, "%s shares no CPU with the cpusets above it: cpusets ignored", cs.source);
+        cs.any = false;
+    }
     if (cs.any) {
         char list[FR_SOURCE_MAX];
         fr_value_set(&r->cpu_cpuset, mask_count(cs.mask), "%s", cs.source);

@@ -144,7 +144,8 @@ bool fr_dx_note_missing(const struct fr_dx *x, enum fr_controller ctl, const cha
 int fr_cgroup_walk_min(struct fr_dx *x, enum fr_controller ctl, fr_level_reader fn, struct fr_value *out);
 
 /* Parse a single-number cgroup file: "max" (or "-1" when allow_minus1) = no
- * limit (returns 0), an unsigned integer (returns 1, *v set), else -1. */
+ * limit (returns 0), an unsigned integer below 2^63 (returns 1, *v set),
+ * else -1. */
 int fr_parse_limit_u64(const char *s, bool allow_minus1, uint64_t *v);
 /* Read dir/name as with fr_parse_limit_u64. Missing file: FR_LVL_SKIP, noted
  * only when note_missing. Garbage: FR_LVL_SKIP with a note. */
@@ -175,8 +176,9 @@ void fr_detect_pids(struct fr_dx *x);
 
 /* ---- shm.c ---- */
 
-/* tmpfs size= option ("65536k", "1g", "1048576", "50%") in bytes; `total`
- * resolves percentages. Returns 1 with *v, 0 for size=0 (unlimited), -1. */
+/* tmpfs size= option ("65536k", "1g", "1048576", "50%") in bytes, at most
+ * FR_SIZE_MAX; `total` resolves percentages. Returns 1 with *v, 0 for
+ * size=0 (unlimited), -1. */
 int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v);
 void fr_detect_shm(struct fr_dx *x);
 

@@ -40,7 +40,9 @@ uint64_t fr_parse_meminfo_total(const char *text)
             if (tl < 3 || strcmp(t + tl - 2, "kB"))
                 return 0;
             t[tl - 2] = '\0';
-            if (fr_parse_u64(t, &kb) < 0 || kb == 0 || kb > UINT64_MAX / 1024)
+            /* A size, so at most FR_SIZE_MAX (1 EiB): the report prints it
+             * as a signed 64-bit integer. */
+            if (fr_parse_u64(t, &kb) < 0 || kb == 0 || kb > FR_SIZE_MAX / 1024)
                 return 0;
             return kb * 1024;
         }

@@ -80,8 +80,8 @@ int fr_mountinfo_parse_line(char *line, struct fr_mountinfo_entry *e, const char
         return -1;
     }
     e->super_opts = next_field(&cur);
-    if (!e->super_opts)
-        e->super_opts = cur; /* "" (very old kernels print none) */
+    if (!e->super_opts) /* "" (very old kernels print none); cur may still hold blanks */
+        e->super_opts = cur + strlen(cur);
     if (f[3][0] != '/' || f[4][0] != '/') {
         *why = "root or mount point is not an absolute path";
         return -1;

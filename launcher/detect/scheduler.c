@@ -17,6 +17,7 @@
  * Memory: the HTCondor ad's Memory, else SLURM_MEM_PER_NODE (MB). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,8 @@ long fr_parse_slurm_cpus_per_node(const char *s, long index)
                 return -1;
             errno = 0;
             repeat = strtol(p + 2, &end, 10);
-            if (errno || repeat <= 0 || *end != ')')
+            /* More nodes than a long counts is garbage, not an overflow. */
+            if (errno || repeat <= 0 || *end != ')' || repeat > LONG_MAX - seen)
                 return -1;
             p = end + 1;
         }
@@ -172,6 +174,17 @@ static int simple_env(struct fr_dx *x, const char *name, double *v, char *src, s
     return r;
 }
 
+/* A memory allocation in MB (both places say MB) is a size in bytes, so
+ * at most FR_SIZE_MAX, the largest size fitrun holds anywhere: the report
+ * prints it as an integer and the plan divides it. */
+static bool mem_fits(struct fr_dx *x, const char *src, double mb)
+{
+    if (mb * 1048576.0 <= (double)FR_SIZE_MAX)
+        return true;
+    fr_detect_note(x->res, "%s: %g MB is more than 1 EiB: ignored", src, mb);
+    return false;
+}
+
 void fr_detect_scheduler(struct fr_dx *x)
 {
     struct fr_resources *r = x->res;
@@ -200,9 +213,9 @@ void fr_detect_scheduler(struct fr_dx *x)
     }
 
     /* Memory, in MB in both places. */
-    if (ad && condor_value(x, ad, adpath, "Memory", &v, src, sizeof src) > 0)
+    if (ad && condor_value(x, ad, adpath, "Memory", &v, src, sizeof src) > 0 && mem_fits(x, src, v))
         fr_value_set(&r->mem_scheduler, v * 1048576.0, "%s", src);
-    else if (simple_env(x, "SLURM_MEM_PER_NODE", &v, src, sizeof src) > 0)
+    else if (simple_env(x, "SLURM_MEM_PER_NODE", &v, src, sizeof src) > 0 && mem_fits(x, src, v))
         fr_value_set(&r->mem_scheduler, v * 1048576.0, "%s", src);
     free(ad);
 }

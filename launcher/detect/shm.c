@@ -21,7 +21,11 @@
 int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)
 {
     char buf[64];
-    fr_copy(buf, sizeof buf, opt ? opt : "");
+    /* Longer text is garbage, never cut to fit (x->shm_size_opt holds
+     * less; other callers may not). */
+    if (!opt || strlen(opt) >= sizeof buf)
+        return -1;
+    fr_copy(buf, sizeof buf, opt);
     size_t l = strlen(buf);
     if (l == 0)
         return -1;
@@ -44,7 +48,8 @@ int fr_parse_tmpfs_size(const char *opt, uint64_t total, uint64_t *v)
         *v = total / 100 * n;
         return n ? 1 : 0;
     }
-    if (n > UINT64_MAX / mult)
+    /* A size: at most FR_SIZE_MAX (1 EiB), as every size fitrun holds. */
+    if (n > FR_SIZE_MAX / mult)
         return -1;
     *v = n * mult;
     return n ? 1 : 0;

@@ -319,6 +319,13 @@ int fr_result_key_parse(const char *text, size_t len, struct fr_result_key *out,
     json_t *type = json_object_get(o, "error_type");
     json_t *line = json_object_get(o, "line");
     bool invalid = !strcmp(json_string_value(json_object_get(o, "status")), "invalid");
+    /* No job has such an id (fr_job_parse refuses it); kept, "a\u0000b"
+     * would read as job "a". */
+    if (json_is_string(id) && memchr(json_string_value(id), '\0', json_string_length(id))) {
+        snprintf(err, errlen, "not a result line: its \"id\" holds a NUL byte, which no job id does");
+        json_decref(o);
+        return -1;
+    }
     if (json_is_string(id) && !(out->id = strdup(json_string_value(id)))) {
         snprintf(err, errlen, "out of memory");
         json_decref(o);

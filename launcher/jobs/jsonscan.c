@@ -91,8 +91,9 @@ static size_t unicode_escape_end(const struct scan *sc, size_t i)
     return lo >= 0xDC00 && lo <= 0xDFFF ? i + 6 : BAD;
 }
 
-/* s[i] == '"'. */
-static size_t string_end(const struct scan *sc, size_t i)
+/* s[i] == '"'. A key, in strict mode, holds no \u0000: jansson, which
+ * reads result lines back, refuses such keys. */
+static size_t string_end(const struct scan *sc, size_t i, bool key)
 {
     const char *s = sc->s;
     size_t n = sc->n;
@@ -107,7 +108,7 @@ static size_t string_end(const struct scan *sc, size_t i)
                 return BAD;
             char e = s[i + 1];
             if (e == 'u') {
-                if (i + 6 > n || (i = unicode_escape_end(sc, i)) == BAD)
+                if (i + 6 > n || (key && sc->strict && hex4(s + i + 2) == 0) || (i = unicode_escape_end(sc, i)) == BAD)
                     return BAD;
                 continue;
             }
@@ -279,8 +280,10 @@ static int keyref_cmp(const void *a, const void *b)
 /* Do two of keys[base, nkeys) decode to the same text? */
 static bool duplicate_keys(struct scan *sc, size_t base)
 {
-    struct keyref *k = sc->keys + base;
     size_t n = sc->nkeys - base;
+    if (n < 2)
+        return false; /* and sc->keys may still be NULL */
+    struct keyref *k = sc->keys + base;
     if (n <= 8) {
         for (size_t i = 1; i < n; i++)
             for (size_t j = 0; j < i; j++)
@@ -349,7 +352,7 @@ static size_t container_end(struct scan *sc, size_t i, int depth)
     for (;; count++) {
         size_t k0 = i, k1 = 0;
         if (obj) {
-            if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i)) == BAD)
+            if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i, true)) == BAD)
                 goto out;
             k1 = i;
             if (keys && !push_key(sc, k0, k1))
@@ -399,7 +402,7 @@ static size_t value_end(struct scan *sc, size_t i, int depth)
     if (sc->line && depth + 1 > sc->max_depth)
         return BAD;
     switch (sc->s[i]) {
-    case '"': return string_end(sc, i);
+    case '"': return string_end(sc, i, false);
     case '[':
     case '{': return container_end(sc, i, depth);
     case 't': return literal_end(sc, i, "true", 4);
@@ -500,7 +503,7 @@ int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nk
         return skip_ws(&sc, i + 1) == n ? 0 : -1;
     for (;;) {
         size_t k0 = i;
-        if (i >= n || s[i] != '"' || (i = string_end(&sc, i)) == BAD)
+        if (i >= n || s[i] != '"' || (i = string_end(&sc, i, true)) == BAD)
             return -1;
         size_t k1 = i;
         i = skip_ws(&sc, i);
@@ -544,7 +547,7 @@ static void iter_skip(struct fr_json_iter *it)
 static struct fr_json_span iter_take(struct fr_json_iter *it, bool string)
 {
     struct scan sc = {.s = it->p, .n = (size_t)(it->end - it->p), .max_depth = FR_JSON_SKIP_DEPTH};
-    size_t len = string ? string_end(&sc, 0) : value_end(&sc, 0, 0);
+    size_t len = string ? string_end(&sc, 0, true) : value_end(&sc, 0, 0);
     if (len == BAD)
         len = sc.n; /* not checked text after all: take the rest, end the walk */
     struct fr_json_span v = {it->p, len};

@@ -114,7 +114,7 @@ static int memory_cap(const struct fr_resources *res, const struct fr_plan_opts 
     fr_format_size(o->memory_per_worker, per, sizeof per);
     double limit = res->mem_limit.known ? res->mem_limit.value : (double)res->mem_total;
     const char *src = res->mem_limit.known ? res->mem_limit.source : "MemTotal, no memory limit";
-    if (limit <= 0) {
+    if (!res->mem_limit.known && limit <= 0) { /* a limit of 0 is a limit: it holds no worker */
         reason(p, "memory: %s per worker asked, but neither a memory limit nor MemTotal is known: no memory cap", per);
         return w;
     }

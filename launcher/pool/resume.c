@@ -261,6 +261,7 @@ int fr_resume_scan(int fd, const char *name, struct fr_resume *r, char *err, siz
         off = (size_t)(nl - text) + 1;
     }
     free(text);
-    qsort(r->done, r->ndone, sizeof *r->done, by_line);
+    if (r->ndone) /* no result naming a line: r->done is NULL, which qsort must not get */
+        qsort(r->done, r->ndone, sizeof *r->done, by_line);
     return 0;
 }

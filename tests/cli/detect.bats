@@ -108,7 +108,7 @@ assert isinstance(j["notes"], list)
     run env -i "$FITRUN" detect --sysroot "$FIXTURES/garbage"
     [ "$status" -eq 0 ]
     [[ "$output" == *"notes (what was ignored, and why)"* ]]
-    [[ "$output" == *"/sys/fs/cgroup/batch/job/cpu.max: quota is neither 'max' nor a positive number: ignored"* ]]
+    [[ "$output" == *"/sys/fs/cgroup/batch/job/cpu.max: quota is neither 'max' nor a positive whole number: ignored"* ]]
 }
 
 @test "--cpus lowers the effective CPUs and is reported" {

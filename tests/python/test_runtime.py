@@ -146,7 +146,7 @@ class Results(Base):
     def test_unserializable_outputs(self):
         for code, why in (("return {1, 2}", "set"), ("return float('nan')", "nan"),
                           ("return 2 ** 80", "64 bits"), ("return object()", "object"),
-                          ("return {1: 2}", "int key")):
+                          ("return {1: 2}", "int key"), ("return [{'a\\0': 1}]", "NUL in a key")):
             f = self.run1(f"def transform(g):\n    {code}\n")
             self.assertEqual((f["status"], f["error_type"]), ("error", "UnserializableOutput"), why)
 

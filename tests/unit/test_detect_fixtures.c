@@ -393,6 +393,19 @@ static void test_overrides(void **state)
     assert_true(r->cpu_outer.known && r->cpu_outer.value == 0.25);
     assert_true(r->cpu_detected == 0.25 && r->cpu_effective == 0.25);
     assert_true(has_note(r, "FITRUN_CPUS=0.25 was exported by an outer fitrun: detecting again"));
+
+    /* FITRUN_CPUS takes the CPU-count rule of --cpus and cpus: 1e300 is
+     * no override (it made 1e300 effective CPUs, and the plan converted
+     * 1e300 / workers to an int: undefined behaviour). */
+    o.cpus_outer = NULL;
+    o.cpus_env = "1e300";
+    fr_detect(&o, r);
+    assert_false(r->cpu_override.known);
+    assert_true(r->cpu_effective == 0.5);
+    assert_true(has_note(r, "FITRUN_CPUS='1e300' is not a number of CPUs (above 0, at most 8192): ignored"));
+    o.cpus_env = "8192";
+    fr_detect(&o, r);
+    assert_true(r->cpu_override.known && r->cpu_effective == 8192);
     free(r);
 }
 

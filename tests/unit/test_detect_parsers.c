@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "../../launcher/detect/internal.h"
 #include "fitrun/detect.h"
+#include "fitrun/common.h"
 
 #define assert_double(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-12)
 
@@ -99,6 +101,10 @@ static void test_mountinfo_line(void **state)
     assert_string_equal(e.fstype, "cgroup2");
     char l3[] = "30 22 0:26 / /x rw - tmpfs tmpfs"; /* old kernel: no super options */
     assert_int_equal(fr_mountinfo_parse_line(l3, &e, &why), 0);
+    assert_string_equal(e.super_opts, "");
+    /* Blanks after the source are no options (found by fuzz_mountinfo). */
+    char l4[] = "30 22 0:26 / /x rw - tmpfs tmpfs   ";
+    assert_int_equal(fr_mountinfo_parse_line(l4, &e, &why), 0);
     assert_string_equal(e.super_opts, "");
 
     char b1[] = "1 2 3 4";
@@ -225,13 +231,24 @@ static void test_cpu_max(void **state)
     assert_int_equal(fr_parse_cpu_max("50000 100000 7", &c, &extra, &why), 1); /* third field ignored, reported */
     assert_true(extra);
     assert_double(c, 0.5);
-    const char *bad[] = {"",          "\n",      "banana",   "banana 100000", "0 100000",
-                         "-5 100000", "50000 0", "50000 -1", "50000 x",       "max x"};
+    /* Whole microseconds only: exponents made infinite or zero quotas
+     * ("1e308 1e-300", "1e-300 1e300"), which fuzz_cgroup_files's
+     * finite-and-above-0 check flags. */
+    const char *bad[] = {
+        "",        "\n",    "banana",       "banana 100000", "0 100000",   "-5 100000",      "50000 0",   "50000 -1",
+        "50000 x", "max x", "1e308 1e-300", "1e-300 1e300",  "1e5 100000", "50000.5 100000", "50000 1e5", "inf 100000"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why = NULL;
         if (fr_parse_cpu_max(bad[i], &c, &extra, &why) != -1 || !why)
             fail_msg("cpu.max '%s' accepted", bad[i]);
     }
+    /* Refused, not cut to the parser's 128 bytes: a period cut short is
+     * another number (found by fuzz_cgroup_files). */
+    char longer[256] = "4 ";
+    memset(longer + 2, '1', 150); /* a 150-digit period: cut, it would be a 126-digit one */
+    why = NULL;
+    assert_int_equal(fr_parse_cpu_max(longer, &c, &extra, &why), -1);
+    assert_string_equal(why, "too long");
 }
 
 static void test_cfs(void **state)
@@ -271,6 +288,22 @@ static void test_limit_u64(void **state)
     assert_int_equal(fr_parse_limit_u64("12abc", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64("99999999999999999999999", false, &v), -1);
     assert_int_equal(fr_parse_limit_u64(NULL, false, &v), -1);
+    /* 2^63 and up is no kernel value and no reportable integer: a pids.max,
+     * pids.current or cpu.weight of 18446744073709551615 was reported as a
+     * negative number (fuzz_detect's integer check flags it). */
+    assert_int_equal(fr_parse_limit_u64("18446744073709551615", false, &v), -1);
+    assert_int_equal(fr_parse_limit_u64("9223372036854775807", false, &v), -1); /* 2^63 as a double */
+    assert_int_equal(fr_parse_limit_u64("9223372036854774784", false, &v), 1);  /* 2^63 - 1024, the last below */
+    /* Text too long for the parser's buffer is refused, not cut: the tail
+     * past 63 bytes is part of what the file says (found by fuzz_cgroup_files). */
+    char longer[128];
+    snprintf(longer, sizeof longer, "5%70seF", "");
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), -1);
+    snprintf(longer, sizeof longer, "max%70sx", "");
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), -1);
+    snprintf(longer, sizeof longer, "4096%58s", ""); /* 62 bytes: still a number with blanks */
+    assert_int_equal(fr_parse_limit_u64(longer, false, &v), 1);
+    assert_true(v == 4096);
 }
 
 /* ---- memory ---- */
@@ -286,6 +319,11 @@ static void test_meminfo(void **state)
     assert_true(fr_parse_meminfo_total("MemFree: 1 kB\n") == 0);
     assert_true(fr_parse_meminfo_total("") == 0);
     assert_true(fr_parse_meminfo_total("MemTotal: 99999999999999999999 kB\n") == 0);
+    /* Above 1 EiB is garbage too: 14830663215980416 kB (1.5e19 bytes) was
+     * reported as a negative total (found by fuzz_detect). */
+    assert_true(fr_parse_meminfo_total("MemTotal: 14830663215980416 kB\n") == 0);
+    assert_true(fr_parse_meminfo_total("MemTotal: 1125899906842624 kB\n") == FR_SIZE_MAX); /* 1 EiB */
+    assert_true(fr_parse_meminfo_total("MemTotal: 1125899906842625 kB\n") == 0);
 }
 
 static void test_memory_stat(void **state)
@@ -322,6 +360,18 @@ static void test_tmpfs_size(void **state)
     assert_int_equal(fr_parse_tmpfs_size("k", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("99999999999999999999e", 0, &v), -1);
     assert_int_equal(fr_parse_tmpfs_size("16e", 0, &v), -1); /* 2^64: overflow */
+    /* Above 1 EiB is no size (fuzz_detect's integer check flags "15e",
+     * which the report printed as a negative integer). */
+    assert_int_equal(fr_parse_tmpfs_size("15e", 0, &v), -1);
+    assert_int_equal(fr_parse_tmpfs_size("1025p", 0, &v), -1);
+    assert_int_equal(fr_parse_tmpfs_size("1e", 0, &v), 1);
+    assert_true(v == FR_SIZE_MAX);
+    assert_int_equal(fr_parse_tmpfs_size(NULL, 0, &v), -1);
+    /* Refused, not cut to the parser's 64 bytes: "7", blanks, then junk
+     * is not 7 (found by fuzz_cgroup_files). */
+    char longer[128];
+    snprintf(longer, sizeof longer, "7%70sjunk", "");
+    assert_int_equal(fr_parse_tmpfs_size(longer, 0, &v), -1);
 }
 
 /* ---- schedulers ---- */
@@ -340,6 +390,10 @@ static void test_slurm_cpus_per_node(void **state)
         if (fr_parse_slurm_cpus_per_node(bad[i], 0) != -1)
             fail_msg("'%s' parsed", bad[i]);
     assert_int_equal(fr_parse_slurm_cpus_per_node("4", -1), -1);
+    /* Repeat counts that add up past LONG_MAX are garbage (the sum was a
+     * signed overflow: UBSan under fuzz_scheduler). */
+    assert_int_equal(fr_parse_slurm_cpus_per_node("1(x9223372036854775807),1(x9223372036854775807)", 0), -1);
+    assert_int_equal(fr_parse_slurm_cpus_per_node("2(x9223372036854775806),1(x1)", 9223372036854775806L), 1);
     assert_int_equal(fr_parse_slurm_cpus_per_node(NULL, 0), -1);
 }
 
@@ -360,6 +414,53 @@ static void test_classad(void **state)
     assert_int_equal(fr_parse_classad_number(ad, "Gpus", &v), 0);
     assert_int_equal(fr_parse_classad_number("Cpus = -1\n", "Cpus", &v), -1);
     assert_int_equal(fr_parse_classad_number("", "Cpus", &v), 0);
+}
+
+/* A scheduler's memory is a size: more than 1 EiB is noted and ignored,
+ * never reported (found by fuzz_scheduler: a machine ad's "Memory = 1e20"
+ * became 1e26 bytes, which `detect --json` printed as a negative integer). */
+static bool noted(const struct fr_resources *r, const char *needle)
+{
+    for (int i = 0; i < r->nnotes; i++)
+        if (strstr(r->notes[i], needle))
+            return true;
+    return false;
+}
+
+static void test_scheduler_memory_bound(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fitrun-test-ad-XXXXXX", var[64];
+    static const char ad[] = "Cpus = 2\nMemory = 1e20\n";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, ad, sizeof ad - 1), (int)(sizeof ad - 1));
+    assert_int_equal(close(fd), 0);
+    snprintf(var, sizeof var, "_CONDOR_MACHINE_AD=%s", path);
+    struct fr_resources *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+
+    char *both[] = {var, "SLURM_MEM_PER_NODE=2048", NULL};
+    struct fr_dx x = {.sysroot = "/", .envp = both, .res = r};
+    fr_detect_scheduler(&x);
+    assert_true(r->cpu_scheduler.known && r->cpu_scheduler.value == 2);
+    assert_true(noted(r, "(Memory): 1e+20 MB is more than 1 EiB: ignored"));
+    assert_true(r->mem_scheduler.known && r->mem_scheduler.value == 2048.0 * 1048576); /* SLURM's is next */
+
+    char *huge[] = {"SLURM_MEM_PER_NODE=1e13", NULL};
+    memset(r, 0, sizeof *r);
+    x.envp = huge;
+    fr_detect_scheduler(&x);
+    assert_false(r->mem_scheduler.known);
+    assert_true(noted(r, "SLURM_MEM_PER_NODE=1e13: 1e+13 MB is more than 1 EiB: ignored"));
+
+    char *most[] = {"SLURM_MEM_PER_NODE=1099511627776", NULL}; /* 2^40 MB = 1 EiB, the largest size */
+    memset(r, 0, sizeof *r);
+    x.envp = most;
+    fr_detect_scheduler(&x);
+    assert_true(r->mem_scheduler.known && r->mem_scheduler.value == (double)FR_SIZE_MAX);
+    free(r);
+    assert_int_equal(unlink(path), 0);
 }
 
 /* ---- notes ---- */
@@ -403,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_tmpfs_size),
         cmocka_unit_test(test_slurm_cpus_per_node),
         cmocka_unit_test(test_classad),
+        cmocka_unit_test(test_scheduler_memory_bound),
         cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
  *    random content again and again (seeded, so failures replay), and the
  *    result must keep its invariants: affinity >= 1, effective in
  *    (0, affinity], workers >= 1, notes bounded and NUL-terminated.
+ * 3. Hand-made garbage trees the fuzzer (tests/fuzz) found mishandled.
  * Run under ASan/UBSan in CI, this is where an overflow would show. */
 #include <errno.h>
 #include <fcntl.h>
@@ -239,9 +240,60 @@ static void test_random_sysroots(void **state)
     free(plan);
 }
 
+/* Cpuset levels that share no CPU (a child outside its parent: garbage a
+ * kernel never writes) are ignored like an empty cpuset, and with nothing
+ * else known the affinity is one CPU, never 0 (found by fuzz_detect: the
+ * empty intersection was reported as a 0-CPU cpuset and the affinity fell
+ * back to it). */
+static void put(const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+            fail_msg("mkdir %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_disjoint_cpusets(void **state)
+{
+    (void)state;
+    put("proc/self/mountinfo", "1 0 0:1 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n");
+    put("proc/self/cgroup", "1:cpuset:/job\n");
+    put("sys/fs/cgroup/cpuset/cpuset.cpus", "0-1\n");
+    put("sys/fs/cgroup/cpuset/job/cpuset.cpus", "2-3\n");
+    char *empty[] = {NULL};
+    struct fr_detect_opts opts = {.sysroot = root, .envp = empty};
+    struct fr_resources *r = malloc(sizeof *r);
+    assert_non_null(r);
+    fr_detect(&opts, r);
+    assert_false(r->cpu_cpuset.known);
+    assert_int_equal(r->cpu_affinity, 1);
+    assert_true(r->cpu_effective == 1);
+    bool noted = false;
+    for (int i = 0; i < r->nnotes; i++)
+        noted |= strstr(r->notes[i], "/sys/fs/cgroup/cpuset/job/cpuset.cpus shares no CPU with the cpusets above it") !=
+                 NULL;
+    assert_true(noted);
+
+    /* With the online CPUs known, those are the fallback. */
+    put("sys/devices/system/cpu/online", "0-5\n");
+    fr_detect(&opts, r);
+    assert_false(r->cpu_cpuset.known);
+    assert_int_equal(r->cpu_affinity, 6);
+    free(r);
+}
+
 static int make_root(void **state)
 {
     (void)state;
+    memcpy(root + sizeof root - 7, "XXXXXX", 6); /* a fresh name for each test */
     return mkdtemp(root) ? 0 : -1;
 }
 
@@ -258,6 +310,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parsers_on_noise),
         cmocka_unit_test_setup_teardown(test_random_sysroots, make_root, remove_root),
+        cmocka_unit_test_setup_teardown(test_disjoint_cpusets, make_root, remove_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -386,6 +386,11 @@ static void test_result_key(void **state)
     assert_int_equal(fr_result_key_parse(l4, strlen(l4), &k, err, sizeof err), -1);
     const char *l5 = "{\"id\":\"x\",\"stat";
     assert_int_equal(fr_result_key_parse(l5, strlen(l5), &k, err, sizeof err), -1);
+    /* An id with a NUL is no job's: kept, it would be read as job "a". */
+    const char *l6 = "{\"id\":\"a\\u0000b\",\"status\":\"ok\",\"line\":1}";
+    assert_int_equal(fr_result_key_parse(l6, strlen(l6), &k, err, sizeof err), -1);
+    assert_null(k.id);
+    assert_non_null(strstr(err, "NUL"));
 }
 
 static void test_idset(void **state)

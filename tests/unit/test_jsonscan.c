@@ -66,6 +66,14 @@ static void test_strict_values(void **state)
         if (strict(bad[i]))
             fail_msg("accepted: %s", bad[i]);
     }
+    /* \u0000 in a key: jansson refuses it ("NUL byte in object key not
+     * supported"), so a result line holding it could not be read back. */
+    const char *nul_keys[] = {"{\"\\u0000\":1}", "{\"a\\u0000b\":1}", "[{\"k\":{\"\\u0000\":[]}}]"};
+    for (size_t i = 0; i < sizeof nul_keys / sizeof *nul_keys; i++) {
+        if (strict(nul_keys[i]))
+            fail_msg("accepted: %s", nul_keys[i]);
+    }
+    assert_true(strict("{\"k\":\"\\u0000\",\"\\\\u0000\":1}")); /* a value, and a key "\\u0000" */
     /* What jansson already checked is only followed in SKIP mode. */
     assert_true(fr_json_whole("[1e999]", 7, 10, FR_JSON_SKIP));
 }
@@ -87,6 +95,8 @@ static void test_members(void **state)
     assert_int_equal(fr_json_members(trail, strlen(trail), keys, 4, v, 100, FR_JSON_SKIP), -1);
     assert_int_equal(fr_json_members("[1]", 3, keys, 4, v, 100, FR_JSON_SKIP), -1);
     assert_int_equal(fr_json_members("{}", 2, keys, 4, v, 100, FR_JSON_SKIP), 0);
+    const char *nul_key = "{\"id\": 1, \"\\u0000\": 2}";
+    assert_int_equal(fr_json_members(nul_key, strlen(nul_key), keys, 4, v, 100, FR_JSON_STRICT), -1);
 }
 
 static void test_iterate_and_decode(void **state)
@@ -233,6 +243,10 @@ static void test_line_edges(void **state)
         "{\"a\":1} {}",
         "{\"a\":tru}",
         "{\"a\":[true,false,null]}",
+        /* objects without keys (no key list yet: found by fuzz_job_line) */
+        "{}",
+        "{}ad}a",
+        "{\"o\":[{},{\"k\":{}}]}",
         /* one-digit elements (scanned without a call) and their neighbours */
         "{\"a\":[0,1,9]}",
         "{\"a\":[01]}",

@@ -116,6 +116,13 @@ static void test_memory_cap(void **state)
     assert_int_equal(p.threads_per_worker, 8);
     assert_true(has_reason(&p, "less than one worker"));
 
+    /* A limit of 0 (memory.max "0") is a limit, not an unknown one. */
+    set(&r->mem_limit, 0, "/sys/fs/cgroup/memory.max");
+    o.memory_per_worker = (uint64_t)(128 * MiB);
+    fr_plan_make(r, &o, &p);
+    assert_int_equal(p.workers, 1);
+    assert_true(has_reason(&p, "less than one worker"));
+
     /* No cgroup limit: MemTotal bounds it. */
     r->mem_limit.known = false;
     r->mem_total = (uint64_t)(3 * GiB);

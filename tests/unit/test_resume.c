@@ -145,12 +145,30 @@ static void test_verify_file(void **state)
     fr_resume_free(&r);
 }
 
+/* A results file with no result naming its line (empty, or only torn or
+ * foreign lines) scans to nothing; it used to hand qsort a NULL array
+ * (undefined behaviour, reported by UBSan under fuzz_result_line). */
+static void test_nothing_to_resume(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"", "\n\n", "{\"id\":\"a\",\"status\":\"ok\"}\n", "not json\n", "{\"torn"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct fr_resume r;
+        scan(&r, files[i]);
+        assert_int_equal(r.ndone, 0);
+        assert_null(r.done);
+        assert_int_equal(fr_resume_line(&r, 1, "{\"id\":\"a\"}", 10, "jobs", NULL, 0), 0);
+        fr_resume_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_line_by_line),
         cmocka_unit_test(test_first_result_and_shown_ids),
         cmocka_unit_test(test_verify_file),
+        cmocka_unit_test(test_nothing_to_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

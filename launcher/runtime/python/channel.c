@@ -46,8 +46,7 @@ int py_send_run(int chan, uint32_t seq, const int fds[4])
     return w == (ssize_t)sizeof m ? 0 : -1;
 }
 
-/* What a message of len bytes at m says. */
-static void decode(const char *m, size_t len, struct py_msg *out)
+void py_msg_decode(const char *m, size_t len, struct py_msg *out)
 {
     out->kind = len ? m[0] : '\0';
     out->seq = len >= 8 ? rd32(m + 4) : 0;
@@ -65,7 +64,12 @@ static void decode(const char *m, size_t len, struct py_msg *out)
             .wall_us = rd64(m + 40),
             .fork_us = rd64(m + 48),
         };
-        out->well_formed = true;
+        /* Times and sizes the kernel never reports below 0: the worker's
+         * word is not trusted (rusage with a negative tv_usec, a max RSS
+         * printed as a huge count). */
+        const struct exit_facts *f = &out->facts;
+        out->well_formed =
+            f->utime_us >= 0 && f->stime_us >= 0 && f->max_rss_kb >= 0 && f->wall_us >= 0 && f->fork_us >= 0;
     } else if (out->kind == 'F' && len >= PY_MSG_FAILED_MIN) {
         out->why = m + 8;
         out->why_len = len - 8;
@@ -95,7 +99,7 @@ int py_recv(int chan, char *buf, size_t n, struct py_msg *out)
             if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
                 memcpy(&out->fd, CMSG_DATA(c), sizeof out->fd);
         out->len = (size_t)r;
-        decode(buf, out->len, out);
+        py_msg_decode(buf, out->len, out);
         return 1;
     }
 }

@@ -327,7 +327,7 @@ def normalise(value, depth=0):
     numpy scalars via item(), tuples to lists (recursively), strings as
     _text(). Anything else that JSON (and fitrun) cannot hold raises
     UnserializableOutput: sets, objects, NaN/inf, ints beyond 64 bits,
-    values nested deeper than max_nesting. depth: containers around value."""
+    keys holding NUL, values nested deeper than max_nesting. depth: containers around value."""
     t = type(value)
     if value is None or t is bool:
         return value
@@ -350,6 +350,8 @@ def normalise(value, depth=0):
         for k, v in value.items():
             if type(k) is not str:
                 raise UnserializableOutput(f"dict output has a {type(k).__name__} key")
+            if "\0" in k:
+                raise UnserializableOutput("dict output has a key holding NUL, which JSON readers refuse")
             out[_text(k)] = normalise(v, depth + 1)
         return out
     np = sys.modules.get("numpy")

@@ -187,13 +187,16 @@ struct py_msg {
     char kind;               /* 'S' STARTED, 'E' EXITED, 'F' FAILED, anything else: unexpected */
     size_t len;              /* bytes received */
     uint32_t seq;            /* the job it is about (0 when too short to say) */
-    bool well_formed;        /* the length its kind needs */
+    bool well_formed;        /* the length its kind needs (EXITED: and no time or size below 0) */
     int fd;                  /* a descriptor that came with it (STARTED: the child's pidfd), or -1 */
     pid_t pid;               /* STARTED: the child */
     struct exit_facts facts; /* EXITED */
     const char *why;         /* FAILED: the reason (not NUL-terminated), in the caller's buffer */
     size_t why_len;
 };
+/* What the message of len bytes at m says (kind, seq, well_formed and the
+ * fields of its kind; fd and len are py_recv's). */
+void py_msg_decode(const char *m, size_t len, struct py_msg *out);
 /* RUN for job seq with the child's four pipe ends. 0 or -1 (errno). */
 int py_send_run(int chan, uint32_t seq, const int fds[4]);
 /* The next message (1), none waiting (0), or the worker is gone (-1: EOF

@@ -224,7 +224,11 @@ static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg
     else if (current && m->kind == 'F')
         crashed(rt, slot, "python worker %d could not start the prediction: %.*s", slot,
                 (int)(m->why_len > 300 ? 300 : m->why_len), m->why);
-    else
+    else if (s->job && m->seq == s->seq && m->kind == 'E' && m->len == PY_MSG_EXITED_LEN) {
+        /* The job's end, with figures no kernel gives: the worker is broken. */
+        replace_worker(rt, slot);
+        crashed(rt, slot, "python worker %d reported a negative CPU time or memory use for the job; replaced", slot);
+    } else
         fr_warn("python worker %d sent an unexpected message ('%c', %zu bytes): ignored", slot,
                 m->len ? (m->kind >= 0x20 && m->kind < 0x7f ? m->kind : '?') : '-', m->len);
     if (m->fd >= 0 && !(current && m->kind == 'S'))

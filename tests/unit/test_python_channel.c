@@ -1,0 +1,119 @@
+/* test_python_channel.c — a Python worker's channel messages as fitrun
+ * decodes them (launcher/runtime/python/channel.c): which are well formed,
+ * and that an EXITED whose usage no kernel reports (a time or size below
+ * 0) is not; then the raw facts py_collect makes of an EXITED and a
+ * report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "../../launcher/runtime/python/internal.h"
+
+/* fitrun_runtime.py's MSG_EXITED: 'E', 3 pad, u32 seq, i32 wstatus, i32
+ * violation_nr, i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us. */
+static void exited(char m[PY_MSG_EXITED_LEN], uint32_t seq, int32_t ws, const int64_t v[5])
+{
+    int32_t nr = -1;
+    memset(m, 0, PY_MSG_EXITED_LEN);
+    m[0] = 'E';
+    memcpy(m + 4, &seq, 4);
+    memcpy(m + 8, &ws, 4);
+    memcpy(m + 12, &nr, 4);
+    memcpy(m + 16, v, 5 * sizeof *v);
+}
+
+static void test_lengths(void **state)
+{
+    (void)state;
+    struct py_msg d;
+    char m[PY_MSG_EXITED_LEN + 1] = {'S', 0, 0, 0, 7, 0, 0, 0, 42, 0, 0, 0};
+    py_msg_decode(m, PY_MSG_STARTED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_int_equal(d.seq, 7);
+    assert_int_equal(d.pid, 42);
+    py_msg_decode(m, PY_MSG_STARTED_LEN - 1, &d);
+    assert_false(d.well_formed);
+    memcpy(m, "F\0\0\0\7\0\0\0why", 11);
+    py_msg_decode(m, 11, &d);
+    assert_true(d.well_formed);
+    assert_int_equal(d.why_len, 3);
+    assert_memory_equal(d.why, "why", 3);
+    py_msg_decode(m, 0, &d);
+    assert_false(d.well_formed);
+    assert_int_equal(d.seq, 0);
+
+    const int64_t ok[5] = {12000, 3000, 20480, 15000, 900};
+    exited(m, 9, 0, ok);
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_int_equal(d.seq, 9);
+    assert_int_equal(d.facts.utime_us, 12000);
+    assert_int_equal(d.facts.max_rss_kb, 20480);
+    py_msg_decode(m, PY_MSG_EXITED_LEN + 1, &d);
+    assert_false(d.well_formed);
+}
+
+static void test_exited_below_zero(void **state)
+{
+    (void)state;
+    char m[PY_MSG_EXITED_LEN];
+    struct py_msg d;
+    for (int field = 0; field < 5; field++) {
+        int64_t v[5] = {12000, 3000, 20480, 15000, 900};
+        v[field] = field % 2 ? INT64_MIN : -1;
+        exited(m, 9, 0, v);
+        py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+        if (d.well_formed)
+            fail_msg("an EXITED with field %d = %lld is taken", field, (long long)v[field]);
+    }
+}
+
+static void test_collect(void **state)
+{
+    (void)state;
+    char m[PY_MSG_EXITED_LEN];
+    const int64_t v[5] = {1500000, 250000, 20480, 15000, 900};
+    exited(m, 1, 0, v);
+    struct py_msg d;
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+
+    struct pyrt py = {.result_cap = 1u << 20};
+    struct fr_runtime rt = {.priv = &py};
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1, .exited = true};
+    py_stream_open(&s.out, -1, 65536);
+    py_stream_open(&s.err, -1, 65536);
+    py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
+    char report[] = "{\"outputs\":[[1,2]],\"error_type\":null,\"error_message\":null,\"error_line\":null,"
+                    "\"memory\":false}";
+    s.rep.buf = report;
+    s.rep.len = strlen(report);
+    s.facts = d.facts;
+    struct fr_raw raw;
+    char msg[512];
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    assert_int_equal(raw.status, FR_STATUS_OK);
+    assert_int_equal(raw.ru.ru_utime.tv_sec, 1);
+    assert_int_equal(raw.ru.ru_utime.tv_usec, 500000);
+    assert_int_equal(raw.ru.ru_stime.tv_usec, 250000);
+    assert_int_equal(raw.ru.ru_maxrss, 20480);
+    assert_int_equal(raw.outputs_len, strlen("[[1,2]]"));
+    assert_memory_equal(raw.outputs, "[[1,2]]", raw.outputs_len);
+    free(s.message);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_exited_below_zero),
+        cmocka_unit_test(test_collect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
