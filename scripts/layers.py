@@ -36,6 +36,7 @@ LAYERS = [line.split() for line in """
     env       launcher/env/
     sandbox   sandbox/
     profile   launcher/profile/
+    cgroup    launcher/cgroup/
     status    launcher/verdict/status.c
     jobs      launcher/jobs/
     verdict   launcher/verdict/

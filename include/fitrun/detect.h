@@ -58,9 +58,14 @@ enum fr_controller { FR_CTL_CPU = 0, FR_CTL_CPUSET, FR_CTL_MEMORY, FR_CTL_PIDS, 
 /* Where one controller's cgroup lives, as the process sees it (no sysroot
  * prefix). version 0 = controller not found. `dir` is where the limit
  * files of the own cgroup are read; `mount` is where the ancestor walk
- * stops. Other modules create per-worker cgroups as children of `dir`. */
+ * stops. `own`: dir is this process's own cgroup; false when detection
+ * fell back to reading the mount point (no /proc/self/cgroup line, a path
+ * outside the mount's root, a directory that is not visible), which is
+ * somebody else's cgroup as far as writing goes. fitrun's own cgroups
+ * (fitrun/cgroup.h) are children of an `own` dir only. */
 struct fr_cgroup_loc {
     int version;
+    bool own;
     char mount[FR_SOURCE_MAX];
     char dir[FR_SOURCE_MAX];
 };
@@ -77,6 +82,7 @@ struct fr_resources {
     int cgroup_version; /* 0 = none found, 1, 2 */
     bool cgroup_hybrid; /* v1 controllers + a controller-less cgroup2 mount */
     struct fr_cgroup_loc cgroup[FR_CTL_COUNT];
+    struct fr_cgroup_loc cgroup_cpuacct; /* v1 cpuacct (no limits: CPU accounting of fitrun's own cgroups) */
 
     /* CPU */
     int cpu_online;   /* CPUs online (sys/devices/system/cpu/online) */
@@ -133,6 +139,12 @@ struct fr_cpu_limit {
  * set), the scheduler rather than the quota, and the outer fitrun never
  * (its value is a copy of one of them). Pure. */
 void fr_cpu_binding(const struct fr_resources *r, bool detected_only, struct fr_cpu_limit *out);
+
+/* The cgroup path of `controller` ("memory"; NULL = the v2 "0::" line) in
+ * the text of a /proc/<pid>/cgroup file (relative to the reader's cgroup
+ * namespace). Returns 0 with the path, or -1 when there is no such line.
+ * Pure; the one parser of that format. */
+int fr_proc_cgroup_path(const char *text, const char *controller, char *out, size_t n);
 
 /* A CPU count, as [resources] cpus, --cpus of run, detect and the wrapper,
  * and the user's FITRUN_CPUS take it: a number above 0 and at most

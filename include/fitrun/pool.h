@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fitrun/cgroup.h"
 #include "fitrun/detect.h"
 #include "fitrun/jobs.h"
 #include "fitrun/runtime.h"
@@ -85,6 +86,9 @@ struct fr_pool_opts {
                                              then it is closed (docs/run.md, "Readiness"); 0 = none */
     const struct fr_resources *resources; /* detection of this run, for the memory cgroup's OOM-kill
                                              counter; NULL = the pool runs fr_detect() itself */
+    struct fr_cgroup_tree *cgroups;       /* fitrun's own cgroups (NULL = none): a cgroup per slot, read
+                                             around each job (exact OOM kills, peak, CPU), killed with
+                                             the job; the jobs' share settled once the runtime runs */
 };
 
 /* Run every job of o->in_fd. Returns the exit status of `fitrun run`:
@@ -100,9 +104,11 @@ int fr_pool_run(const struct fr_pool_opts *o);
 void fr_pool_stop_signals(sigset_t *set);
 
 /* ---- OOM kills (launcher/pool/oom.c) -------------------------------------
- * A job whose process died of a SIGKILL that fitrun did not send is asked
- * about here: did the oom_kill counter of fitrun's own memory cgroup go up?
- * Then the job's status is `memory` (docs/run.md, "OOM kills"). */
+ * Without a memory cgroup of its own per slot (fitrun/cgroup.h), a job
+ * whose process died of a SIGKILL that fitrun did not send is asked about
+ * here: did the oom_kill counter of fitrun's own memory cgroup go up?
+ * Then the job's status is `memory` (docs/run.md, "OOM kills"). With one,
+ * the job's own cgroup says it exactly and this counter is not used. */
 
 #define FR_OOM_PATH_MAX (FR_SOURCE_MAX + 32)
 

@@ -21,6 +21,12 @@
 
 enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };
 
+/* [resources] cgroups: whether fitrun makes cgroups of its own for its
+ * jobs (fitrun/cgroup.h, docs/cgroups.md). auto: where its cgroup is
+ * delegated; require: a run that cannot have them stops with 125; off:
+ * never. */
+enum fr_cgroup_mode { FR_CGROUPS_AUTO = 0, FR_CGROUPS_REQUIRE, FR_CGROUPS_OFF };
+
 /* Whose identity a job runs under ([sandbox] user). */
 enum fr_user_mode { FR_USER_SLOT = 0, FR_USER_ROOT };
 
@@ -32,12 +38,13 @@ struct fr_profile {
     int workers;                /* 0 = auto */
     uint64_t memory_per_worker; /* bytes, 0 = not configured */
     enum fr_rounding rounding;
+    enum fr_cgroup_mode cgroups;
 
     /* [sandbox] */
     enum fr_preset preset;
     uint64_t cpu_time_ms;
     uint64_t wall_time_ms;
-    uint64_t memory; /* bytes, per job (RLIMIT_AS) */
+    uint64_t memory; /* bytes, per job (its cgroup's memory.max, else RLIMIT_AS per process) */
     uint64_t output; /* bytes, cap on stdout and on stderr each */
     uint64_t processes;
     uint64_t fsize;                        /* bytes, RLIMIT_FSIZE; 0 = inherited */
@@ -152,5 +159,7 @@ int fr_profile_job_threads(const struct fr_profile *p, const char **why);
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);
 int fr_runtime_kind_parse(const char *s, enum fr_runtime_kind *out);
+const char *fr_cgroup_mode_name(enum fr_cgroup_mode m);
+int fr_cgroup_mode_parse(const char *s, enum fr_cgroup_mode *out);
 
 #endif

@@ -111,6 +111,11 @@ bool fr_cpu_budget_spent(uint64_t used_ms, uint64_t budget_ms);
  * kill worth asking the memory cgroup about. */
 bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason aborted);
 
+/* The job's own memory cgroup (fitrun/cgroup.h) counted `kills` OOM kills
+ * of its processes while it ran: it is an OOM kill of the job unless the
+ * job still exited 0 (a child it started was killed, and it coped). */
+bool fr_verdict_cgroup_oom(const struct fr_raw *raw, uint64_t kills);
+
 /* Status, timeout kind, error type and message of a finished job
  * (raw->kind == FR_RAW_FINISHED). Precedence: fr_classify of the wait
  * status and the kills; a CPU kill by the pool or the runtime is a CPU

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fitrun/cgroup.h"
 #include "fitrun/cli.h"
 #include "fitrun/detect.h"
 #include "fitrun/envexport.h"
@@ -127,7 +128,7 @@ static json_t *jstr_or_null(const char *s)
     return s && s[0] ? json_string(s) : json_null();
 }
 
-static json_t *json_cgroup(const struct fr_resources *r)
+static json_t *json_cgroup(const struct fr_resources *r, const struct fr_cgroup_probe *cg)
 {
     static const char *names[FR_CTL_COUNT] = {"cpu", "cpuset", "memory", "pids"};
     json_t *ctl = json_object();
@@ -138,7 +139,8 @@ static json_t *json_cgroup(const struct fr_resources *r)
                                 ? json_pack("{s:i, s:s, s:s}", "version", l->version, "mount", l->mount, "path", l->dir)
                                 : json_null());
     }
-    return json_pack("{s:i, s:b, s:o}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid, "controllers", ctl);
+    return json_pack("{s:i, s:b, s:o, s:b, s:s}", "version", r->cgroup_version, "hybrid", r->cgroup_hybrid,
+                     "controllers", ctl, "delegated", cg->delegated, "delegated_reason", cg->reason);
 }
 
 /* o[key] = the value (a number, or an integer when `integer`; null when
@@ -236,14 +238,19 @@ struct sandbox_report {
     bool built; /* false: the profile's [sandbox] does not build (error) */
     char error[1024];
     struct fr_policy_info in;
+    bool memory_cgroup; /* [sandbox] memory is the job's cgroup's limit, not RLIMIT_AS */
 };
 
-/* Build the policy `fitrun run` would build (slots = the plan's workers). */
-static void sandbox_probe(const struct fr_profile *prof, const struct fr_plan *plan, struct sandbox_report *sb)
+/* Build the policy `fitrun run` would build (slots = the plan's workers,
+ * RLIMIT_AS only where the jobs' cgroups will not limit memory). */
+static void sandbox_probe(const struct fr_profile *prof, const struct fr_plan *plan, const struct fr_cgroup_probe *cg,
+                          struct sandbox_report *sb)
 {
     struct fr_policy_spec spec;
     struct fr_policy *pol = NULL;
     fr_profile_policy_spec(prof, &spec);
+    fr_cgroup_policy_spec(cg->ctls, &spec);
+    sb->memory_cgroup = (cg->ctls & FR_CG_MEMORY) != 0;
     spec.slots = plan->workers > 0 ? plan->workers : 1;
     sb->built = fr_policy_build(&spec, &pol, sb->error, sizeof sb->error) == 0;
     if (!sb->built)
@@ -285,8 +292,13 @@ static json_t *json_sandbox(const struct sandbox_report *sb, const struct fr_pro
     json_t *caps = json_object();
     json_object_set_new(caps, "kept", json_names(prof->keep_caps));
     json_object_set_new(caps, "bounding_set", json_string(in->bounding ? "dropped" : "unchanged"));
+    json_t *mem = json_object();
+    json_object_set_new(mem, "limit", prof->memory ? json_integer((json_int_t)prof->memory) : json_null());
+    json_object_set_new(mem, "enforced_by",
+                        !prof->memory ? json_null() : json_string(sb->memory_cgroup ? "cgroup" : "RLIMIT_AS"));
     json_t *o = json_object();
     json_object_set_new(o, "preset", json_string(fr_preset_name(in->preset)));
+    json_object_set_new(o, "memory", mem);
     json_object_set_new(o, "seccomp", seccomp);
     json_object_set_new(o, "landlock", ll);
     json_object_set_new(o, "no_new_privs", json_true());
@@ -306,6 +318,7 @@ struct report {
     const struct fr_env_export *jobenv;   /* what a `fitrun run` job would get; NULL = out of memory */
     char **scrubbed;                      /* names of this environment a job would not see */
     const struct sandbox_report *sandbox; /* NULL with --sysroot (a fixture tree has no kernel to ask) */
+    const struct fr_cgroup_probe *cgroup; /* may fitrun make cgroups of its own here */
 };
 
 /* ---- the job environment (what `fitrun run` jobs see) ---- */
@@ -332,7 +345,7 @@ static int print_json(const struct report *rep)
     for (int i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
     json_t *root = json_object();
-    json_object_set_new(root, "cgroup", json_cgroup(r));
+    json_object_set_new(root, "cgroup", json_cgroup(r, rep->cgroup));
     json_object_set_new(root, "cpu", json_cpu(r));
     json_object_set_new(root, "memory", json_memory(r));
     json_object_set_new(root, "pids", json_pids(r));
@@ -392,7 +405,7 @@ static void row_value(const char *label, const struct fr_value *v, bool bytes, c
     row(label, buf, v->known ? v->source : NULL);
 }
 
-static void print_cgroups(const struct fr_resources *r)
+static void print_cgroups(const struct fr_resources *r, const struct fr_cgroup_probe *cg)
 {
     static const char *names[FR_CTL_COUNT] = {"cpu", "cpuset", "memory", "pids"};
     char buf[64];
@@ -406,6 +419,9 @@ static void print_cgroups(const struct fr_resources *r)
         snprintf(v, sizeof v, "v%d", l->version);
         row(names[i], l->version ? v : "not found", l->version ? l->dir : NULL);
     }
+    char line[FR_CG_REASON_MAX + 8];
+    snprintf(line, sizeof line, "%s: %s", cg->delegated ? "yes" : "no", cg->reason);
+    row("delegated", line, NULL);
 }
 
 static void print_cpu(const struct fr_resources *r)
@@ -519,6 +535,16 @@ static void print_sandbox(const struct sandbox_report *sb, const struct fr_profi
     }
     const struct fr_policy_info *in = &sb->in;
     row("preset", fr_preset_name(in->preset), NULL);
+    char size[32];
+    if (!prof->memory)
+        snprintf(line, sizeof line, "no limit");
+    else if (sb->memory_cgroup)
+        snprintf(line, sizeof line, "%s per job: its cgroup's memory limit, no swap",
+                 fr_format_size(prof->memory, size, sizeof size));
+    else
+        snprintf(line, sizeof line, "%s of address space per process (RLIMIT_AS: no memory cgroup of fitrun's own)",
+                 fr_format_size(prof->memory, size, sizeof size));
+    row("memory", line, NULL);
     if (strcmp(in->seccomp, "off"))
         snprintf(line, sizeof line, "notify, %u instructions: a supervisor names denied calls", in->filter_insns);
     else
@@ -590,7 +616,7 @@ static void print_table(const struct report *rep)
     const struct fr_resources *r = rep->res;
     const struct fr_plan *p = rep->plan;
     printf("fitrun detect%s%s\n", rep->sysroot ? " --sysroot " : "", rep->sysroot ? rep->sysroot : "");
-    print_cgroups(r);
+    print_cgroups(r, rep->cgroup);
     print_cpu(r);
     print_memory(r);
     print_profile(rep->prof);
@@ -658,8 +684,14 @@ int fr_cmd_detect(int argc, char **argv)
     struct fr_plan_opts popts;
     struct sandbox_report sb = {.built = false};
     struct fr_env_export *jobenv = calloc(1, sizeof *jobenv);
-    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL};
+    struct fr_cgroup_probe *cg = calloc(1, sizeof *cg);
+    struct report rep = {res, plan, &popts, prof, a.sysroot, NULL, NULL, NULL, NULL, cg};
     bool failed = false;
+    if (!cg) {
+        fr_warn("detect: out of memory");
+        rc = FR_EXIT_USAGE;
+        goto out;
+    }
     if (fr_cli_load_profile(&a.prof, prof) < 0) {
         rc = FR_EXIT_USAGE;
         goto out;
@@ -669,8 +701,12 @@ int fr_cmd_detect(int argc, char **argv)
         rep.jobenv = jobenv;
         rep.scrubbed = fr_env_scrubbed(jobenv, environ, prof->pass_env);
     }
+    if (a.sysroot)
+        snprintf(cg->reason, sizeof cg->reason, "not checked with --sysroot (files are read, never written)");
+    else
+        fr_cgroup_probe(res, prof->cgroups, cg);
     if (!a.sysroot) {
-        sandbox_probe(prof, plan, &sb);
+        sandbox_probe(prof, plan, cg, &sb);
         rep.sandbox = &sb;
         if (!sb.built) {
             fr_warn("detect: %s: [sandbox]: %s", prof->path[0] ? prof->path : "built-in profile", sb.error);
@@ -697,5 +733,6 @@ out:
     free(res);
     free(plan);
     free(prof);
+    free(cg);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fitrun/cgroup.h"
 #include "fitrun/cli.h"
 #include "fitrun/detect.h"
 #include "fitrun/envexport.h"
@@ -274,10 +275,13 @@ struct run_state {
     int in_fd, out_fd;
     struct fr_resume resume;
     bool has_resume;
+    struct fr_cgroup_tree *cgroups;
 };
 
 static void cleanup(struct run_state *s)
 {
+    /* After the pool: what is left in the jobs' cgroups is killed there. */
+    fr_cgroup_tree_destroy(s->cgroups);
     if (s->policy)
         fr_policy_free(s->policy);
     if (s->envp)
@@ -289,6 +293,45 @@ static void cleanup(struct run_state *s)
     if (s->has_resume)
         fr_resume_free(&s->resume);
     fr_profile_free(&s->profile);
+}
+
+/* What a job's processes may hold: the profile's processes plus the
+ * runtime's own helpers in the job's cgroup (exec: the relay). */
+static uint64_t job_pids(const struct fr_profile *p)
+{
+    return p->processes ? p->processes + (uint64_t)fr_runtime_ops_for(p->kind)->job_helpers : 0;
+}
+
+/* fitrun's own cgroups, a cgroup per worker slot ([resources] cgroups,
+ * docs/cgroups.md). auto: where delegated, else none (RLIMIT_AS limits
+ * memory); require: none is an error. Returns 0 (*out NULL = none) or -1. */
+static int make_cgroups(const struct fr_profile *p, const struct fr_resources *res, const struct fr_plan *plan,
+                        struct fr_cgroup_tree **out)
+{
+    *out = NULL;
+    if (p->cgroups == FR_CGROUPS_OFF)
+        return 0;
+    static struct fr_cgroup_probe probe; /* ~13 KiB: keep it off the stack */
+    fr_cgroup_probe(res, p->cgroups, &probe);
+    struct fr_cgroup_limits lim = {
+        .memory = p->memory,
+        .pids = job_pids(p),
+        .mem_limit = res->mem_limit.known ? (uint64_t)res->mem_limit.value : 0,
+    };
+    char err[2048];
+    int workers = plan->workers > 0 ? plan->workers : 1;
+    lim.keep = FR_CGROUP_KEEP + (uint64_t)workers * 2 * p->output; /* each slot's stdout and stderr */
+    if (fr_cgroup_tree_create(&probe, &lim, workers, out, err, sizeof err) < 0) {
+        if (p->cgroups == FR_CGROUPS_REQUIRE) {
+            fr_warn("%s ([resources] cgroups = require)", err);
+            return -1;
+        }
+        fr_info("%s; memory limits are RLIMIT_AS", err);
+        return 0;
+    }
+    char line[FR_CG_REASON_MAX + 256];
+    fr_info("%s", fr_cgroup_tree_summary(*out, line, sizeof line));
+    return 0;
 }
 
 static int run(const struct run_args *a, struct run_state *s)
@@ -318,8 +361,11 @@ static int run(const struct run_args *a, struct run_state *s)
     char summary[2048];
     fr_info("%s", fr_plan_summary(&res, &plan, summary, sizeof summary));
 
+    if (make_cgroups(&s->profile, &res, &plan, &s->cgroups) < 0)
+        return FR_EXIT_USAGE;
     struct fr_policy_spec spec;
     fr_profile_policy_spec(&s->profile, &spec);
+    fr_cgroup_policy_spec(fr_cgroup_tree_ctls(s->cgroups), &spec);
     spec.slots = plan.workers > 0 ? plan.workers : 1;
     if (spec.slot_identity && geteuid() == 0) {
         /* Another run on this machine may hold uid_base..: take the first
@@ -366,6 +412,7 @@ static int run(const struct run_args *a, struct run_state *s)
         .envp = s->envp,
         .output_cap = s->profile.output,
         .self_exe = exe,
+        .cgroups = s->cgroups,
     };
     struct fr_pool_opts o = {
         .workers = plan.workers > 0 ? plan.workers : 1,
@@ -383,6 +430,7 @@ static int run(const struct run_args *a, struct run_state *s)
         .quiet = fr_quiet,
         .ready_fd = a->ready_fd,
         .resources = &res, /* the pool's OOM check reuses this detection */
+        .cgroups = s->cgroups,
     };
     return fr_pool_run(&o);
 }

@@ -91,6 +91,11 @@ int fr_proc_cgroup_find(struct fr_dx *x, const char *text, const char *controlle
     return found;
 }
 
+int fr_proc_cgroup_path(const char *text, const char *controller, char *out, size_t n)
+{
+    return fr_proc_cgroup_find(NULL, text, controller, out, n);
+}
+
 /* Does the path have a ".." component? */
 static bool has_dotdot(const char *p)
 {
@@ -175,17 +180,19 @@ static const struct fr_dx_mount *pick_mount(struct fr_dx *x, int c)
     return NULL;
 }
 
-static void locate_one(struct fr_dx *x, int c, const char *text)
+/* The own directory of a hierarchy mounted as m, for the controller `name`
+ * (its /proc/self/cgroup line: the v1 line naming it, or the v2 "0::"
+ * line). loc->own says whether the directory found is this process's own
+ * cgroup; when it is not (no line, a path that cannot be translated or is
+ * not visible) the mount point is read instead, with a note unless quiet. */
+static void locate_in(struct fr_dx *x, const struct fr_dx_mount *m, const char *name, const char *text, bool quiet,
+                      struct fr_dx_loc *loc)
 {
-    struct fr_dx_loc *loc = &x->loc[c];
-    const struct fr_dx_mount *m = pick_mount(x, c);
-    if (!m)
-        return;
     fr_copy(loc->mount, sizeof loc->mount, m->mountpoint);
+    loc->own = false;
     char cgpath[FR_PATH];
-    const char *name = fr_ctl_names[c];
     if (!text || fr_proc_cgroup_find(NULL, text, loc->version == 1 ? name : NULL, cgpath, sizeof cgpath) < 0) {
-        if (text)
+        if (text && !quiet)
             fr_detect_note(x->res, "/proc/self/cgroup: no %s line for %s: reading the mount root %s",
                            loc->version == 1 ? "v1" : "'0::'", name, m->mountpoint);
         fr_copy(loc->dir, sizeof loc->dir, m->mountpoint);
@@ -193,19 +200,54 @@ static void locate_one(struct fr_dx *x, int c, const char *text)
     }
     enum fr_translate t = fr_cgroup_translate(m->mountpoint, m->root, cgpath, loc->dir, sizeof loc->dir);
     if (t == FR_TR_TOOLONG) {
-        fr_detect_note(x->res, "%s: cgroup path %s too long: reading the mount root %s", name, cgpath, m->mountpoint);
+        if (!quiet)
+            fr_detect_note(x->res, "%s: cgroup path %s too long: reading the mount root %s", name, cgpath,
+                           m->mountpoint);
         fr_copy(loc->dir, sizeof loc->dir, m->mountpoint);
     } else if (t == FR_TR_OUTSIDE) {
         /* No controller name: on v2 all four share the mount, one note says it. */
-        fr_detect_note(x->res, "cgroup %s is not below the mount root %s of %s (cgroup namespace): reading %s itself",
-                       cgpath, m->root, m->mountpoint, m->mountpoint);
+        if (!quiet)
+            fr_detect_note(x->res,
+                           "cgroup %s is not below the mount root %s of %s (cgroup namespace): reading %s itself",
+                           cgpath, m->root, m->mountpoint, m->mountpoint);
     } else if (!fr_dx_is_dir(x, loc->dir)) {
-        fr_detect_note(
-            x->res,
-            "cgroup directory %s not visible (cgroup namespace or bind-mounted leaf): reading the mount root %s",
-            loc->dir, m->mountpoint);
+        if (!quiet)
+            fr_detect_note(
+                x->res,
+                "cgroup directory %s not visible (cgroup namespace or bind-mounted leaf): reading the mount root %s",
+                loc->dir, m->mountpoint);
         fr_copy(loc->dir, sizeof loc->dir, m->mountpoint);
+    } else {
+        loc->own = true;
     }
+}
+
+static void locate_one(struct fr_dx *x, int c, const char *text)
+{
+    const struct fr_dx_mount *m = pick_mount(x, c);
+    if (m)
+        locate_in(x, m, fr_ctl_names[c], text, false, &x->loc[c]);
+}
+
+/* cpuacct: no limit is read from it, but fitrun's own cgroups account a
+ * job's CPU time there (v1 only: on v2 every cgroup has cpu.stat). */
+static void locate_cpuacct(struct fr_dx *x, const char *text)
+{
+    struct fr_cgroup_loc *out = &x->res->cgroup_cpuacct;
+    if (!x->v1acct.found)
+        return;
+    struct fr_dx_loc *loc = calloc(1, sizeof *loc); /* two paths of FR_PATH: off the stack */
+    if (!loc)
+        return;
+    loc->version = 1;
+    locate_in(x, &x->v1acct, "cpuacct", text, true, loc);
+    if (strlen(loc->dir) < sizeof out->dir && strlen(loc->mount) < sizeof out->mount) {
+        out->version = 1;
+        out->own = loc->own;
+        fr_copy(out->mount, sizeof out->mount, loc->mount);
+        fr_copy(out->dir, sizeof out->dir, loc->dir);
+    }
+    free(loc);
 }
 
 void fr_cgroups_locate(struct fr_dx *x, const char *text)
@@ -233,7 +275,10 @@ void fr_cgroups_locate(struct fr_dx *x, const char *text)
                            FR_SOURCE_MAX - 1);
         fr_copy(r->cgroup[c].mount, sizeof r->cgroup[c].mount, loc->mount);
         fr_copy(r->cgroup[c].dir, sizeof r->cgroup[c].dir, loc->dir);
+        /* A truncated path is not the directory any more. */
+        r->cgroup[c].own = loc->own && strlen(loc->dir) < FR_SOURCE_MAX;
     }
+    locate_cpuacct(x, text);
     if (missing[0])
         fr_detect_note(r, "no cgroup hierarchy for %s in /proc/self/mountinfo: no limits from there", missing);
     r->cgroup_version = any_v1 ? 1 : any_v2 ? 2 : 0;

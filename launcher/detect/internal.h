@@ -38,13 +38,14 @@ struct fr_dx {
         int version;         /* 0 = not found */
         char mount[FR_PATH]; /* mount point: the ancestor walk stops here */
         char dir[FR_PATH];   /* own cgroup directory */
+        bool own;            /* dir is this process's own cgroup, not a fallback to the mount point */
     } loc[FR_CTL_COUNT];
     struct fr_dx_mount { /* chosen from mountinfo */
         bool found;
         bool preferred; /* under /sys/fs/cgroup */
         char mountpoint[FR_PATH];
         char root[FR_PATH];
-    } v1m[FR_CTL_COUNT], v2m; /* v1 mount per controller; the cgroup2 mount */
+    } v1m[FR_CTL_COUNT], v2m, v1acct; /* v1 mount per controller; the cgroup2 mount; v1 cpuacct */
     /* /dev/shm as mountinfo describes it (sysroot mode reads size= here) */
     bool shm_found;
     char shm_fstype[32];

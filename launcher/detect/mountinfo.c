@@ -155,6 +155,8 @@ static void scan_line(struct fr_dx *x, struct fr_mountinfo_entry *e, int lineno)
         for (int c = 0; c < FR_CTL_COUNT; c++)
             if (fr_opt_has(e->super_opts, fr_ctl_names[c]))
                 consider(x, &x->v1m[c], e, lineno);
+        if (fr_opt_has(e->super_opts, "cpuacct"))
+            consider(x, &x->v1acct, e, lineno);
     } else if (!strcmp(e->fstype, "cgroup2")) {
         consider(x, &x->v2m, e, lineno);
     } else if (!strcmp(e->mountpoint, "/dev/shm")) {

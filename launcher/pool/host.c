@@ -111,6 +111,9 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     /* Writing the result may fail and stop the run (interrupt()), which
      * must not abort the job being reported. */
     sl->completing = true;
+    /* The job's cgroup: what is left of the job dies now, and its counters
+     * are the job's (results.c). */
+    fr_cgroup_slot_end(h->o->cgroups, s, &sl->cg);
     /* A worker that died mid-job may have been the OOM killer's victim
      * (python: the worker, not its child). Its kill must not be left as
      * credit for the next job that dies of an unrelated SIGKILL, so a crash

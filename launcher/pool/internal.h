@@ -126,6 +126,7 @@ struct slot {
     int cpu_pidfd;                /* confirms cpu_pid is still that process; -1 = it is our child */
     uint64_t cpu_seen_ns;         /* the last CPU time read from it */
     uint64_t cpu_check_ns;
+    struct fr_cgroup_usage cg; /* what the slot's cgroups counted for the job (read at completion) */
 };
 
 struct watch {

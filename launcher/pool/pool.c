@@ -150,6 +150,12 @@ int fr_pool_run(const struct fr_pool_opts *o)
         h.stopping = true;
         h.stop_signal = sig;
     } else {
+        /* The zygote and its workers are in the launcher's cgroup now: the
+         * jobs' share of the memory is what they leave. */
+        char note[512];
+        fr_cgroup_tree_settle(o->cgroups, note, sizeof note);
+        if (note[0])
+            fr_info("%s", note);
         pool_ready(&h);
         loop(&h);
         pool_flush_results(&h);

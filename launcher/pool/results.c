@@ -124,9 +124,16 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
      * time; what the pool read last is a lower bound. */
     if (sl->cpu_seen_ns / NS_PER_MS > cpu_ms)
         cpu_ms = sl->cpu_seen_ns / NS_PER_MS;
-    /* The slot is still busy, so nbusy counts this job among those that
-     * may claim a kill (oom.c). */
-    bool oom = raw->oom_killed || (fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
+    /* The job's own cgroup counted every process of it, and only them. */
+    const struct fr_cgroup_usage *cg = &sl->cg;
+    if (cg->has_cpu && cg->cpu_us / 1000 > cpu_ms)
+        cpu_ms = cg->cpu_us / 1000;
+    bool exact = cg->valid && cg->oom_file[0];
+    /* Without it: the slot is still busy, so nbusy counts this job among
+     * those that may claim a kill of the shared counter (oom.c). */
+    bool oom =
+        raw->oom_killed || (exact ? fr_verdict_cgroup_oom(raw, cg->oom_kills)
+                                  : fr_verdict_unexplained_kill(raw, sl->aborted) && fr_oom_claim(&h->oom, h->nbusy));
     const struct fr_profile *p = h->o->rtcfg->profile;
     struct fr_verdict_in in = {
         .raw = raw,
@@ -137,7 +144,7 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
         .wall_limit_ms = h->o->wall_ms,
         .memory_limit = p ? p->memory : 0,
         .output_cap = h->o->rtcfg->output_cap,
-        .oom_counter = h->oom.path,
+        .oom_counter = exact ? cg->oom_file : h->oom.path,
     };
     struct fr_verdict v;
     fr_verdict_judge(&in, &v);
@@ -161,7 +168,7 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
     r.has_usage = true;
     r.cpu_ms = cpu_ms;
     r.wall_ms = raw->wall_ms ? raw->wall_ms : (now - sl->start_ns) / NS_PER_MS;
-    r.max_rss_kb = raw->has_rusage ? (uint64_t)raw->ru.ru_maxrss : 0;
+    r.max_rss_kb = cg->has_peak ? cg->peak_bytes / 1024 : raw->has_rusage ? (uint64_t)raw->ru.ru_maxrss : 0;
     r.worker = s;
     r.line = sl->job.line;
     r.attempts = sl->job.attempts;

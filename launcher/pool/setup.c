@@ -103,6 +103,9 @@ int pool_setup(struct fr_host *h, char *err, size_t errlen)
  * (cmd_run's, or our own when the caller has none), with its baseline. */
 void pool_oom_setup(struct fr_host *h)
 {
+    /* Each job's own memory cgroup counts its OOM kills exactly. */
+    if (fr_cgroup_tree_has(h->o->cgroups, FR_CG_MEMORY))
+        return;
     const struct fr_resources *res = h->o->resources;
     struct fr_resources *own = NULL;
     if (!res) {

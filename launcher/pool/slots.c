@@ -21,6 +21,7 @@ static void launch(struct fr_host *h, int s, struct fr_job *job)
     sl->cpu_pidfd = -1;
     sl->cpu_seen_ns = 0;
     h->nbusy++;
+    fr_cgroup_slot_begin(h->o->cgroups, s);
     char err[512] = "";
     if (h->rt.ops->begin(&h->rt, s, &sl->job, err, sizeof err) < 0) {
         struct fr_raw raw;
@@ -71,6 +72,7 @@ void pool_interrupt(struct fr_host *h, int sig)
         if (sl->busy && !sl->completing && sl->aborted != FR_ABORT_INTERRUPT) {
             sl->aborted = FR_ABORT_INTERRUPT;
             h->rt.ops->abort(&h->rt, s, FR_ABORT_INTERRUPT);
+            fr_cgroup_slot_kill(h->o->cgroups, s); /* what escaped the runtime's kill */
         }
     }
 }

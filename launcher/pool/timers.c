@@ -76,6 +76,7 @@ void pool_timers(struct fr_host *h, uint64_t now)
         if (sl->deadline_ns && now >= sl->deadline_ns) {
             sl->aborted = FR_ABORT_WALL;
             h->rt.ops->abort(&h->rt, s, FR_ABORT_WALL);
+            fr_cgroup_slot_kill(h->o->cgroups, s);
             continue;
         }
         if (!sl->cpu_pid || now < sl->cpu_check_ns)
@@ -90,6 +91,7 @@ void pool_timers(struct fr_host *h, uint64_t now)
         if ((uint64_t)used >= limit) {
             sl->aborted = FR_ABORT_CPU;
             h->rt.ops->abort(&h->rt, s, FR_ABORT_CPU);
+            fr_cgroup_slot_kill(h->o->cgroups, s);
             continue;
         }
         /* Nothing can burn more than ncpus CPU-seconds per second. */

@@ -65,6 +65,24 @@ int fr_runtime_kind_parse(const char *s, enum fr_runtime_kind *out)
     return 0;
 }
 
+const char *fr_cgroup_mode_name(enum fr_cgroup_mode m)
+{
+    return m == FR_CGROUPS_REQUIRE ? "require" : m == FR_CGROUPS_OFF ? "off" : "auto";
+}
+
+int fr_cgroup_mode_parse(const char *s, enum fr_cgroup_mode *out)
+{
+    if (!strcmp(s, "auto"))
+        *out = FR_CGROUPS_AUTO;
+    else if (!strcmp(s, "require"))
+        *out = FR_CGROUPS_REQUIRE;
+    else if (!strcmp(s, "off"))
+        *out = FR_CGROUPS_OFF;
+    else
+        return -1;
+    return 0;
+}
+
 void fr_profile_defaults(struct fr_profile *p)
 {
     /* Keep in step with profiles/default.ini (a unit test checks). */
@@ -134,7 +152,14 @@ static int set_resources(struct fr_profile *p, const char *key, const char *v, c
         }
         return 0;
     }
-    fr_seterr(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding)", key);
+    if (!strcmp(key, "cgroups")) {
+        if (fr_cgroup_mode_parse(v, &p->cgroups) < 0) {
+            fr_seterr(msg, n, "bad value '%s' for cgroups (auto, require or off)", v);
+            return -1;
+        }
+        return 0;
+    }
+    fr_seterr(msg, n, "unknown key '%s' in [resources] (cpus, workers, memory_per_worker, rounding, cgroups)", key);
     return -1;
 }
 

@@ -16,6 +16,10 @@
  *   signal mask/dispositions back to default (the pool blocks SIGCHLD,
  *                            SIGINT, SIGTERM, SIGHUP and ignores SIGPIPE)
  *   dup2 stdin/stdout/stderr; every other fd is marked close-on-exec
+ *   fr_cgroup_join()         into the slot's cgroups, when fitrun has its
+ *                            own (fitrun/cgroup.h): the relay and the job
+ *                            live there, the job's memory limit is the
+ *                            cgroup's and every process of it is counted
  *   fr_policy_apply_slot()   becomes the relay; the job (its child) gets
  *                            rlimits (RLIMIT_CPU included), no_new_privs,
  *                            capabilities, the slot's uid, Landlock, seccomp —
@@ -60,7 +64,7 @@ extern char **environ;
 #define MEMORY_TAIL 4096 /* how much of stderr the memory heuristic reads */
 
 /* What the child reports when it could not get to exec. */
-enum { STAGE_SANDBOX = 1, STAGE_EXEC = 2 };
+enum { STAGE_SANDBOX = 1, STAGE_EXEC = 2, STAGE_CGROUP = 3 };
 struct exec_status {
     int stage;
     int err;
@@ -207,7 +211,7 @@ static char **job_envp(char *const *base, char **own, size_t nown)
 
 /* In the child, after fork: never returns. Only async-signal-safe calls. */
 static _Noreturn void child(const struct fr_runtime *rt, pid_t fitrun, int slot, int in_fd, int out_fd, int err_fd,
-                            int report_fd, int status_fd, char **argv, char **envp)
+                            int report_fd, int status_fd, const int *cgfds, int ncg, char **argv, char **envp)
 {
     struct exec_status st = {0, 0};
     setsid();
@@ -223,7 +227,15 @@ static _Noreturn void child(const struct fr_runtime *rt, pid_t fitrun, int slot,
     /* Descriptors fitrun inherited without O_CLOEXEC (a test harness's
      * fd 3, ...) must not reach the job. */
     close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-    int r = fr_policy_apply_slot(rt->cfg->policy, report_fd, slot);
+    int r = fr_cgroup_join(cgfds, ncg);
+    for (int i = 0; i < ncg; i++)
+        close(cgfds[i]);
+    if (r < 0) {
+        st = (struct exec_status){STAGE_CGROUP, -r};
+        (void)!write(status_fd, &st, sizeof st);
+        _exit(FR_EXIT_USAGE);
+    }
+    r = fr_policy_apply_slot(rt->cfg->policy, report_fd, slot);
     if (r < 0) {
         st = (struct exec_status){STAGE_SANDBOX, -r};
         (void)!write(status_fd, &st, sizeof st);
@@ -296,6 +308,8 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto out;
     }
+    int cgfds[FR_CG_HIER_MAX];
+    int ncg = fr_cgroup_slot_fds(rt->cfg->cgroups, slot, cgfds, FR_CG_HIER_MAX);
     pid_t self = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -303,7 +317,8 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
         goto out;
     }
     if (pid == 0)
-        child(rt, self, slot, pin[0] >= 0 ? pin[0] : x->devnull, pout[1], perr[1], prep[1], pst[1], argv, envp);
+        child(rt, self, slot, pin[0] >= 0 ? pin[0] : x->devnull, pout[1], perr[1], prep[1], pst[1], cgfds, ncg, argv,
+              envp);
 
     e->busy = true;
     e->pid = pid;
@@ -449,6 +464,9 @@ static void finish(struct fr_runtime *rt, int slot)
                              : st.err == EACCES                    ? "ExecPermission"
                                                                    : "ExecFailed";
             snprintf(msg, sizeof msg, "cannot execute the command: %s", strerror(st.err));
+        } else if (st.stage == STAGE_CGROUP) {
+            raw.error_type = "SandboxFailed";
+            snprintf(msg, sizeof msg, "the job could not join its cgroup: %s", strerror(st.err));
         } else {
             raw.error_type = "SandboxFailed";
             snprintf(msg, sizeof msg, "the sandbox could not be applied: %s", strerror(st.err));
@@ -609,6 +627,7 @@ static void exec_abort(struct fr_runtime *rt, int slot, enum fr_abort_reason why
 
 const struct fr_runtime_ops fr_runtime_exec_ops = {
     .name = "exec",
+    .job_helpers = 1, /* the relay */
     .start = exec_start,
     .check = exec_check,
     .begin = exec_begin,

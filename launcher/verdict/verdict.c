@@ -372,6 +372,11 @@ bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason 
            !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
 }
 
+bool fr_verdict_cgroup_oom(const struct fr_raw *raw, uint64_t kills)
+{
+    return kills > 0 && raw->kind == FR_RAW_FINISHED && !(WIFEXITED(raw->wstatus) && WEXITSTATUS(raw->wstatus) == 0);
+}
+
 static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
 {
     const struct fr_raw *raw = in->raw;

@@ -7,6 +7,11 @@
 # stay `signal`; a python worker (not its child) killed by the OOM killer is
 # a worker crash, retried once. docs/run.md, "OOM kills".
 #
+# These are the fallback for when fitrun has no cgroups of its own
+# (`[resources] cgroups = off` here; a container whose cgroup is not
+# delegated): jobs stay in fitrun's memory cgroup and RLIMIT_AS limits
+# memory. run_cgroups.bats tests fitrun's own per-worker cgroups.
+#
 # The cgroup is a child of this process's own memory cgroup (the only place
 # root may create one here), removed in teardown; only the subshell that
 # execs fitrun is moved into it.
@@ -80,7 +85,7 @@ alloc() {
         alloc big2 200
     } > jobs.jsonl
     before=$(oom_kills "$cg")
-    run -0 --separate-stderr in_cgroup "$cg" "$FITRUN" run --workers 1 --memory 512M --jobs jobs.jsonl --out out.jsonl
+    run -0 --separate-stderr in_cgroup "$cg" "$FITRUN" run --set resources.cgroups=off --workers 1 --memory 512M --jobs jobs.jsonl --out out.jsonl
     echo "$stderr"
     cat out.jsonl
     [ "$(oom_kills "$cg")" -ge $((before + 2)) ]
@@ -91,7 +96,7 @@ alloc() {
     [ "$(rf out.jsonl self-kill '[.status, .signal]')" = '["signal","SIGKILL"]' ]
     [[ "$stderr" == *OOMKill* ]] # in the most common errors
     # Control: outside the cgroup 200M fits the 512M address space.
-    run -0 "$FITRUN" run --quiet --workers 1 --memory 512M --jobs jobs.jsonl --out host.jsonl
+    run -0 "$FITRUN" run --quiet --set resources.cgroups=off --workers 1 --memory 512M --jobs jobs.jsonl --out host.jsonl
     [ "$(field host.jsonl big status)" = ok ]
 }
 
@@ -102,7 +107,7 @@ alloc() {
         alloc b 300
         job s sleep 0.3
     } > jobs.jsonl
-    run -0 --separate-stderr in_cgroup "$cg" "$FITRUN" run --workers 2 --memory 512M --jobs jobs.jsonl --out out.jsonl
+    run -0 --separate-stderr in_cgroup "$cg" "$FITRUN" run --set resources.cgroups=off --workers 2 --memory 512M --jobs jobs.jsonl --out out.jsonl
     echo "$stderr"
     cat out.jsonl
     [ "$(field out.jsonl a status)" = memory ]
@@ -115,6 +120,7 @@ python_profile() {
     cat > "$1" <<EOF
 [resources]
 workers = 1
+cgroups = off
 [sandbox]
 preset = python
 cpu_time = 5s

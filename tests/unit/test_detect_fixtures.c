@@ -142,6 +142,13 @@ static void check_cgroup(struct obj *root, const struct fr_resources *r)
         all_checked(&l);
     }
     all_checked(&c);
+    /* May fitrun make cgroups of its own: the probe's answer
+     * (fitrun/cgroup.h), which reads live files and is never asked about a
+     * fixture tree: not delegated, with a reason. */
+    boolean(&o, "delegated", false);
+    json_t *why = get(&o, "delegated_reason"); /* json_is_string evaluates its argument twice */
+    if (!json_is_string(why))
+        fail_msg("%s: cgroup.delegated_reason is not a string", o.fixture);
     all_checked(&o);
 }
 

@@ -43,6 +43,7 @@ static void test_every_key(void **state)
                  "workers = 3\n"
                  "memory_per_worker = 1G\n"
                  "rounding = ceil\n"
+                 "cgroups = require\n"
                  "[sandbox]\n"
                  "preset = python\n"
                  "cpu_time = 1500ms\n"
@@ -69,6 +70,7 @@ static void test_every_key(void **state)
     assert_int_equal(p.workers, 3);
     assert_int_equal(p.memory_per_worker, 1ull << 30);
     assert_int_equal(p.rounding, FR_ROUND_CEIL);
+    assert_int_equal(p.cgroups, FR_CGROUPS_REQUIRE);
     assert_int_equal(p.preset, FR_PRESET_PYTHON);
     assert_int_equal(p.cpu_time_ms, 1500);
     assert_int_equal(p.wall_time_ms, 120000);
@@ -201,6 +203,7 @@ static void test_errors_name_file_and_line(void **state)
     parse_bad("[sandbx]\nbogus = 1\n", 1, "unknown section [sandbx]");
     /* values the parser of the plan/sandbox modules refuse */
     parse_bad("[resources]\nrounding = up\n", 2, "bad value 'up' for rounding");
+    parse_bad("[resources]\ncgroups = yes\n", 2, "bad value 'yes' for cgroups (auto, require or off)");
     parse_bad("[sandbox]\npreset = strict\n", 2, "bad value 'strict' for preset");
 }
 
@@ -335,6 +338,7 @@ static void test_default_ini_matches_defaults(void **state)
     assert_int_equal(builtin.workers, file.workers);
     assert_int_equal(builtin.memory_per_worker, file.memory_per_worker);
     assert_int_equal(builtin.rounding, file.rounding);
+    assert_int_equal(builtin.cgroups, file.cgroups);
     assert_int_equal(builtin.preset, file.preset);
     assert_int_equal(builtin.cpu_time_ms, file.cpu_time_ms);
     assert_int_equal(builtin.wall_time_ms, file.wall_time_ms);

@@ -136,12 +136,30 @@ static void test_cpu_limit_signals(void **state)
     assert_true(fr_cpu_budget_spent(900, 1000) && !fr_cpu_budget_spent(899, 1000) && !fr_cpu_budget_spent(5, 0));
 }
 
+/* An OOM kill counted in the job's own cgroup is the job's, whatever
+ * killed signal its process shows, unless it still exited 0 (it coped with
+ * a child's kill); no count, no OOM kill. */
+static void test_cgroup_oom(void **state)
+{
+    (void)state;
+    struct fr_raw raw = {.kind = FR_RAW_FINISHED, .wstatus = SIGKILL};
+    assert_true(fr_verdict_cgroup_oom(&raw, 1));
+    assert_false(fr_verdict_cgroup_oom(&raw, 0));
+    raw.wstatus = 1 << 8; /* exit 1: a child of it was killed */
+    assert_true(fr_verdict_cgroup_oom(&raw, 2));
+    raw.wstatus = 0; /* exit 0 */
+    assert_false(fr_verdict_cgroup_oom(&raw, 1));
+    raw = (struct fr_raw){.kind = FR_RAW_CRASHED, .wstatus = SIGKILL};
+    assert_false(fr_verdict_cgroup_oom(&raw, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_python_equality),
         cmocka_unit_test(test_passed),
         cmocka_unit_test(test_cpu_limit_signals),
+        cmocka_unit_test(test_cgroup_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,23 +16,28 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
-static int ctl_send(struct pyrt *py, const char *msg, int fd)
+/* msg with fds[0..nfds) attached (SCM_RIGHTS). */
+static int ctl_send(struct pyrt *py, const char *msg, const int *fds, int nfds)
 {
     struct iovec iov = {.iov_base = (void *)msg, .iov_len = strlen(msg)};
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(sizeof(int) * PY_SPAWN_FDS_MAX)];
         struct cmsghdr align;
     } u;
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
+    if (nfds > PY_SPAWN_FDS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (nfds > 0) {
         memset(&u, 0, sizeof u);
         mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof u.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
     }
     ssize_t w;
     do
@@ -53,9 +58,13 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0)
         goto fail;
     unsigned token = py->next_token++;
-    char msg[96];
-    snprintf(msg, sizeof msg, "{\"op\":\"spawn\",\"slot\":%u,\"worker\":%d}", token, slot);
-    if (ctl_send(py, msg, sv[1]) < 0)
+    /* The channel, then the slot's cgroup.procs files (fitrun/cgroup.h):
+     * each prediction's child joins its slot's cgroups with them. */
+    int fds[PY_SPAWN_FDS_MAX] = {sv[1]};
+    int ncg = fr_cgroup_slot_fds(rt->cfg->cgroups, slot, fds + 1, PY_SPAWN_FDS_MAX - 1);
+    char msg[128];
+    snprintf(msg, sizeof msg, "{\"op\":\"spawn\",\"slot\":%u,\"worker\":%d,\"cgroups\":%d}", token, slot, ncg);
+    if (ctl_send(py, msg, fds, 1 + ncg) < 0)
         goto fail;
     close(sv[1]);
     if (watch && fr_host_watch(rt->host, sv[0], EPOLLIN, slot) < 0) {

@@ -72,6 +72,7 @@ MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation
                                                  # utime_us, stime_us, max_rss_kb, wall_us, fork_us
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
+SPAWN_FDS_MAX = 4           # a spawn request: the channel, then its slot's cgroup.procs files (<= 3)
 
 MESSAGE_CAP = 1000          # characters kept of an exception's text
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
@@ -82,7 +83,7 @@ SELFTEST_ALLOC = 16 << 20   # what the sandbox self-test allocates
 SETITIMER_MAX_S = 1e9       # ~31 years: beyond it setitimer overflows; no budget is that long
 
 # Exit statuses of a prediction's child when it cannot even run the code.
-EXIT_CHILD_SETUP = 70       # fd setup / prctl failed
+EXIT_CHILD_SETUP = 70       # fd setup / prctl failed / joining its cgroups failed
 EXIT_ORPHANED = 71          # the worker died between fork and prctl
 
 # Deepest nesting of an input or output value (a scalar is 0, [1] is 1):
@@ -465,12 +466,24 @@ class Runner:
                     break
         return rep
 
-    def child(self, fds, sock, null, worker_pid, worker):
+    def child(self, fds, sock, null, worker_pid, worker, cgroup_fds=()):
         """Never returns: runs in the forked child of a worker. fds: the job
         read end and the report, stdout and stderr write ends from fitrun;
         sock: this child's end of the socket its worker supervises it on.
         The child reads its own job, applies the sandbox (as slot `worker`:
-        its uid under root), runs the code and writes its own report."""
+        its uid under root), runs the code and writes its own report.
+        cgroup_fds: its slot's cgroup.procs files (fitrun's own cgroups):
+        the child joins them first, so that everything it allocates is
+        charged to, and limited by, its slot's cgroup."""
+        try:
+            for fd in cgroup_fds:
+                os.write(fd, b"0")  # "0" is the writer itself
+                os.close(fd)
+        except OSError as e:
+            try:
+                os.write(2, f"fitrun python worker {worker}: cannot join its cgroup: {e.strerror}\n".encode())
+            finally:
+                os._exit(EXIT_CHILD_SETUP)
         try:
             os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
             self.die_with_parent(worker_pid)
@@ -570,10 +583,11 @@ class Worker:
     job's pipe ends only from the message to the fork, and never reads
     from or writes to them."""
 
-    def __init__(self, runner, worker, chan):
+    def __init__(self, runner, worker, chan, cgroup_fds=()):
         self.runner = runner
         self.worker = worker
         self.chan = chan
+        self.cgroup_fds = tuple(cgroup_fds)  # each child's slot cgroups (cgroup.procs)
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
@@ -610,7 +624,8 @@ class Worker:
                 self.failed(seq, f"fork: {e.strerror}")
                 return
             if pid == 0:
-                self.runner.child(fds, theirs.fileno(), self.null, self.pid, self.worker)  # never returns
+                self.runner.child(fds, theirs.fileno(), self.null, self.pid, self.worker,
+                                  self.cgroup_fds)  # never returns
             t_fork = time.monotonic_ns()
             theirs.close()
             for fd in fds:  # the child has them; from now on only it and fitrun do
@@ -808,7 +823,7 @@ class Zygote:
             finally:
                 os._exit(1)
 
-    def spawn(self, token, worker, chan_fd):
+    def spawn(self, token, worker, chan_fd, cgroup_fds=()):
         zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -820,7 +835,7 @@ class Zygote:
                 for pidfd in self.workers:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
-                code = Worker(self.runner, worker, chan).serve()
+                code = Worker(self.runner, worker, chan, cgroup_fds).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:
@@ -832,6 +847,8 @@ class Zygote:
             finally:
                 os._exit(code)
         os.close(chan_fd)
+        for fd in cgroup_fds:
+            os.close(fd)
         self.workers[os.pidfd_open(pid)] = (token, pid)
         self.send({"event": "spawned", "slot": token, "pid": pid})
 
@@ -854,7 +871,7 @@ class Zygote:
                 if fd != cfd:
                     self.reap(fd)
                     continue
-                msg, fds, _, _ = socket.recv_fds(self.ctrl, 4096, 4)
+                msg, fds, _, _ = socket.recv_fds(self.ctrl, 4096, SPAWN_FDS_MAX)
                 if not msg:
                     return 0  # fitrun is gone
                 try:
@@ -862,9 +879,9 @@ class Zygote:
                 except ValueError:
                     cmd = {}
                 op = cmd.get("op") if isinstance(cmd, dict) else None
-                if (op == "spawn" and len(fds) == 1 and isinstance(cmd.get("slot"), int)
-                        and isinstance(cmd.get("worker"), int)):
-                    self.spawn(cmd["slot"], cmd["worker"], fds[0])
+                if (op == "spawn" and isinstance(cmd.get("slot"), int) and isinstance(cmd.get("worker"), int)
+                        and isinstance(cmd.get("cgroups", 0), int) and len(fds) == 1 + cmd.get("cgroups", 0)):
+                    self.spawn(cmd["slot"], cmd["worker"], fds[0], fds[1:])
                 elif op == "exit":
                     for extra in fds:
                         os.close(extra)

@@ -46,7 +46,10 @@
 
 #define PY_SCRIPT "fitrun_runtime.py"
 #define PY_CONTROL_FD 3
-#define PY_POLICY_FD 4 /* the packed sandbox policy (a sealed memfd), read once */
+#define PY_POLICY_FD 4
+/* A spawn request's descriptors: the worker's channel, then one
+ * cgroup.procs per cgroup hierarchy of its slot (fitrun/cgroup.h). */
+#define PY_SPAWN_FDS_MAX (1 + FR_CG_HIER_MAX) /* the packed sandbox policy (a sealed memfd), read once */
 /* Deepest nesting of an input, expected or output value (a scalar is 0,
  * [1] is 1). Deeper inputs are `invalid`; deeper outputs are
  * UnserializableOutput. Far below what CPython's json module decodes. */
@@ -153,9 +156,10 @@ int py_find_interpreter(const char *interpreter, char *const *envp, char *out, s
  * max(20%, 200 ms), so that fitrun's own kill at the budget comes first
  * even when fitrun is slow to get a CPU; at most FR_DURATION_MAX_MS. */
 uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
-/* The profile's policy for nslots workers, packed into a sealed memfd
+/* The profile's policy for nslots workers whose predictions' cgroups use
+ * cg_ctls (FR_CG_*, fr_cgroup_policy_spec), packed into a sealed memfd
  * (O_CLOEXEC): the descriptor, or -1 with err. */
-int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen);
+int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, char *err, size_t errlen);
 
 /* ---- zygote.c ---- */
 /* Find our files, start the interpreter and wait for "ready" (returned, a

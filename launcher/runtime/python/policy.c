@@ -30,13 +30,15 @@ uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
 
 /* The profile's spec (the one map, fitrun/sandbox_keys.h) as the zygote
  * builds it: RLIMIT_CPU is the backstop (py_cpu_backstop_ms), since fitrun
- * kills at the budget itself; one per-slot uid per worker. Packed into a
+ * kills at the budget itself; no RLIMIT_AS where the prediction's cgroup
+ * limits memory; one per-slot uid per worker. Packed into a
  * sealed memfd the interpreter reads (its descriptor, O_CLOEXEC), or -1
  * with err. */
-int py_policy_memfd(const struct fr_profile *p, int nslots, char *err, size_t errlen)
+int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, char *err, size_t errlen)
 {
     struct fr_policy_spec spec;
     fr_profile_policy_spec(p, &spec);
+    fr_cgroup_policy_spec(cg_ctls, &spec);
     spec.cpu_ms = py_cpu_backstop_ms(p->cpu_time_ms);
     spec.slots = nslots > 0 ? nslots : 1;
     long len = fr_policy_spec_pack(&spec, NULL, 0);

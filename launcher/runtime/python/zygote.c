@@ -88,7 +88,7 @@ static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, cha
     extern char **environ;
     char *const *envp = cfg->envp ? cfg->envp : environ;
 
-    int policy = py_policy_memfd(p, py->nslots, err, errlen);
+    int policy = py_policy_memfd(p, py->nslots, fr_cgroup_tree_ctls(cfg->cgroups), err, errlen);
     if (policy < 0)
         return -1;
     int sv[2], ep[2];

@@ -1,0 +1,64 @@
+/* kill.c — the processes out of a cgroup fitrun made, before it is
+ * removed: at the end of a run (tree.c) and in a dead run's leftovers
+ * (stale.c). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "fitrun/common.h"
+#include "internal.h"
+
+void cg_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Does dir (and below, v2) still hold a process? */
+static bool populated(const struct fr_cgroup_hier *h, const char *dir)
+{
+    char path[CG_PATH];
+    if (h->version == 2) {
+        /* cgroup.events: libcgroup 2.0.2 does not read it. */
+        if (!cg_join(path, sizeof path, dir, "cgroup.events"))
+            return false;
+        char *text = fr_read_file(path, 4096, NULL);
+        uint64_t v = 0;
+        bool pop = text && cg_key_u64(text, "populated", &v) && v;
+        free(text);
+        return pop;
+    }
+    pid_t *pids;
+    int n;
+    if (cg_lib_procs(h, dir, &pids, &n) < 0)
+        return false;
+    free(pids);
+    return n > 0;
+}
+
+/* SIGKILL every process in dir and below and wait (bounded) until they
+ * are gone: v2 with cgroup.kill (Linux 5.14; libcgroup has no call for
+ * it), else one by one from cgroup.procs, again until none is left (a
+ * process can fork while it is being killed). */
+void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir)
+{
+    char path[CG_PATH];
+    bool kill_file = h->version == 2 && cg_join(path, sizeof path, dir, "cgroup.kill") && cg_write(path, "1") == 0;
+    for (int waited = 0; waited < CG_EMPTY_WAIT_MS; waited++) {
+        if (!kill_file) {
+            pid_t *pids;
+            int n;
+            if (cg_lib_procs(h, dir, &pids, &n) == 0) {
+                for (int i = 0; i < n; i++)
+                    if (pids[i] > 0)
+                        kill(pids[i], SIGKILL);
+                free(pids);
+            }
+        }
+        if (!populated(h, dir))
+            return;
+        cg_sleep_ms(1);
+    }
+}

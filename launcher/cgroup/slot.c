@@ -1,0 +1,137 @@
+/* slot.c — a worker slot's jobs in their cgroup: the job's first process
+ * joins it, and the slot's counters are read around each job. This is
+ * the per-job path, so it only uses descriptors the tree opened once:
+ * one write(2) per hierarchy to join, and a few pread(2)s and write(2)s
+ * per job (files.c says why not libcgroup here).
+ *
+ * Per job, one job at a time in a slot:
+ *   begin  pids.max: the job's allowance on top of its predecessor's
+ *          processes still leaving; oom_kill and CPU baselines; the peak restarted (v1
+ *          memory.max_usage_in_bytes, v2 memory.peak from Linux 6.12),
+ *          and its value then (what the cgroup held already: page cache
+ *          of earlier jobs) kept as the baseline
+ *   end    cgroup.kill (v2: anything of the job still alive), then the
+ *          counters again: OOM kills in the job's cgroup (exact: no other
+ *          process is in it), its peak above the baseline, its CPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int fr_cgroup_slot_fds(const struct fr_cgroup_tree *t, int slot, int *fds, int max)
+{
+    if (!t || slot < 0 || slot >= t->nslots)
+        return 0;
+    const struct cg_slot *s = &t->slots[slot];
+    int n = 0;
+    for (int i = 0; i < s->nprocs && n < max; i++)
+        fds[n++] = s->procs[i];
+    return n;
+}
+
+int fr_cgroup_join(const int *fds, int n)
+{
+    /* "0" is the writer itself (v1 and v2). */
+    for (int i = 0; i < n; i++) {
+        ssize_t w;
+        do
+            w = write(fds[i], "0", 1);
+        while (w < 0 && errno == EINTR);
+        if (w != 1)
+            return w < 0 ? -errno : -EIO;
+    }
+    return 0;
+}
+
+/* One counter: memory.oom_control / memory.events "oom_kill N",
+ * cpuacct.usage "N" (ns), cpu.stat "usage_usec N". */
+static bool read_oom(const struct cg_slot *s, uint64_t *v)
+{
+    char buf[1024];
+    return s->events >= 0 && cg_fd_read(s->events, buf, sizeof buf) > 0 && cg_key_u64(buf, "oom_kill", v);
+}
+
+static bool read_cpu_us(const struct cg_slot *s, uint64_t *us)
+{
+    char buf[1024];
+    if (s->cpu < 0 || cg_fd_read(s->cpu, buf, sizeof buf) <= 0)
+        return false;
+    if (!s->cpu_ns)
+        return cg_key_u64(buf, "usage_usec", us);
+    uint64_t ns;
+    if (!cg_text_u64(buf, &ns))
+        return false;
+    *us = ns / 1000;
+    return true;
+}
+
+static bool read_peak(const struct cg_slot *s, uint64_t *v)
+{
+    char buf[64];
+    return s->peak >= 0 && cg_fd_read(s->peak, buf, sizeof buf) > 0 && cg_text_u64(buf, v);
+}
+
+static struct cg_slot *slot_of(struct fr_cgroup_tree *t, int slot)
+{
+    return t && slot >= 0 && slot < t->nslots ? &t->slots[slot] : NULL;
+}
+
+/* The previous job's processes that fitrun killed but has not reaped yet
+ * (its reaper runs in the pool's loop) still count in pids.current: the
+ * new job gets its whole allowance on top of them, or its first fork
+ * could fail (EAGAIN). One read per job; a write when that count changed. */
+static void pids_allowance(struct cg_slot *s)
+{
+    char buf[64], num[32];
+    uint64_t left;
+    if (s->pids_cur < 0 || s->pids_max < 0 || cg_fd_read(s->pids_cur, buf, sizeof buf) <= 0 ||
+        !cg_text_u64(buf, &left) || left == s->pids_left)
+        return;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)(s->pids_base + left));
+    if (cg_fd_write(s->pids_max, num) == 0)
+        s->pids_left = left;
+}
+
+void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot)
+{
+    struct cg_slot *s = slot_of(t, slot);
+    if (!s)
+        return;
+    pids_allowance(s);
+    s->oom0_ok = read_oom(s, &s->oom0);
+    s->cpu0_ok = read_cpu_us(s, &s->cpu0);
+    s->peak0_ok = s->peak_reset && cg_fd_write(s->peak, "0") == 0 && read_peak(s, &s->peak0);
+}
+
+void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot)
+{
+    struct cg_slot *s = slot_of(t, slot);
+    if (s && s->kill >= 0)
+        (void)cg_fd_write(s->kill, "1");
+}
+
+void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, struct fr_cgroup_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    u->oom_file = "";
+    struct cg_slot *s = slot_of(t, slot);
+    if (!s)
+        return;
+    u->valid = true;
+    fr_cgroup_slot_kill(t, slot);
+    uint64_t v;
+    if (s->oom0_ok && read_oom(s, &v) && v > s->oom0)
+        u->oom_kills = v - s->oom0;
+    /* No baseline (a v1 kernel before 4.13 has no oom_kill line): no count. */
+    u->oom_file = s->events >= 0 && s->oom0_ok ? s->events_path : "";
+    if (s->peak0_ok && read_peak(s, &v)) {
+        u->has_peak = true;
+        u->peak_bytes = v > s->peak0 ? v - s->peak0 : 0;
+    }
+    if (s->cpu0_ok && read_cpu_us(s, &v) && v >= s->cpu0) {
+        u->has_cpu = true;
+        u->cpu_us = v - s->cpu0;
+    }
+}

@@ -1,0 +1,171 @@
+/* stale.c — sub-trees a dead fitrun left behind. A fitrun that is
+ * SIGKILLed (or crashes) cannot remove its cgroups; the next fitrun that
+ * starts in the same cgroup does, before it makes its own.
+ *
+ * <own>/fitrun-<pid> is a dead run's when no process <pid> is in that
+ * sub-tree's launcher cgroup: the pid is gone, or it now names a process
+ * elsewhere (pids are reused; read in this process's pid namespace, as
+ * fitrun named it). A live fitrun is always in its launcher cgroup, from
+ * its first cgroup to its last. Its
+ * processes are killed (none should be left: every process of a run dies
+ * with it), then only what fitrun makes is removed, deepest first: a
+ * directory that is not launcher, jobs or jobs/worker-<k> keeps its
+ * parents, and is named in the note. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fitrun/common.h"
+#include "internal.h"
+
+/* "fitrun-<digits>" -> pid, else 0. */
+static pid_t pid_of(const char *name)
+{
+    size_t pl = strlen(CG_PREFIX);
+    if (strncmp(name, CG_PREFIX, pl) || !name[pl] || strlen(name + pl) > 9)
+        return 0;
+    for (const char *c = name + pl; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return 0;
+    long v = strtol(name + pl, NULL, 10);
+    return v > 0 ? (pid_t)v : 0;
+}
+
+/* This process's cgroup path in hierarchy h (from /proc/<pid>/cgroup). */
+static bool cgroup_path_of(const char *pid, const struct fr_cgroup_hier *h, char *out, size_t n)
+{
+    char file[64];
+    snprintf(file, sizeof file, "/proc/%s/cgroup", pid);
+    char *text = fr_read_file(file, 1 << 16, NULL);
+    if (!text)
+        return false;
+    unsigned bit = h->ctls & FR_CG_MEMORY ? FR_CG_MEMORY : h->ctls & FR_CG_PIDS ? FR_CG_PIDS : FR_CG_CPUACCT;
+    bool ok = fr_proc_cgroup_path(text, h->version == 1 ? cg_ctl_name(bit) : NULL, out, n) == 0;
+    free(text);
+    return ok;
+}
+
+/* Is process pid in <own>/fitrun-<pid>/launcher? Only the process that
+ * made that cgroup moves itself there under that pid (its zygote and
+ * workers there have other pids and die with it), whatever its binary is
+ * called. (self: our own path, which is own's while this runs: before we
+ * move.) */
+static bool owner_alive(pid_t pid, const struct fr_cgroup_hier *h, const char *self)
+{
+    char id[16], path[CG_PATH], want[CG_PATH];
+    snprintf(id, sizeof id, "%d", (int)pid);
+    if (!cgroup_path_of(id, h, path, sizeof path))
+        return false;
+    int r = snprintf(want, sizeof want, "%s/" CG_PREFIX "%d/" CG_LAUNCHER, strcmp(self, "/") ? self : "", (int)pid);
+    return r > 0 && (size_t)r < sizeof want && !strcmp(path, want);
+}
+
+static void add_note(char *note, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add_note(char *note, size_t n, const char *fmt, ...)
+{
+    size_t used = strlen(note);
+    if (used + 3 >= n)
+        return;
+    if (used) {
+        memcpy(note + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+static bool is_worker(const char *name)
+{
+    size_t wl = strlen(CG_WORKER);
+    if (strncmp(name, CG_WORKER, wl) || !name[wl])
+        return false;
+    for (const char *c = name + wl; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return false;
+    return true;
+}
+
+/* Remove dir (a cgroup fitrun makes) after the children `ok` accepts
+ * (NULL: it has none). */
+static bool remove_tree(const struct fr_cgroup_hier *h, const char *dir, bool (*ok)(const char *), bool recurse_jobs,
+                        char *note, size_t n)
+{
+    DIR *d = opendir(dir);
+    bool clean = true;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char child[CG_PATH];
+        if (!cg_join(child, sizeof child, dir, e->d_name))
+            clean = false;
+        else if (recurse_jobs && !strcmp(e->d_name, CG_JOBS))
+            clean &= remove_tree(h, child, is_worker, false, note, n);
+        else if (ok && ok(e->d_name))
+            clean &= remove_tree(h, child, NULL, false, note, n);
+        else {
+            add_note(note, n, "%s: not made by fitrun: left there, with its parents", child);
+            clean = false;
+        }
+    }
+    if (d)
+        closedir(d);
+    if (!clean)
+        return false;
+    char err[CG_PATH + 256];
+    cg_kill_all(h, dir);
+    if (cg_lib_delete(h, dir, err, sizeof err) < 0) {
+        add_note(note, n, "%s", err);
+        return false;
+    }
+    return true;
+}
+
+static bool launcher_or_jobs(const char *name)
+{
+    return !strcmp(name, CG_LAUNCHER) || !strcmp(name, CG_JOBS);
+}
+
+int fr_cgroup_remove_stale(const struct fr_cgroup_probe *p, char *note, size_t n)
+{
+    int removed = 0;
+    if (n)
+        note[0] = '\0';
+    char self[CG_PATH], err[512];
+    if (!p->delegated || cg_lib_init(err, sizeof err) < 0)
+        return 0;
+    for (int i = 0; i < p->nhier; i++) {
+        const struct fr_cgroup_hier *h = &p->hier[i];
+        if (!cgroup_path_of("self", h, self, sizeof self))
+            continue;
+        DIR *d = opendir(h->own);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            pid_t pid = pid_of(e->d_name);
+            char dir[CG_PATH];
+            if (!pid || e->d_type != DT_DIR || !cg_join(dir, sizeof dir, h->own, e->d_name))
+                continue;
+            /* Our own pid: an earlier process that had it (we make ours later). */
+            if (pid != getpid() && owner_alive(pid, h, self))
+                continue;
+            if (remove_tree(h, dir, launcher_or_jobs, true, note, n))
+                removed++;
+        }
+        if (d)
+            closedir(d);
+    }
+    if (removed && n) {
+        char count[96];
+        snprintf(count, sizeof count, "cgroups: removed %d sub-tree%s of dead fitrun processes", removed,
+                 removed == 1 ? "" : "s");
+        add_note(note, n, "%s", count);
+    }
+    return removed;
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# tests/v2vm/run-cgroups.sh — fitrun's own cgroups (docs/cgroups.md) in a
+# REAL cgroup v2 hierarchy: ../shared/tools/cgroup-v2-vm boots a small VM
+# (busybox userspace, pure cgroup v2, ~3-10 s) and runs guest.sh there once.
+#
+# In the guest:
+#   - in `box` (which holds the VM's init too) fitrun's cgroup is not
+#     delegated: detect says why, and a run with cgroups = require stops
+#     with 125;
+#   - in a cgroup `t` beside box that holds fitrun alone (what systemd's
+#     Delegate=yes gives): delegated (memory, pids); 4 pairs of (a job
+#     touching 3x its 100M limit, a sleeping neighbour), 2 workers: every
+#     hog `memory` (OOMKill, read from its own memory.events), every
+#     neighbour ok; the slot's files while a job runs (memory.max,
+#     memory.swap.max 0, pids.max, memory.oom.group); nothing left behind
+#     after a normal exit, after SIGTERM, and after SIGKILL once the next
+#     run has started; t's cgroup.subtree_control as it was.
+# The guest prints `ok - NAME` / `not ok - NAME` lines; this script passes
+# when every expected name is ok. Exec jobs only (the VM has no Python):
+# busybox dd with a 300M block touches the memory (preset none: the exec
+# preset refuses dd's opens; run_alloc's malloc+memset may be optimised away).
+# Env: FITRUN, FITRUN_SHARED (ctest sets them). Without root
+# and without qemu: SKIP, exit 0.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${FITRUN_SRC:-$(cd "$HERE/../.." && pwd)}
+SHARED=${FITRUN_SHARED:-$SRC/../shared}
+FITRUN=${FITRUN:-$SRC/build/fitrun}
+VM=$SHARED/tools/cgroup-v2-vm
+
+if [ "$(id -u)" != 0 ] && ! command -v qemu-system-x86_64 > /dev/null; then
+    echo "SKIP v2vm cgroups: not root and qemu-system-x86 is not installed"
+    exit 0
+fi
+[ -x "$VM" ] || { echo "FAIL v2vm cgroups: $VM not found"; exit 1; }
+
+P=$(mktemp -d /tmp/fitrun-test-v2vm-cgroups.XXXXXX)
+trap 'rm -rf "$P"' EXIT
+cp "$FITRUN" "$P/" || exit 1
+cat > "$P/run" << 'GUEST'
+#!/bin/sh
+# Runs in the VM, in /payload.
+CG=/sys/fs/cgroup
+ok() { if "$@"; then echo "ok - $NAME"; else echo "not ok - $NAME"; fi; }
+# alone CMD...: a shell that moves itself into $CG/t, then execs CMD (so
+# CMD keeps the shell's pid: `alone ... &` then $! is CMD's).
+ALONE='echo $$ > /sys/fs/cgroup/t/cgroup.procs && exec "$@"'
+alone() { sh -c "$ALONE" alone "$@"; }
+left() { ls -d $CG/t/fitrun-* 2> /dev/null; }
+
+./fitrun detect --json > box.json
+NAME="box: not delegated, and why"
+ok grep -q '"delegated": false' box.json && grep -q '"delegated_reason": "not memory, pids: /sys/fs/cgroup/box holds [0-9]* other processes' box.json
+echo '{"id":"a","argv":["true"]}' > one.jsonl
+./fitrun run --quiet --set resources.cgroups=require --jobs one.jsonl --out req.jsonl 2> req.err
+rc=$?
+NAME="box: cgroups = require stops with 125"
+ok [ $rc = 125 ]
+
+mkdir $CG/t && echo 400000000 > $CG/t/memory.max
+before=$(cat $CG/t/cgroup.subtree_control)
+alone ./fitrun detect --json > t.json
+NAME="t: delegated: memory, pids (cgroup v2)"
+ok grep -q '"delegated": true' t.json && grep -q '"delegated_reason": "memory, pids (cgroup v2)"' t.json
+
+: > jobs.jsonl
+for i in 1 2 3 4; do
+    echo "{\"id\":\"hog$i\",\"argv\":[\"dd\",\"if=/dev/zero\",\"of=/dev/null\",\"bs=300M\",\"count=1\"]}" >> jobs.jsonl
+    echo "{\"id\":\"nap$i\",\"argv\":[\"sleep\",\"0.3\"]}" >> jobs.jsonl
+done
+alone ./fitrun run --quiet --preset none --workers 2 --memory 100M --jobs jobs.jsonl --out out.jsonl
+NAME="t: 4 hogs memory (OOMKill from their memory.events)"
+ok [ "$(grep '"id":"hog' out.jsonl | grep '"status":"memory"' | grep '"error_type":"OOMKill"' | grep -c '/jobs/worker-[01]/memory.events')" = 4 ]
+NAME="t: 4 neighbours ok"
+ok [ "$(grep '"id":"nap' out.jsonl | grep -c '"status":"ok"')" = 4 ]
+NAME="t: nothing left after a normal exit; subtree_control as before"
+ok [ -z "$(left)" ] && [ "$(cat $CG/t/cgroup.subtree_control)" = "$before" ]
+
+echo '{"id":"s1","argv":["sleep","30"]}' > slow.jsonl
+echo '{"id":"s2","argv":["sleep","30"]}' >> slow.jsonl
+sh -c "$ALONE" alone ./fitrun run --quiet --workers 2 --memory 64M --set sandbox.processes=3 --jobs slow.jsonl --out slow.out &
+pid=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q . $CG/t/fitrun-$pid/jobs/worker-1/cgroup.procs 2> /dev/null; do sleep 0.1; i=$((i + 1)); done
+W=$CG/t/fitrun-$pid/jobs/worker-0
+NAME="t: the slot's limits: memory.max, memory.swap.max 0, pids.max, memory.oom.group"
+ok [ "$(cat $W/memory.max) $(cat $W/memory.swap.max) $(cat $W/pids.max) $(cat $W/memory.oom.group)" = "67108864 0 4 1" ]
+NAME="t: fitrun is in its launcher cgroup"
+ok grep -qx "$pid" $CG/t/fitrun-$pid/launcher/cgroup.procs
+kill -TERM $pid
+wait $pid
+rc=$?
+NAME="t: SIGTERM: exit 143, nothing left"
+ok [ $rc = 143 ] && [ -z "$(left)" ] && [ "$(cat $CG/t/cgroup.subtree_control)" = "$before" ]
+
+sh -c "$ALONE" alone ./fitrun run --quiet --workers 2 --jobs slow.jsonl --out slow2.out &
+pid=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q . $CG/t/fitrun-$pid/jobs/worker-1/cgroup.procs 2> /dev/null; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $pid
+wait $pid
+NAME="t: SIGKILL leaves the tree behind, with t's controllers on"
+ok [ -n "$(left)" ] && [ "$(cat $CG/t/cgroup.subtree_control)" != "$before" ]
+sleep 0.5
+NAME="t: the dead run's jobs died with it"
+ok [ -z "$(ps -o pid,args 2> /dev/null | grep 'sleep 30' | grep -v grep)" ]
+# v2 refuses a process in t while t's controllers are on for its
+# children (the no-internal-process rule): a later fitrun cannot start in
+# t to clean up; the cgroup's owner does (systemd when the unit stops, the
+# container runtime, the batch system). As that owner:
+NAME="t: a new process cannot join t (EBUSY), as docs/cgroups.md says"
+refused() { ! sh -c 'echo $$ > /sys/fs/cgroup/t/cgroup.procs' 2> /dev/null; }
+ok refused
+for d in $(find $CG/t -mindepth 1 -type d | sort -r); do rmdir $d; done
+echo "-memory -pids" > $CG/t/cgroup.subtree_control
+alone ./fitrun run --quiet --workers 1 --jobs one.jsonl --out next.jsonl 2> next.err
+NAME="t: once the owner removed it, the next run runs and leaves nothing"
+ok [ -z "$(left)" ] && grep -q '"status":"ok"' next.jsonl
+cat next.err req.err >&2
+grep "\"id\":\"hog" out.jsonl >&2
+GUEST
+chmod +x "$P/run"
+
+out=$("$VM" --mem-max 536870912 --pids-max 256 "$P")
+rc=$?
+printf '%s\n' "$out"
+if [ "$rc" != 0 ]; then
+    echo "FAIL v2vm cgroups: the VM exited $rc"
+    exit 1
+fi
+want=13
+got=$(grep -c '^ok - ' <<< "$out")
+if grep -q '^not ok' <<< "$out" || [ "$got" != "$want" ]; then
+    echo "FAIL v2vm cgroups: $got of $want ok"
+    exit 1
+fi
+echo "PASS v2vm cgroups: $got of $want"
