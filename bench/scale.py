@@ -9,6 +9,9 @@ own CPU per prediction. bench/scale.sh is the usual way in.
     bench/scale.py plot DIR          # table + PNG again from DIR/scale.jsonl
     bench/scale.py project --launcher-us 480 --per-worker 80 [--cores 256]
 
+--baseline FITRUN adds the runner fitrun-base: another fitrun binary (a
+build of main, say), run interleaved with the others, for before/after.
+
 The corpus is a bench/arc_dsl_corpus.py directory (jobs.jsonl, profile.ini,
 prelude.py; made with --copy-dsl it carries the DSL too and runs anywhere),
 or give --arc-dsl DIR --tasks DIR and one is generated into OUT/corpus.
@@ -44,7 +47,8 @@ sys.path.insert(0, HERE)
 import arc_compare  # noqa: E402
 import python_common as pc  # noqa: E402
 
-RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool")
+RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "joblib", "pool")
+DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -112,7 +116,8 @@ def measure(argv, perf=None, stderr_path=None):
 
 def runner_argv(name, a, workers, out):
     if name.startswith("fitrun"):
-        argv = [a.fitrun, "run", "--profile", a.profile, "--jobs", a.jobs, "--out", out,
+        binary = a.baseline if name == "fitrun-base" else a.fitrun
+        argv = [binary, "run", "--profile", a.profile, "--jobs", a.jobs, "--out", out,
                 "--workers", str(workers), "--progress", "none", "--quiet"]
         if a.python != a.profile_interpreter:
             argv += ["--set", f"runtime.interpreter={a.python}"]
@@ -296,7 +301,7 @@ def report(out_dir):
     for note in meta.get("notes", []):
         lines += ["", f"Note: {note}"]
     lines += ["", "Projection (from the largest worker count measured):", ""]
-    for name in ("fitrun", "fitrun-reuse"):
+    for name in ("fitrun", "fitrun-base", "fitrun-reuse"):
         top = max((w for w in workers if (w, name) in rows), default=None)
         if top is None:
             continue
@@ -399,7 +404,10 @@ def cmd_run(a):
     usable = len(os.sched_getaffinity(0))
     workers = [int(w) for w in a.workers.split(",")] if a.workers else \
         [w for w in (1, 2, 4, 8, 16) if w <= usable]
-    runners = a.runners.split(",")
+    a.baseline = os.path.abspath(a.baseline) if a.baseline else None
+    runners = (a.runners or ",".join(DEFAULT_RUNNERS + (("fitrun-base",) if a.baseline else ()))).split(",")
+    if "fitrun-base" in runners and not a.baseline:
+        sys.exit("scale: the fitrun-base runner needs --baseline FITRUN")
     for r in runners:
         if r not in RUNNERS:
             sys.exit(f"scale: unknown runner '{r}' (known: {', '.join(RUNNERS)})")
@@ -496,7 +504,9 @@ def main():
                                     "(default: the profile's, else this one)")
     r.add_argument("--workers", help="comma-separated worker counts (default: 1,2,4,8,16 up to "
                                      "the usable CPUs)")
-    r.add_argument("--runners", default=",".join(RUNNERS), help=f"default {','.join(RUNNERS)}")
+    r.add_argument("--runners", help=f"default {','.join(DEFAULT_RUNNERS)} (+ fitrun-base with --baseline)")
+    r.add_argument("--baseline", help="another fitrun binary (e.g. a build of main), run interleaved "
+                                      "as the runner fitrun-base (fork isolation): before/after")
     r.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     r.add_argument("--limit", type=int, help="only the first N predictions")
     r.add_argument("--perf", choices=("auto", "on", "off"), default="auto",

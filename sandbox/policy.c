@@ -198,6 +198,17 @@ int fr_policy_describe(const struct fr_policy *p, char *buf, size_t len)
 
 /* ---- what will be enforced -------------------------------------------------------- */
 
+/* Does an allow list add a call that creates a process (or a thread)? */
+static bool allows_processes(char *const *allow)
+{
+    static const char *const calls[] = {"fork", "vfork", "clone", "clone3"};
+    for (size_t i = 0; allow && allow[i]; i++)
+        for (size_t j = 0; j < sizeof calls / sizeof *calls; j++)
+            if (!strcmp(allow[i], calls[j]))
+                return true;
+    return false;
+}
+
 void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -218,6 +229,8 @@ void fr_policy_info(const struct fr_policy *p, struct fr_policy_info *out)
     out->scoped = out->landlock && p->ll.scoped;
     out->nread = p->ll.nread;
     out->nwrite = p->ll.nwrite;
+    out->processes =
+        p->filter.mode == FR_FILTER_OFF || (p->preset == FR_PRESET_EXEC && p->pc.procs) || allows_processes(p->allow);
     out->identity = p->id.enabled;
     out->uid_first = p->id.base;
     out->uid_last = p->id.base + (uint32_t)p->id.slots - 1;

@@ -1,5 +1,9 @@
 /* fitrun/jobs.h — the JSON Lines formats of `fitrun run`: jobs in, results
- * out (jansson). Pure functions over strings; no I/O.
+ * out. Pure functions over strings; no I/O. A job line is read in one pass
+ * as text (fitrun/jsonscan.h, FR_JSON_LINE: exactly what jansson accepts)
+ * and never becomes a tree: runtimes take the spans they need. A result
+ * line is written as text, byte for byte what jansson's compact dump of
+ * the same object gives.
  *
  * A job is one JSON object per input line with a non-empty string "id";
  * which other fields it needs is the runtime's business (exec: "argv",
@@ -20,11 +24,11 @@
 #ifndef FITRUN_JOBS_H
 #define FITRUN_JOBS_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fitrun/jsonscan.h"
 #include "fitrun/status.h"
 
 /* Longest input line accepted (a job with a long program and big inputs is
@@ -32,29 +36,35 @@
 #define FR_JOB_MAX_LINE (64u << 20)
 
 struct fr_job {
-    long line;    /* 1-based physical line of the input */
-    char *id;     /* owned; NULL when the line has no usable id */
-    json_t *obj;  /* owned reference to the parsed object; NULL when not JSON */
-    char *text;   /* owned copy of the line as read (NUL-terminated), for runtimes that
-                           forward parts of it verbatim (fr_json_members); NULL when not JSON */
-    size_t len;   /* of text */
+    long line;                      /* 1-based physical line of the input */
+    char *id;                       /* owned, decoded; NULL when the line has no usable id */
+    char *text;                     /* owned copy of the line as read (NUL-terminated); NULL when
+                                       it is not a JSON object */
+    size_t len;                     /* of text */
+    struct fr_json_member *members; /* owned: the object's members, spans into text */
+    size_t nmembers;
     int attempts; /* times the pool has started it (crash retry policy) */
 };
 
 /* Parse one input line (without its '\n'). Returns 0 for an object with a
  * usable id. Returns -1 for an invalid line with the reason in err and the
- * error type in *type ("InvalidJSON", "MissingId"); out->id is still set
- * when the object had a usable id. In both cases *out must be cleared with
- * fr_job_clear(). */
+ * error type in *type ("InvalidJSON", "MissingId"; "InvalidJob" when out
+ * of memory); out->id is still set when the object had a usable id. In
+ * both cases *out must be cleared with fr_job_clear(). Messages for text
+ * that is not JSON are jansson's own (json_loadb, read only then). */
 int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, const char **type, char *err,
                  size_t errlen);
 void fr_job_clear(struct fr_job *j);
+/* The job's member `key`, or NULL when it has none. */
+const struct fr_json_member *fr_job_member(const struct fr_job *j, const char *key);
 
-/* A JSON string from arbitrary bytes: valid UTF-8 is kept as is (NUL bytes
- * included), every byte that is not part of a valid UTF-8 sequence becomes
- * U+FFFD, so captured output always serialises. New reference, NULL only
- * on ENOMEM. */
-json_t *fr_json_bytes(const char *s, size_t n);
+/* Arbitrary bytes as a JSON string literal (malloc'd, NUL-terminated,
+ * length in *len): valid UTF-8 is kept as is (NUL bytes included, as
+ * \u0000), every byte that is not part of a valid UTF-8 sequence becomes
+ * U+FFFD, so captured output always serialises; escaped as jansson dumps
+ * strings (\" \\ \b \f \n \r \t, other control characters \u00XX, nothing
+ * else). NULL only on ENOMEM. */
+char *fr_json_bytes(const char *s, size_t n, size_t *len);
 
 /* A member appended verbatim to a result line: `"key":json`. json must be
  * one valid JSON value (fitrun's own text, or text checked with

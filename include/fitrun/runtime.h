@@ -188,6 +188,11 @@ struct fr_runtime {
     const struct fr_runtime_config *cfg;
     struct fr_host *host;
     void *priv; /* the runtime's own state */
+    /* Set by start: no job can leave a process behind it (a python worker
+     * kills its prediction's process group, and the policy lets no
+     * prediction create processes). The pool then skips its orphan sweep
+     * after each job; SIGCHLD (a worker's death) still sweeps. */
+    bool contained;
 };
 
 extern const struct fr_runtime_ops fr_runtime_exec_ops;

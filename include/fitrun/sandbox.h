@@ -212,6 +212,8 @@ struct fr_policy_info {
                                        "allowed" (no filter, no Landlock) */
     bool scoped;             /* ABI >= 6: signals and abstract unix sockets stay in the job */
     unsigned nread, nwrite;  /* paths in the ruleset (base set included) */
+    bool processes;          /* a job may create processes: no seccomp filter, the exec preset
+                                       with processes != 1, or fork/vfork/clone/clone3 in allow */
     bool identity;           /* jobs switch to per-slot uids */
     uint32_t uid_first, uid_last;
     char identity_why[200]; /* !identity: why ("user = root", "fitrun is not root (uid 1000)", ...) */

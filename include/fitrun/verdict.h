@@ -12,13 +12,13 @@
 #ifndef FITRUN_VERDICT_H
 #define FITRUN_VERDICT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <sys/resource.h>
 
+#include "fitrun/jsonscan.h"
 #include "fitrun/runtime.h"
 #include "fitrun/status.h"
 
@@ -64,18 +64,20 @@ void fr_classify(const struct fr_classify_in *in, struct fr_outcome *out);
  * give the same (status, passed). */
 bool fr_ran_to_end(enum fr_status status);
 
-/* Python's `expected == output`, where output is the JSON text json[0, len)
- * of one value, checked with fr_json_value(FR_JSON_STRICT). An object with
- * a duplicate key is equal to nothing (no Python dict has one). */
-bool fr_py_equal(const json_t *expected, const char *json, size_t len);
+/* Python's `expected == output` on the JSON texts of two values: expected
+ * a value of a job line (read with FR_JSON_LINE: no object has a key
+ * twice), output checked with fr_json_value(FR_JSON_STRICT). An output
+ * object with a duplicate key is equal to nothing (no Python dict has
+ * one). */
+bool fr_py_equal(struct fr_json_span expected, struct fr_json_span output);
 
 /* The `passed` member of a result as JSON text (malloc'd, NUL-terminated,
- * length in *len), for a job whose `expected` is an array:
+ * length in *len), for a job whose `expected` is an array (its text):
  *   null  when the job did not run to its end, or has no outputs;
  *   else  one entry per expected value: null where it is null, false where
  *         there is no output, else fr_py_equal.
  * outputs: a checked JSON array (or NULL). NULL on ENOMEM. */
-char *fr_passed_json(const json_t *expected, const char *outputs, size_t outputs_len, enum fr_status status,
+char *fr_passed_json(struct fr_json_span expected, const char *outputs, size_t outputs_len, enum fr_status status,
                      size_t *len);
 
 /* What the pool adds to a runtime's raw facts. */

@@ -14,11 +14,28 @@
 
 #define BAD SIZE_MAX
 
+/* A key of an object being scanned in LINE mode: its decoded text (the
+ * literal's own bytes when it has no escape, else a malloc'd decoding). */
+struct keyref {
+    const char *p;
+    size_t n;
+    char *owned;
+};
+
 struct scan {
     const char *s;
     size_t n;
     int max_depth;
     bool strict;
+    bool line; /* FR_JSON_LINE: jansson's rules (numbers at any length, keys, levels) */
+    /* LINE mode only: */
+    struct keyref *keys; /* the keys of the objects open now, innermost last */
+    size_t nkeys, capkeys;
+    struct fr_json_member *members; /* the top-level object's members (fr_json_line) */
+    size_t nmembers, capmembers;
+    int deepest;   /* most containers around a point reached so far */
+    size_t count1; /* elements of the last container closed at depth 1 */
+    bool nomem;
 };
 
 static bool is_digit(char c)
@@ -112,20 +129,49 @@ static size_t string_end(const struct scan *sc, size_t i, bool key)
     return BAD;
 }
 
-/* Strict: an integer fits in int64, anything else is a finite double. */
-static bool number_fits(const char *p, size_t len, bool integral)
+/* An integer of at most 18 digits always fits in int64; one of 20 or
+ * more never does (JSON has no leading zeros). */
+#define INT64_SAFE_DIGITS 18
+
+/* p[0, len) with a NUL, in buf (small) or a malloc'd copy; NULL on ENOMEM. */
+static char *number_copy(const char *p, size_t len, char *buf, size_t size)
 {
-    if (len > FR_JSON_NUMBER_MAX)
-        return false;
-    char buf[FR_JSON_NUMBER_MAX + 1];
-    memcpy(buf, p, len);
-    buf[len] = '\0';
+    char *c = len < size ? buf : malloc(len + 1);
+    if (c) {
+        memcpy(c, p, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+/* An integer fits in int64, anything else is a finite double (what
+ * jansson's strtoll and strtod checks accept). -1 when out of memory. */
+static int number_in_range(const char *p, size_t len, bool integral)
+{
+    size_t digits = len - (p[0] == '-');
+    if (integral && digits <= INT64_SAFE_DIGITS)
+        return 1;
+    if (integral && digits > INT64_SAFE_DIGITS + 1)
+        return 0;
+    char small[FR_JSON_NUMBER_MAX + 1], *buf = number_copy(p, len, small, sizeof small);
+    if (!buf)
+        return -1;
     errno = 0;
+    bool ok;
     if (integral) {
         (void)strtoll(buf, NULL, 10);
-        return errno != ERANGE;
-    }
-    return isfinite(strtod(buf, NULL));
+        ok = errno != ERANGE;
+    } else
+        ok = isfinite(strtod(buf, NULL));
+    if (buf != small)
+        free(buf);
+    return ok;
+}
+
+/* Strict: at most FR_JSON_NUMBER_MAX characters, and in range. */
+static bool number_fits(const char *p, size_t len, bool integral)
+{
+    return len <= FR_JSON_NUMBER_MAX && number_in_range(p, len, integral) == 1;
 }
 
 static size_t digits_end(const struct scan *sc, size_t i)
@@ -137,7 +183,7 @@ static size_t digits_end(const struct scan *sc, size_t i)
     return i;
 }
 
-static size_t number_end(const struct scan *sc, size_t i)
+static size_t number_end(struct scan *sc, size_t i)
 {
     const char *s = sc->s;
     size_t n = sc->n, start = i;
@@ -161,6 +207,12 @@ static size_t number_end(const struct scan *sc, size_t i)
         if ((i = digits_end(sc, i)) == BAD)
             return BAD;
     }
+    if (sc->line) {
+        int r = number_in_range(s + start, i - start, integral);
+        if (r < 0)
+            sc->nomem = true;
+        return r == 1 ? i : BAD;
+    }
     if (sc->strict && !number_fits(s + start, i - start, integral))
         return BAD;
     return i;
@@ -171,44 +223,183 @@ static size_t literal_end(const struct scan *sc, size_t i, const char *word, siz
     return sc->n - i >= len && !memcmp(sc->s + i, word, len) ? i + len : BAD;
 }
 
-static size_t value_end(const struct scan *sc, size_t i, int depth);
+static size_t value_end(struct scan *sc, size_t i, int depth);
+static bool key_is(const char *s, size_t n, const char *want);
+
+/* ---- LINE mode: keys, duplicates, the top-level members ------------------ */
+
+static void *grow_array(void *arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return arr;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(arr, ncap * elem);
+    if (n)
+        *cap = ncap;
+    return n;
+}
+
+/* Push the key literal s[k0, k1) (checked) of an object being scanned.
+ * false: a key holding U+0000 (jansson cannot hold one), or no memory. */
+static bool push_key(struct scan *sc, size_t k0, size_t k1)
+{
+    struct keyref *k = grow_array(sc->keys, &sc->capkeys, sc->nkeys + 1, sizeof *k);
+    if (!k) {
+        sc->nomem = true;
+        return false;
+    }
+    sc->keys = k;
+    struct keyref r = {sc->s + k0 + 1, k1 - k0 - 2, NULL};
+    if (memchr(r.p, '\\', r.n)) {
+        struct fr_json_span lit = {sc->s + k0, k1 - k0};
+        if (!(r.owned = malloc(lit.n))) {
+            sc->nomem = true;
+            return false;
+        }
+        long len = fr_json_string_decode(lit, r.owned, lit.n);
+        r.p = r.owned;
+        r.n = len > 0 ? (size_t)len : 0;
+        if (memchr(r.p, '\0', r.n)) {
+            free(r.owned);
+            return false;
+        }
+    }
+    sc->keys[sc->nkeys++] = r;
+    return true;
+}
+
+static int keyref_cmp(const void *a, const void *b)
+{
+    const struct keyref *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+    return c ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Do two of keys[base, nkeys) decode to the same text? */
+static bool duplicate_keys(struct scan *sc, size_t base)
+{
+    size_t n = sc->nkeys - base;
+    if (n < 2)
+        return false; /* and sc->keys may still be NULL */
+    struct keyref *k = sc->keys + base;
+    if (n <= 8) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (!keyref_cmp(&k[i], &k[j]))
+                    return true;
+        return false;
+    }
+    qsort(k, n, sizeof *k, keyref_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (!keyref_cmp(&k[i], &k[i - 1]))
+            return true;
+    return false;
+}
+
+static void pop_keys(struct scan *sc, size_t base)
+{
+    while (sc->nkeys > base)
+        free(sc->keys[--sc->nkeys].owned);
+}
+
+static bool record_member(struct scan *sc, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+    struct fr_json_member *m = grow_array(sc->members, &sc->capmembers, sc->nmembers + 1, sizeof *m);
+    if (!m) {
+        sc->nomem = true;
+        return false;
+    }
+    sc->members = m;
+    m[sc->nmembers++] = (struct fr_json_member){
+        .key = {sc->s + k0, k1 - k0},
+        .value = {sc->s + v0, v1 - v0},
+        .depth = sc->deepest - 1,
+        .count = sc->s[v0] == '[' || sc->s[v0] == '{' ? sc->count1 : 0,
+    };
+    return true;
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+/* s[i] is a one-digit number followed by ',' or ']': what every mode
+ * accepts, at a level LINE's rule allows (depth: containers around the
+ * array holding it). Most of an ARC grid; skipped without a call. */
+static bool digit_alone(const struct scan *sc, size_t i, int depth)
+{
+    return i + 1 < sc->n && is_digit(sc->s[i]) && (sc->s[i + 1] == ',' || sc->s[i + 1] == ']') &&
+           (!sc->line || depth + 2 <= sc->max_depth);
+}
 
 /* s[i] is '[' or '{'; depth = containers around it. */
-static size_t container_end(const struct scan *sc, size_t i, int depth)
+static size_t container_end(struct scan *sc, size_t i, int depth)
 {
     const char *s = sc->s;
     bool obj = s[i] == '{';
     char close = obj ? '}' : ']';
     if (depth + 1 > sc->max_depth)
         return BAD;
+    if (depth + 1 > sc->deepest)
+        sc->deepest = depth + 1;
+    bool keys = sc->line && obj, top = keys && depth == 0 && sc->members;
+    size_t base = sc->nkeys, count = 0, end = BAD;
     i = skip_ws(sc, i + 1);
-    if (i < sc->n && s[i] == close)
-        return i + 1;
-    for (;;) {
+    if (i < sc->n && s[i] == close) {
+        end = i + 1;
+        goto out;
+    }
+    for (;; count++) {
+        size_t k0 = i, k1 = 0;
         if (obj) {
             if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i, true)) == BAD)
-                return BAD;
+                goto out;
+            k1 = i;
+            if (keys && !push_key(sc, k0, k1))
+                goto out;
             i = skip_ws(sc, i);
             if (i >= sc->n || s[i] != ':')
-                return BAD;
+                goto out;
             i = skip_ws(sc, i + 1);
         }
-        if ((i = value_end(sc, i, depth + 1)) == BAD)
-            return BAD;
+        size_t v0 = i;
+        if (top)
+            sc->deepest = 1;
+        if (!obj && digit_alone(sc, i, depth))
+            i++;
+        else if ((i = value_end(sc, i, depth + 1)) == BAD)
+            goto out;
+        if (top && !record_member(sc, k0, k1, v0, i))
+            goto out;
         i = skip_ws(sc, i);
         if (i >= sc->n)
-            return BAD;
-        if (s[i] == close)
-            return i + 1;
+            goto out;
+        if (s[i] == close) {
+            end = i + 1;
+            count++;
+            break;
+        }
         if (s[i] != ',')
-            return BAD;
+            goto out;
         i = skip_ws(sc, i + 1);
     }
+out:
+    if (keys) {
+        if (end != BAD && duplicate_keys(sc, base))
+            end = BAD;
+        pop_keys(sc, base);
+    }
+    if (end != BAD && depth == 1)
+        sc->count1 = count;
+    return end;
 }
 
-static size_t value_end(const struct scan *sc, size_t i, int depth)
+static size_t value_end(struct scan *sc, size_t i, int depth)
 {
     if (i >= sc->n)
+        return BAD;
+    /* jansson counts every value as a level, scalars too. */
+    if (sc->line && depth + 1 > sc->max_depth)
         return BAD;
     switch (sc->s[i]) {
     case '"': return string_end(sc, i, false);
@@ -221,18 +412,70 @@ static size_t value_end(const struct scan *sc, size_t i, int depth)
     }
 }
 
+static struct scan scan_of(const char *s, size_t n, int max_depth, enum fr_json_mode mode)
+{
+    return (struct scan){
+        .s = s, .n = n, .max_depth = max_depth, .strict = mode != FR_JSON_SKIP, .line = mode == FR_JSON_LINE};
+}
+
+static void scan_free(struct scan *sc)
+{
+    pop_keys(sc, 0);
+    free(sc->keys);
+    sc->keys = NULL;
+}
+
 size_t fr_json_value(const char *s, size_t n, int max_depth, enum fr_json_mode mode)
 {
-    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    struct scan sc = scan_of(s, n, max_depth, mode);
     size_t end = value_end(&sc, 0, 0);
+    scan_free(&sc);
     return end == BAD ? 0 : end;
 }
 
 bool fr_json_whole(const char *s, size_t n, int max_depth, enum fr_json_mode mode)
 {
-    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    struct scan sc = scan_of(s, n, max_depth, mode);
     size_t i = value_end(&sc, skip_ws(&sc, 0), 0);
+    scan_free(&sc);
     return i != BAD && skip_ws(&sc, i) == n;
+}
+
+int fr_json_line(const char *s, size_t n, struct fr_json_member **members, size_t *nmembers)
+{
+    struct scan sc = scan_of(s, n, FR_JSON_LINE_DEPTH, FR_JSON_LINE);
+    *members = NULL;
+    *nmembers = 0;
+    size_t i = skip_ws(&sc, 0);
+    bool object = i < n && s[i] == '{';
+    if (object) {
+        /* Room for one member even in {}: "not NULL" marks the top object. */
+        sc.members = malloc(sizeof *sc.members);
+        sc.capmembers = 1;
+        if (!sc.members)
+            return FR_JSON_LINE_NOMEM;
+    }
+    i = value_end(&sc, i, 0);
+    scan_free(&sc);
+    int rc = sc.nomem                           ? FR_JSON_LINE_NOMEM
+             : i == BAD || skip_ws(&sc, i) != n ? FR_JSON_LINE_INVALID
+             : object                           ? FR_JSON_LINE_OBJECT
+                                                : FR_JSON_LINE_OTHER;
+    if (rc != FR_JSON_LINE_OBJECT) {
+        free(sc.members);
+        return rc;
+    }
+    *members = sc.members;
+    *nmembers = sc.nmembers;
+    return rc;
+}
+
+const struct fr_json_member *fr_json_member_find(const struct fr_json_member *m, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (key_is(m[i].key.p, m[i].key.n, key))
+            return &m[i];
+    return NULL;
 }
 
 /* Is the checked string literal s[0, n) (quotes included) the ASCII name `want`? */
@@ -249,7 +492,7 @@ static bool key_is(const char *s, size_t n, const char *want)
 int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nkeys, struct fr_json_span out[],
                     int max_depth, enum fr_json_mode mode)
 {
-    struct scan sc = {.s = s, .n = n, .max_depth = max_depth, .strict = mode == FR_JSON_STRICT};
+    struct scan sc = scan_of(s, n, max_depth, mode == FR_JSON_LINE ? FR_JSON_STRICT : mode);
     for (size_t k = 0; k < nkeys; k++)
         out[k] = (struct fr_json_span){NULL, 0};
     size_t i = skip_ws(&sc, 0);

@@ -139,7 +139,8 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
     }
     pool_release(h, s, !keep_job);
     /* Escaped descendants of the finished job die now, not at the end. */
-    fr_host_reap(h);
+    if (!h->rt.contained)
+        fr_host_reap(h);
 }
 
 const struct fr_host_ops pool_host_ops = {

@@ -168,6 +168,13 @@ struct fr_host {
     long ncpus;
     struct fr_oom oom; /* OOM kills of our memory cgroup (oom.c) */
 
+    /* Result lines known in this loop iteration, written together by
+     * pool_flush_results() before the loop waits (or when it grows past
+     * POOL_RESULTS_BATCH). */
+    char *outbuf;
+    size_t outlen, outcap;
+    bool out_broken; /* writing results failed: nothing more is written */
+
     bool stopping;
     int stop_signal;
     bool failed;
@@ -208,6 +215,9 @@ void pool_say(struct fr_host *h, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- results.c: writing result lines ------------------------------------- */
 
+/* Write the result lines held back in this loop iteration (one write(2)
+ * unless the output takes less at a time). */
+void pool_flush_results(struct fr_host *h);
 /* An `invalid` result for input line `line` (id may be NULL). */
 void pool_emit_invalid(struct fr_host *h, const char *id, long line, const char *type, const char *msg);
 /* The result of slot s's job, which ran to a verdict (FR_RAW_FINISHED). */

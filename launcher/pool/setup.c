@@ -129,6 +129,8 @@ void pool_teardown(struct fr_host *h)
     pool_drop_queued(h);
     for (int s = 0; s < h->nslots && h->slots; s++)
         fr_job_clear(&h->slots[s].job);
+    pool_flush_results(h);
+    free(h->outbuf);
     free(h->pending);
     free(h->retry);
     free(h->slots);

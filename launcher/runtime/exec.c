@@ -81,6 +81,7 @@ struct eslot {
     uint64_t killed_cpu_ns; /* the tree's CPU read just before fitrun killed it */
     int pidfd, out_fd, err_fd, in_fd, report_fd, status_fd;
     struct buf out, err;
+    json_t *in_json; /* the job's "stdin" string, while it is written */
     const char *in_data;
     size_t in_len, in_off;
     bool exited;
@@ -97,10 +98,16 @@ struct exec_rt {
 
 /* ---- checking jobs ------------------------------------------------------ */
 
-static int exec_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen)
+/* The value of a job's member as a tree (only "argv" and "stdin" are ever
+ * read this way: the job line itself is never one), NULL when absent. */
+static json_t *member_json(const struct fr_job *job, const char *key)
 {
-    (void)rt;
-    json_t *argv = json_object_get(job->obj, "argv");
+    const struct fr_json_member *m = fr_job_member(job, key);
+    return m ? json_loadb(m->value.p, m->value.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
+}
+
+static int check_argv(const json_t *argv, char *err, size_t errlen)
+{
     if (!json_is_array(argv) || json_array_size(argv) == 0) {
         snprintf(err, errlen, "\"argv\" must be a non-empty array of strings");
         return -1;
@@ -122,8 +129,19 @@ static int exec_check(struct fr_runtime *rt, const struct fr_job *job, char *err
         snprintf(err, errlen, "\"argv\"[0] (the command) is empty");
         return -1;
     }
-    json_t *in = json_object_get(job->obj, "stdin");
-    if (in && !json_is_string(in) && !json_is_null(in)) {
+    return 0;
+}
+
+static int exec_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen)
+{
+    (void)rt;
+    json_t *argv = member_json(job, "argv");
+    int rc = check_argv(argv, err, errlen);
+    json_decref(argv);
+    if (rc < 0)
+        return -1;
+    const struct fr_json_member *in = fr_job_member(job, "stdin");
+    if (in && in->value.p[0] != '"' && !(in->value.n == 4 && !memcmp(in->value.p, "null", 4))) {
         snprintf(err, errlen, "\"stdin\" must be a string");
         return -1;
     }
@@ -268,8 +286,8 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
     struct exec_rt *x = rt->priv;
     struct eslot *e = &x->slots[slot];
     reset_slot(e);
-    json_t *jargv = json_object_get(job->obj, "argv");
-    json_t *jin = json_object_get(job->obj, "stdin");
+    json_t *jargv = member_json(job, "argv");
+    json_t *jin = member_json(job, "stdin");
     size_t argc = json_array_size(jargv);
     char **argv = calloc(argc + 1, sizeof *argv);
     char own_id[64 + 4096], own_worker[64];
@@ -279,7 +297,7 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
     char **envp = job_envp(rt->cfg->envp ? rt->cfg->envp : environ, own, 2);
     int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1}, prep[2] = {-1, -1}, pst[2] = {-1, -1};
     int rc = -1;
-    if (!argv || !envp) {
+    if (!argv || !envp || !jargv) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -310,6 +328,7 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
     e->status_fd = pst[0], pst[0] = -1;
     e->in_fd = pin[1], pin[1] = -1;
     if (json_is_string(jin)) {
+        e->in_json = json_incref(jin);
         e->in_data = json_string_value(jin);
         e->in_len = json_string_length(jin);
     }
@@ -329,6 +348,8 @@ static int exec_begin(struct fr_runtime *rt, int slot, const struct fr_job *job,
         fr_host_disown(rt->host, pid);
         fr_host_session(rt->host, slot, 0);
         close_all(rt->host, e);
+        json_decref(e->in_json);
+        e->in_json = NULL;
         e->busy = false;
         goto out;
     }
@@ -342,6 +363,8 @@ out:
     close_fd(&pst[0]), close_fd(&pst[1]);
     free(argv);
     free(envp);
+    json_decref(jargv);
+    json_decref(jin);
     return rc;
 }
 
@@ -451,6 +474,9 @@ static void finish(struct fr_runtime *rt, int slot)
         raw.error_message = msg;
     }
     close_all(rt->host, e);
+    json_decref(e->in_json);
+    e->in_json = NULL;
+    e->in_data = NULL;
     e->busy = false;
     fr_host_complete(rt->host, slot, &raw);
     free(e->out.data);

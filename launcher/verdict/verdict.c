@@ -1,10 +1,12 @@
 /* verdict.c — the status of a finished job, "ran to its end", and
  * `passed` (Python's ==). See include/fitrun/verdict.h.
  *
- * Outputs are compared as text against the expected tree, in one pass that
- * always consumes the whole output value (fr_json_value skips what no
- * longer needs comparing): no tree is built for what a prediction
- * returned, so its size costs fitrun nothing beyond the text itself. */
+ * Outputs are compared as text against the expected value's text (a span
+ * of the job line), in one pass over both that always consumes both
+ * values (fr_json_value skips what no longer needs comparing): no tree is
+ * built for either, so a prediction's output costs fitrun nothing beyond
+ * its text. Objects are the exception that sorts: each side's members are
+ * listed and sorted by key. */
 #include "fitrun/verdict.h"
 
 #include <math.h>
@@ -51,75 +53,101 @@ static bool int_float_equal(int64_t i, double d)
     return (int64_t)d == i;
 }
 
-/* A number (or a bool, as 0/1) of the expected tree against a number token. */
-static bool number_equal(const json_t *e, bool integral, int64_t iv, double dv)
+/* A number or a bool (Python's 0 and 1), read from a checked token. */
+struct num {
+    bool integral;
+    int64_t i;
+    double d;
+};
+
+static bool is_numeric(char c)
 {
-    if (json_is_real(e)) {
-        double x = json_real_value(e);
-        return integral ? int_float_equal(iv, x) : x == dv;
-    }
-    int64_t x = json_is_integer(e) ? (int64_t)json_integer_value(e) : json_is_true(e) ? 1 : 0;
-    return integral ? x == iv : int_float_equal(x, dv);
+    return c == 't' || c == 'f' || c == '-' || (c >= '0' && c <= '9');
 }
 
-static bool is_numeric(const json_t *e)
-{
-    return json_is_number(e) || json_is_boolean(e);
-}
-
-static bool number_token(struct cursor *c, const json_t *e)
+/* The number or bool at c (moved past it). False when out of memory. */
+static bool read_num(struct cursor *c, struct num *out)
 {
     const char *start = c->p;
-    bool integral = true;
-    while (c->p < c->end && strchr("+-.eE0123456789", *c->p) && *c->p) {
+    /* One digit alone (most of an ARC grid): no copy, no strtoll. */
+    if (*c->p >= '0' && *c->p <= '9' && (c->end - c->p == 1 || !memchr("+-.eE0123456789", c->p[1], 15))) {
+        *out = (struct num){.integral = true, .i = *c->p - '0'};
+        c->p++;
+        return true;
+    }
+    if (*c->p == 't' || *c->p == 'f') {
+        *out = (struct num){.integral = true, .i = *c->p == 't'};
+        c->p += *c->p == 't' ? 4 : 5;
+        return true;
+    }
+    out->integral = true;
+    while (c->p < c->end && memchr("+-.eE0123456789", *c->p, 15)) {
         if (*c->p == '.' || *c->p == 'e' || *c->p == 'E')
-            integral = false;
+            out->integral = false;
         c->p++;
     }
     size_t len = (size_t)(c->p - start);
-    if (!is_numeric(e) || len > FR_JSON_NUMBER_MAX)
-        return false;
-    char buf[FR_JSON_NUMBER_MAX + 1];
-    memcpy(buf, start, len);
-    buf[len] = '\0';
-    int64_t iv = integral ? strtoll(buf, NULL, 10) : 0;
-    double dv = integral ? 0 : strtod(buf, NULL);
-    return number_equal(e, integral, iv, dv);
-}
-
-/* A literal: true, false, null. */
-static bool literal(struct cursor *c, const json_t *e)
-{
-    if (*c->p == 'n') {
-        c->p += 4;
-        return json_is_null(e);
-    }
-    bool t = *c->p == 't';
-    c->p += t ? 4 : 5;
-    return is_numeric(e) && number_equal(e, true, t ? 1 : 0, 0);
-}
-
-static bool string_token(struct cursor *c, const json_t *e)
-{
-    struct fr_json_span lit = {c->p, 0};
-    skip_value(c);
-    lit.n = (size_t)(c->p - lit.p);
-    if (!json_is_string(e))
-        return false;
-    size_t want = json_string_length(e);
-    if (lit.n < 2 || want > lit.n - 2) /* decoding never makes a string longer */
-        return false;
-    char small[SMALL], *buf = want <= SMALL ? small : malloc(want);
+    char small[FR_JSON_NUMBER_MAX + 1], *buf = len < sizeof small ? small : malloc(len + 1);
     if (!buf)
         return false;
-    long got = fr_json_string_decode(lit, buf, want);
-    bool same = got == (long)want && !memcmp(buf, json_string_value(e), want);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
+    if (out->integral)
+        out->i = strtoll(buf, NULL, 10);
+    else
+        out->d = strtod(buf, NULL);
     if (buf != small)
         free(buf);
+    return true;
+}
+
+static bool num_equal(const struct num *a, const struct num *b)
+{
+    if (a->integral && b->integral)
+        return a->i == b->i;
+    if (a->integral)
+        return int_float_equal(a->i, b->d);
+    if (b->integral)
+        return int_float_equal(b->i, a->d);
+    return a->d == b->d;
+}
+
+/* A checked string literal's text: its own bytes when it has no escape,
+ * else decoded into *owned (malloc'd, or small when it fits). */
+static bool string_text(struct fr_json_span lit, char *small, size_t nsmall, char **owned, const char **p, size_t *n)
+{
+    *owned = NULL;
+    if (!memchr(lit.p, '\\', lit.n)) {
+        *p = lit.p + 1;
+        *n = lit.n - 2;
+        return true;
+    }
+    char *buf = lit.n <= nsmall ? small : (*owned = malloc(lit.n));
+    if (!buf)
+        return false;
+    long len = fr_json_string_decode(lit, buf, lit.n);
+    *p = buf;
+    *n = len > 0 ? (size_t)len : 0;
+    return true;
+}
+
+/* Python's str ==: the same code points, i.e. the same UTF-8 bytes. */
+static bool strings_equal(struct fr_json_span a, struct fr_json_span b)
+{
+    char sa[SMALL], sb[SMALL], *oa, *ob;
+    const char *pa, *pb;
+    size_t na, nb;
+    bool same = false;
+    if (string_text(a, sa, sizeof sa, &oa, &pa, &na)) {
+        if (string_text(b, sb, sizeof sb, &ob, &pb, &nb))
+            same = na == nb && !memcmp(pa, pb, na);
+        free(ob);
+    }
+    free(oa);
     return same;
 }
 
-static bool equal(const json_t *e, struct cursor *c);
+static bool equal(struct cursor *e, struct cursor *o);
 
 /* Between elements and members: whitespace and one comma. */
 static void skip_separator(struct cursor *c)
@@ -130,143 +158,185 @@ static void skip_separator(struct cursor *c)
     skip_ws(c);
 }
 
-static bool array_equal(const json_t *e, struct cursor *c)
+static bool array_equal(struct cursor *e, struct cursor *o)
 {
-    bool same = json_is_array(e);
-    size_t n = same ? json_array_size(e) : 0, i = 0;
-    c->p++; /* '[' */
-    for (skip_ws(c); c->p < c->end && *c->p != ']'; skip_separator(c), i++) {
-        if (same && i < n)
-            same = equal(json_array_get(e, i), c);
+    bool same = true;
+    e->p++; /* '[' */
+    o->p++;
+    skip_ws(e);
+    skip_ws(o);
+    for (;;) {
+        bool e_end = e->p >= e->end || *e->p == ']', o_end = o->p >= o->end || *o->p == ']';
+        if (e_end || o_end) {
+            same = same && e_end && o_end;
+            for (; !e_end; skip_separator(e), e_end = e->p >= e->end || *e->p == ']')
+                skip_value(e);
+            for (; !o_end; skip_separator(o), o_end = o->p >= o->end || *o->p == ']')
+                skip_value(o);
+            break;
+        }
+        if (same)
+            same = equal(e, o);
         else {
-            same = false;
-            skip_value(c);
+            skip_value(e);
+            skip_value(o);
         }
+        skip_separator(e);
+        skip_separator(o);
     }
-    if (c->p < c->end)
-        c->p++; /* ']' */
-    return same && i == n;
-}
-
-static int by_address(const void *a, const void *b)
-{
-    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* One member of the output object against the expected object: its value
- * when the key is there (NULL when not). *key_id: the expected key's
- * identity, to find duplicates. */
-static json_t *expected_member(const json_t *e, struct fr_json_span key, const void **key_id)
-{
-    char small[SMALL], *buf = key.n <= SMALL ? small : malloc(key.n);
-    if (!buf)
-        return NULL;
-    long len = fr_json_string_decode(key, buf, key.n - 1);
-    json_t *v = NULL;
-    if (len >= 0 && !memchr(buf, '\0', (size_t)len)) { /* jansson keys never hold NUL */
-        buf[len] = '\0';
-        void *it = json_object_iter_at((json_t *)e, buf);
-        if (it) {
-            v = json_object_iter_value(it);
-            *key_id = json_object_iter_key(it);
-        }
-    }
-    if (buf != small)
-        free(buf);
-    return v;
-}
-
-static bool object_equal(const json_t *e, struct cursor *c)
-{
-    bool same = json_is_object(e);
-    size_t n = same ? json_object_size(e) : 0, i = 0;
-    const void *small[16], **seen = n <= 16 ? small : malloc(n * sizeof *seen);
-    if (!seen)
-        same = false;
-    c->p++; /* '{' */
-    for (skip_ws(c); c->p < c->end && *c->p == '"'; skip_separator(c), i++) {
-        struct fr_json_span key = {c->p, 0};
-        struct cursor k = *c;
-        skip_value(&k);
-        key.n = (size_t)(k.p - key.p);
-        c->p = k.p;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ':')
-            c->p++;
-        skip_ws(c);
-        json_t *v = same && i < n ? expected_member(e, key, &seen[i]) : NULL;
-        if (v)
-            same = equal(v, c);
-        else {
-            same = false;
-            skip_value(c);
-        }
-    }
-    if (c->p < c->end)
-        c->p++; /* '}' */
-    same = same && i == n;
-    if (same && n > 1) {
-        /* Every key found and as many as expected: equal unless one came twice. */
-        qsort(seen, n, sizeof *seen, by_address);
-        for (size_t j = 1; j < n && same; j++)
-            same = seen[j] != seen[j - 1];
-    }
-    if (seen != small)
-        free(seen);
+    if (e->p < e->end)
+        e->p++; /* ']' */
+    if (o->p < o->end)
+        o->p++;
     return same;
 }
 
-/* Compare, and always move c past the whole output value. */
-static bool equal(const json_t *e, struct cursor *c)
+/* An object's members, keys as text, sorted by key. */
+struct member {
+    const char *k;
+    size_t kn;
+    char *owned;
+    struct fr_json_span v;
+};
+
+static int by_key(const void *a, const void *b)
 {
-    if (c->p >= c->end)
-        return false;
-    switch (*c->p) {
-    case '[': return array_equal(e, c);
-    case '{': return object_equal(e, c);
-    case '"': return string_token(c, e);
-    case 't':
-    case 'f':
-    case 'n': return literal(c, e);
-    default: return number_token(c, e);
+    const struct member *x = a, *y = b;
+    int c = memcmp(x->k, y->k, x->kn < y->kn ? x->kn : y->kn);
+    return c ? c : x->kn < y->kn ? -1 : x->kn > y->kn;
+}
+
+static void members_free(struct member *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(m[i].owned);
+    free(m);
+}
+
+/* The members of the checked object at c (moved past it), or NULL (out of
+ * memory; *n = SIZE_MAX). */
+static struct member *members_of(struct cursor *c, size_t *n)
+{
+    struct fr_json_span obj = {c->p, 0};
+    skip_value(c);
+    obj.n = (size_t)(c->p - obj.p);
+    struct fr_json_iter it;
+    struct fr_json_span k, v;
+    size_t cap = 0;
+    struct member *m = NULL;
+    *n = 0;
+    for (fr_json_iter_init(&it, obj); fr_json_iter_member(&it, &k, &v);) {
+        if (*n == cap) {
+            struct member *nm = realloc(m, (cap = cap ? cap * 2 : 8) * sizeof *m);
+            if (!nm)
+                goto nomem;
+            m = nm;
+        }
+        struct member *x = &m[*n];
+        char none[1];
+        if (!string_text(k, none, 0, &x->owned, &x->k, &x->kn))
+            goto nomem;
+        x->v = v;
+        (*n)++;
     }
+    if (*n > 1)
+        qsort(m, *n, sizeof *m, by_key);
+    return m;
+nomem:
+    members_free(m, *n);
+    *n = SIZE_MAX;
+    return NULL;
 }
 
-bool fr_py_equal(const json_t *expected, const char *json, size_t len)
+/* Python's dict ==: the same keys, equal values. An output object with a
+ * key twice is no dict: equal to nothing (the expected one has no
+ * duplicate, its job line was read strictly). */
+static bool object_equal(struct cursor *e, struct cursor *o)
 {
-    struct cursor c = {json, json + len};
-    skip_ws(&c);
-    return equal(expected, &c);
+    size_t ne, no;
+    struct member *me = members_of(e, &ne), *mo = members_of(o, &no);
+    bool same = ne == no && ne != SIZE_MAX;
+    for (size_t i = 0; same && i < no; i++)
+        same = !by_key(&me[i], &mo[i]) && (i == 0 || by_key(&mo[i - 1], &mo[i]));
+    for (size_t i = 0; same && i < no; i++) {
+        struct cursor ve = {me[i].v.p, me[i].v.p + me[i].v.n}, vo = {mo[i].v.p, mo[i].v.p + mo[i].v.n};
+        same = equal(&ve, &vo);
+    }
+    members_free(me, ne == SIZE_MAX ? 0 : ne);
+    members_free(mo, no == SIZE_MAX ? 0 : no);
+    return same;
 }
 
-char *fr_passed_json(const json_t *expected, const char *outputs, size_t outputs_len, enum fr_status status,
+static struct fr_json_span take(struct cursor *c)
+{
+    struct fr_json_span s = {c->p, 0};
+    skip_value(c);
+    s.n = (size_t)(c->p - s.p);
+    return s;
+}
+
+/* Compare, and always move both cursors past their whole values. */
+static bool equal(struct cursor *e, struct cursor *o)
+{
+    if (e->p >= e->end || o->p >= o->end)
+        return false;
+    char a = *e->p, b = *o->p;
+    if (a == '[' && b == '[')
+        return array_equal(e, o);
+    if (a == '{' && b == '{')
+        return object_equal(e, o);
+    if (a == '"' && b == '"') {
+        struct fr_json_span x = take(e), y = take(o);
+        return strings_equal(x, y);
+    }
+    if (is_numeric(a) && is_numeric(b)) {
+        struct num x, y;
+        bool ok = read_num(e, &x), ok2 = read_num(o, &y);
+        return ok && ok2 && num_equal(&x, &y);
+    }
+    bool same = a == 'n' && b == 'n';
+    skip_value(e);
+    skip_value(o);
+    return same;
+}
+
+bool fr_py_equal(struct fr_json_span expected, struct fr_json_span output)
+{
+    struct cursor e = {expected.p, expected.p + expected.n}, o = {output.p, output.p + output.n};
+    skip_ws(&e);
+    skip_ws(&o);
+    return equal(&e, &o);
+}
+
+char *fr_passed_json(struct fr_json_span expected, const char *outputs, size_t outputs_len, enum fr_status status,
                      size_t *len)
 {
-    size_t n = json_array_size(expected);
-    char *out = malloc(n * 6 + 8); /* "false," per entry */
-    if (!out)
+    struct fr_json_iter it, out;
+    struct fr_json_span e, v;
+    size_t n = 0;
+    for (fr_json_iter_init(&it, expected); fr_json_iter_next(&it, &e);)
+        n++;
+    char *buf = malloc(n * 6 + 8); /* "false," per entry */
+    if (!buf)
         return NULL;
     size_t o = 0;
-    if (!outputs || !fr_ran_to_end(status) || !json_is_array(expected)) {
-        o = (size_t)sprintf(out, "null");
+    if (!outputs || !fr_ran_to_end(status)) {
+        o = (size_t)sprintf(buf, "null");
         *len = o;
-        return out;
+        return buf;
     }
-    struct fr_json_iter it;
-    fr_json_iter_init(&it, (struct fr_json_span){outputs, outputs_len});
-    out[o++] = '[';
-    for (size_t i = 0; i < n; i++) {
-        const json_t *e = json_array_get(expected, i);
-        struct fr_json_span v;
-        bool has = fr_json_iter_next(&it, &v);
-        const char *word = json_is_null(e) ? "null" : has && fr_py_equal(e, v.p, v.n) ? "true" : "false";
-        o += (size_t)sprintf(out + o, "%s%s", i ? "," : "", word);
+    fr_json_iter_init(&it, expected);
+    fr_json_iter_init(&out, (struct fr_json_span){outputs, outputs_len});
+    buf[o++] = '[';
+    for (size_t i = 0; i < n && fr_json_iter_next(&it, &e); i++) {
+        bool has = fr_json_iter_next(&out, &v);
+        const char *word = e.p[0] == 'n' ? "null" : has && fr_py_equal(e, v) ? "true" : "false";
+        o += (size_t)sprintf(buf + o, "%s%s", i ? "," : "", word);
     }
-    out[o++] = ']';
-    out[o] = '\0';
+    buf[o++] = ']';
+    buf[o] = '\0';
     *len = o;
-    return out;
+    return buf;
 }
 
 /* ---- status ------------------------------------------------------------- */

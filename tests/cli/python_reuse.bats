@@ -132,6 +132,10 @@ check_poison() {
     check_poison numpy 'poisoned: module numpy was changed \(sum replaced\)'
     poison_jobs json $'import json\ndel json.dumps\ndef transform(g):\n    return g\n'
     check_poison json 'poisoned: module json was changed \(dumps removed\)'
+    # The mapping of builtins and prelude names every prediction's globals
+    # fall back to is one dict, shared by the process's predictions.
+    poison_jobs shared $'__builtins__["helper"] = lambda x: 42\n__builtins__["sum"] = lambda *a: 7\ndef transform(g):\n    return g\n'
+    check_poison shared "poisoned: the predictions' builtins was changed \\((helper|sum) replaced\\)"
 }
 
 @test "python reuse: a replaced sys.modules entry is found" {

@@ -98,7 +98,7 @@ for jobs in samples/arc/jobs.jsonl tests/containers/exec/jobs.jsonl tests/docs/k
 done
 each job_line '{"id":"x","argv":["sh","-c","echo \u00e9"],"stdin":"a\u0000b"}' '{"id":"","argv":[]}' \
     '{"id":"d","id":"e"}' '{"id":"p","code":"def transform(g): return g","inputs":[[[1]]],"expected":[[[1]]],"entry":"transform"}' \
-    '[1,2]' '{"id":5}' '{"id":"a\u0000b"}' '{"id":"\ud800"}'
+    '[1,2]' '{"id":5}' '{"id":"a\u0000b"}' '{"id":"\ud800"}' '{}ad}a' '{"id":"e","o":[{},{"k":{}}]}'
 r='{"id":"a1","status":"ok","exit_code":0,"signal":null,"syscall":null,"error_type":null,"error_message":null,"stdout":"hi\n","stderr":"","cpu_ms":1,"wall_ms":2,"max_rss_kb":1234,"worker":0,"line":1}'
 d='{"id":"a1","status":"invalid","exit_code":null,"signal":null,"syscall":null,"error_type":"DuplicateId","error_message":"line 3: duplicate id '"'"'a1'"'"' (an earlier line has it)","stdout":null,"stderr":null,"cpu_ms":null,"wall_ms":null,"max_rss_kb":null,"worker":null,"line":3}'
 t='{"id":"slow","status":"timeout","exit_code":null,"signal":"SIGKILL","syscall":null,"error_type":"CPUTimeout","error_message":"cpu time limit","stdout":"","stderr":"","cpu_ms":2001,"wall_ms":2100,"max_rss_kb":900,"worker":1,"line":2,"timeout":"cpu","attempts":2}'

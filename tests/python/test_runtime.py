@@ -164,6 +164,18 @@ class Results(Base):
         f = self.run1("def transform(g):\n    return [HELPER, hasattr(np, 'MARK')]\n")
         self.assertEqual(f["outputs"], [[41, False]])
 
+    def test_prelude_names_resolve_without_being_copied(self):
+        # Prelude names resolve in module code, functions and `global`
+        # statements (assigning one makes the prediction's own global); its
+        # globals hold only its own names.
+        f = self.run1("import sys\nA = HELPER + 1\ndef bump():\n    global HELPER\n    HELPER += 10\n"
+                      "    return HELPER\n"
+                      "def transform(g):\n    return [A, bump(), HELPER, np.int64(3).item(), len(g),\n"
+                      "            sorted(k for k in globals() if not k.startswith('__'))]\n")
+        self.assertEqual(f["outputs"], [[42, 51, 51, 3, 1, ["A", "HELPER", "bump", "sys", "transform"]]])
+        f = self.run1("def transform(g):\n    return HELPER\n")
+        self.assertEqual(f["outputs"], [41])
+
     def test_only_the_protocol_fds_are_open(self):
         f = self.run1("import os\ndef transform(g):\n    return sorted(int(x) for x in os.listdir('/proc/self/fd'))\n")
         # 0-2 and the report (and the fd listdir itself used); the job pipe

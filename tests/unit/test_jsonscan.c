@@ -1,13 +1,18 @@
 /* test_jsonscan.c — JSON text without trees (include/fitrun/jsonscan.h):
  * what the strict scan refuses, object members by name, iteration and
- * string decoding. */
+ * string decoding, and a job line read exactly as jansson reads it
+ * (FR_JSON_LINE), checked against jansson itself on edge cases and on
+ * 200,000 mutated lines. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "fitrun/jsonscan.h"
 
@@ -125,12 +130,241 @@ static void test_iterate_and_decode(void **state)
     assert_int_equal(fr_json_string_decode((struct fr_json_span){s, strlen(s)}, buf, 3), -1);
 }
 
+/* ---- FR_JSON_LINE against jansson ---------------------------------------- */
+
+#define JOB_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL)
+
+/* fr_json_line and json_loadb agree on s[0, n): valid or not, object or
+ * not, and for an object the same members with the same values. */
+/* s[0, n) readable in a failure message (bytes outside ASCII as \\xHH). */
+static const char *shown(const char *s, size_t n)
+{
+    static char out[4096];
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < sizeof out; i++) {
+        unsigned char c = (unsigned char)s[i];
+        o += (size_t)(c >= 0x20 && c < 0x7f ? sprintf(out + o, "%c", c) : sprintf(out + o, "\\x%02x", c));
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void agree(const char *s, size_t n)
+{
+    struct fr_json_member *m;
+    size_t nm;
+    int rc = fr_json_line(s, n, &m, &nm);
+    json_t *j = json_loadb(s, n, JOB_FLAGS, NULL);
+    if (memchr(s, '\0', n)) {
+        /* jansson skips a raw NUL where it reads one byte ahead (after a
+         * number or a literal); RFC 8259 and fitrun never accept one. */
+        if (rc != FR_JSON_LINE_INVALID)
+            fail_msg("fitrun accepts a raw NUL: '%s'", shown(s, n));
+        json_decref(j);
+        free(m);
+        return;
+    }
+    if ((rc >= 0) != (j != NULL) || rc == FR_JSON_LINE_NOMEM)
+        fail_msg("fitrun %s, jansson %s: '%s'", rc >= 0 ? "accepts" : "refuses", j ? "accepts" : "refuses",
+                 shown(s, n));
+    if (j && (rc == FR_JSON_LINE_OBJECT) != json_is_object(j))
+        fail_msg("object or not: '%s'", shown(s, n));
+    if (rc == FR_JSON_LINE_OBJECT) {
+        assert_int_equal(nm, json_object_size(j));
+        for (size_t i = 0; i < nm; i++) {
+            char key[4096];
+            long kl = fr_json_string_decode(m[i].key, key, sizeof key - 1);
+            assert_true(kl >= 0);
+            key[kl] = '\0';
+            json_t *v = json_object_get(j, key);
+            assert_non_null(v);
+            json_t *mine = json_loadb(m[i].value.p, m[i].value.n, JOB_FLAGS, NULL);
+            assert_non_null(mine);
+            assert_true(json_equal(mine, v));
+            if (json_is_array(v))
+                assert_int_equal(m[i].count, json_array_size(v));
+            if (json_is_object(v))
+                assert_int_equal(m[i].count, json_object_size(v));
+            assert_ptr_equal(fr_json_member_find(m, nm, key), kl == (long)strlen(key) ? &m[i] : NULL);
+            json_decref(mine);
+        }
+    }
+    free(m);
+    json_decref(j);
+}
+
+static void agree_str(const char *s)
+{
+    agree(s, strlen(s));
+}
+
+static void test_line_edges(void **state)
+{
+    (void)state;
+    const char *cases[] = {
+        "{\"id\":\"a\",\"inputs\":[[1,2],[3]],\"expected\":null}",
+        "{}",
+        " { \"a\" : 1 } \r",
+        "[1]",
+        "5",
+        "\"x\"",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":1,\"\\u0061\":2}",
+        "{\"x\":{\"b\":1,\"b\":1}}",
+        "{\"x\":[{\"k\":1},{\"k\":2}]}",
+        "{\"a\\u0000\":1}",
+        "{\"a\":\"\\u0000\"}",
+        "{\"n\":12345678901234567890123456789}",
+        "{\"n\":9223372036854775807,\"m\":-9223372036854775808}",
+        "{\"n\":9223372036854775808}",
+        "{\"n\":-9223372036854775809}",
+        "{\"n\":1e308,\"m\":1e309}",
+        "{\"n\":1e-400}",
+        "{\"n\":0.00000000000000000000000000000000000000000000000000000000000000000000000000001}",
+        "{\"n\":100000000000000000000000000000000000000000000000000000000000000000000000000000.5}",
+        "{\"n\":01}",
+        "{\"n\":-}",
+        "{\"n\":1.}",
+        "{\"n\":.5}",
+        "{\"s\":\"\\ud83d\\ude00\"}",
+        "{\"s\":\"\\ud83d\"}",
+        "{\"s\":\"\\udc00\"}",
+        "{\"s\":\"\\ud83d\\u0041\"}",
+        "{\"s\":\"\xc3\xa9\"}",
+        "{\"s\":\"\xed\xa0\x80\"}",
+        "{\"s\":\"\xc0\xaf\"}",
+        "{\"s\":\"\xf4\x90\x80\x80\"}",
+        "{\"s\":\"\x7f\"}",
+        "{\"s\":\"a\tb\"}",
+        "{\"s\":\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"}",
+        "{\"s\":\"\\x\"}",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{\"a\":1} {}",
+        "{\"a\":tru}",
+        "{\"a\":[true,false,null]}",
+        /* objects without keys (no key list yet: found by fuzz_job_line) */
+        "{}",
+        "{}ad}a",
+        "{\"o\":[{},{\"k\":{}}]}",
+        /* one-digit elements (scanned without a call) and their neighbours */
+        "{\"a\":[0,1,9]}",
+        "{\"a\":[01]}",
+        "{\"a\":[1,]}",
+        "{\"a\":[1 ,2 ]}",
+        "{\"a\":[1.5,2e1,-3,10]}",
+        "{\"a\":[[1],[2,3]]}",
+        "{\"a\":[1}",
+        "{\"a\":[1",
+        "\xef\xbb\xbf{}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        agree_str(cases[i]);
+    agree("{\"a\":\"x\0y\"}", 11);
+    agree("{\"a\":1}\0", 8);
+    /* Levels around jansson's limit (2048, the top value being 1). */
+    for (int deep = 2045; deep <= 2050; deep++) {
+        for (int scalar = 0; scalar < 2; scalar++) {
+            size_t n = (size_t)deep * 2 + 16;
+            char *s = malloc(n), *p = s;
+            p += sprintf(p, "{\"a\":");
+            for (int i = 0; i < deep - 1; i++)
+                *p++ = '[';
+            if (scalar)
+                *p++ = '1';
+            for (int i = 0; i < deep - 1; i++)
+                *p++ = ']';
+            *p++ = '}';
+            agree(s, (size_t)(p - s));
+            free(s);
+        }
+    }
+    /* A big object: duplicates found by sorting. */
+    char big[8192], *p = big;
+    p += sprintf(p, "{");
+    for (int i = 0; i < 300; i++)
+        p += sprintf(p, "%s\"k%d\":%d", i ? "," : "", i, i);
+    strcpy(p, "}");
+    agree_str(big);
+    strcpy(p, ",\"k\\u0031\\u00307\":1}");
+    agree_str(big);
+    /* Members: spans, depth and counts. */
+    const char *job = "{\"id\":\"x\",\"inputs\":[[[1]],2,[]],\"code\":\"c\",\"o\":{\"a\":[1]}}";
+    struct fr_json_member *m;
+    size_t nm;
+    assert_int_equal(fr_json_line(job, strlen(job), &m, &nm), FR_JSON_LINE_OBJECT);
+    assert_int_equal(nm, 4);
+    const struct fr_json_member *in = fr_json_member_find(m, nm, "inputs");
+    assert_non_null(in);
+    assert_int_equal(in->depth, 3);
+    assert_int_equal(in->count, 3);
+    assert_int_equal(fr_json_member_find(m, nm, "code")->depth, 0);
+    assert_int_equal(fr_json_member_find(m, nm, "o")->depth, 2);
+    assert_int_equal(fr_json_member_find(m, nm, "o")->count, 1);
+    assert_null(fr_json_member_find(m, nm, "expected"));
+    free(m);
+}
+
+/* Deterministic PRNG (xorshift). */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void test_line_mutations(void **state)
+{
+    (void)state;
+    static const char *seeds[] = {
+        "{\"id\":\"007bbfb7#0\",\"code\":\"def transform(g):\\n    return g\\n\",\"entry\":\"transform\","
+        "\"inputs\":[[[0,7,7],[7,7,7]],[[4,0,4]]],\"expected\":[[[0,0]],null],\"mutation\":\"original\"}",
+        "{\"id\":\"u\\u00e9\\ud83d\\ude00\",\"argv\":[\"sh\",\"-c\",\"echo \\\"hi\\\"\"],\"stdin\":\"a\\u0000b\"}",
+        "{\"a\":{\"b\":{\"c\":[1.5e10,-0.25,true,false,null,9223372036854775807]}},\"\xc3\xa9\":\"\xf0\x9f\x98\x80\"}",
+        "[{\"k\":1,\"l\":2},{\"k\":3}]",
+        "{\"ab\":1,\"a\\u0062\":2,\"a\\u00e9\":3,\"a\xc3\xa9\":4}",
+        "{\"k\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"aa\":0}}",
+    };
+    static const char alphabet[] =
+        "{}[]\",:\\u0123456789abcdefABCDEF-+.eE \t\r\ntrufalsn\x80\xbf\xc3\xa9\xed\xa0\xf4\x90"
+        "\xff\x00\xc0";
+    char buf[512];
+    for (int round = 0; round < 200000; round++) {
+        const char *seed = seeds[next_rand() % (sizeof seeds / sizeof *seeds)];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        int edits = 1 + (int)(next_rand() % 3);
+        for (int e = 0; e < edits; e++) {
+            size_t at = n ? next_rand() % n : 0;
+            char c = alphabet[next_rand() % (sizeof alphabet - 1)];
+            switch (next_rand() % 3) {
+            case 0: buf[at] = c; break; /* replace */
+            case 1:                     /* insert */
+                if (n + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = c;
+                    n++;
+                }
+                break;
+            default: /* delete */
+                if (n) {
+                    memmove(buf + at, buf + at + 1, n - at - 1);
+                    n--;
+                }
+            }
+        }
+        agree(buf, n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strict_values),
-        cmocka_unit_test(test_members),
-        cmocka_unit_test(test_iterate_and_decode),
+        cmocka_unit_test(test_strict_values),      cmocka_unit_test(test_members),
+        cmocka_unit_test(test_iterate_and_decode), cmocka_unit_test(test_line_edges),
+        cmocka_unit_test(test_line_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -281,6 +281,37 @@ static void test_names(void **state)
     assert_string_equal(fr_signal_name(24, buf, sizeof buf), "SIGXCPU");
 }
 
+/* Whether a policy lets a job create processes (the pool skips its orphan
+ * sweep after each python job when it does not). */
+static bool processes(enum fr_preset preset, uint64_t nproc, const char *const *allow)
+{
+    struct fr_policy_spec spec = {.preset = preset, .nproc = nproc, .allow = allow};
+    char err[256];
+    struct fr_policy *p = NULL;
+    assert_int_equal(fr_policy_build(&spec, &p, err, sizeof err), 0);
+    struct fr_policy_info info;
+    fr_policy_info(p, &info);
+    fr_policy_free(p);
+    if (!strcmp(info.seccomp, "off"))
+        assert_true(info.processes);
+    return info.processes;
+}
+
+static void test_processes(void **state)
+{
+    (void)state;
+    const char *fork_[] = {"fork", NULL}, *clone3[] = {"clone3", NULL}, *socket_[] = {"socket", NULL};
+    assert_false(processes(FR_PRESET_PYTHON, 1, NULL));
+    assert_false(processes(FR_PRESET_PYTHON, 1, socket_));
+    assert_false(processes(FR_PRESET_PYTHON, 4, NULL)); /* the python preset has no process rules */
+    assert_true(processes(FR_PRESET_PYTHON, 1, fork_));
+    assert_true(processes(FR_PRESET_PYTHON, 1, clone3));
+    assert_false(processes(FR_PRESET_EXEC, 1, NULL));
+    assert_true(processes(FR_PRESET_EXEC, 0, NULL));
+    assert_true(processes(FR_PRESET_EXEC, 8, NULL));
+    assert_true(processes(FR_PRESET_NONE, 1, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_name_errors),    cmocka_unit_test(test_build_argument_errors),
         cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
+        cmocka_unit_test(test_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,6 +314,20 @@ def load_prelude(path):
     return mod.__dict__
 
 
+def prelude_builtins(prelude_globals):
+    """The builtins a prediction sees: Python's, then the prelude's names
+    (which win, as its globals did over builtins), without the prelude
+    module's own dunder attributes (__name__, __file__, __builtins__...).
+    A name lookup in a prediction's code falls back to this mapping when
+    its own globals do not have the name, so the prelude's names resolve as
+    if they were globals without being copied into each prediction."""
+    names = dict(builtins.__dict__)
+    for k, v in prelude_globals.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            names[k] = v
+    return names
+
+
 # --------------------------------------------------------------------------
 # Output normalisation (runs in the child)
 
@@ -401,6 +415,7 @@ class Runner:
         self.cfg = cfg
         self.sandbox = sandbox
         self.globals = prelude_globals
+        self.builtins = prelude_builtins(prelude_globals)
         self.fin = prelude_globals.get("fitrun_input")
         self.fout = prelude_globals.get("fitrun_output")
         libc = ctypes.CDLL(None, use_errno=True)
@@ -416,8 +431,20 @@ class Runner:
         if os.getppid() != parent_pid:
             os._exit(EXIT_ORPHANED)
 
+    def fresh_globals(self):
+        """A prediction's module globals: a new dict of two entries, its
+        `__builtins__` the mapping of builtins and prelude names built once
+        in the zygote. Copying the prelude's globals instead would write the
+        reference count of every object they name, in every child: a page
+        copied per object, for objects the prediction mostly never uses.
+        (Under reuse that mapping is shared by the process's predictions:
+        _Baseline checks it as it checks the modules.)"""
+        # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
+        # self-test that must not run here.
+        return {"__builtins__": self.builtins, "__name__": "__prediction__"}
+
     def run_code(self, code, entry, inputs, hooks=True, allow=None):
-        """Execute `code` in a fresh copy of the prelude globals and call
+        """Execute `code` in fresh globals (fresh_globals) and call
         `entry` on every input (all of them, even after one fails, so that a
         partly working prediction still gets per-input outputs; but not after
         a MemoryError). Returns the report dict the child sends to fitrun."""
@@ -437,10 +464,7 @@ class Runner:
                 else:
                     rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>", allow)
 
-        g = dict(self.globals)
-        # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
-        # self-test that must not run here.
-        g["__name__"] = "__prediction__"
+        g = self.fresh_globals()
         try:
             exec(compile(code, "<prediction>", "exec"), g)
             fn = g.get(entry)
@@ -566,7 +590,7 @@ class Runner:
         # the pipe ends of the next job arrive above all the ones they go to.
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
             dup2(CHILD_STDIN, fd)
-        baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD)
+        baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.builtins)
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
         allowed = [None, baseline.real]
         _install_tripwire(REUSE_CHAN_FD, allowed)
@@ -879,7 +903,7 @@ class _Baseline:
     the check run after each one: restore what can be restored exactly,
     and name the first change that cannot (the process is then replaced)."""
 
-    def __init__(self, null_fd, chan_fd):
+    def __init__(self, null_fd, chan_fd, prediction_builtins):
         self.null_fd, self.chan_fd = null_fd, chan_fd
         null = _dev_ino(null_fd)
         self.fds = {fd: null for fd in range(chan_fd)}
@@ -892,6 +916,9 @@ class _Baseline:
         # Namespaces: every module's, and those of the classes and the
         # plain objects (json's default encoder...) module globals name.
         self.dicts = _namespaces(self.module_list)
+        # The builtins-and-prelude mapping every prediction's globals fall
+        # back to (Runner.fresh_globals): one dict, shared by them all.
+        self.dicts.append(("the predictions' builtins", prediction_builtins))
         self.spaces = [d for _, d in self.dicts]
         self.sizes = [len(d) for d in self.spaces]
         self.keys = list(_chain(self.spaces))

@@ -7,81 +7,75 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fitrun/common.h"
 #include "internal.h"
 
-static bool is_identifier(const char *s)
+/* The value of `key` is a JSON array (absent, null: no). */
+static bool is_array(const struct fr_json_member *m)
 {
-    if (!*s || (*s >= '0' && *s <= '9'))
-        return false;
-    for (; *s; s++)
-        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              (unsigned char)*s >= 0x80))
-            return false;
-    return true;
+    return m && m->value.p[0] == '[';
 }
 
-/* Is v nested deeper than `limit` arrays/objects (a scalar is 0, [1] is 1)? */
-static bool deeper_than(const json_t *v, int limit)
+static bool is_null(const struct fr_json_member *m)
 {
-    if (!json_is_array(v) && !json_is_object(v))
-        return false;
-    if (limit == 0)
-        return true;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (deeper_than(json_array_get(v, i), limit - 1))
-                return true;
-        return false;
-    }
-    const char *k;
-    json_t *m;
-    json_object_foreach((json_t *)v, k, m)
-    {
-        if (deeper_than(m, limit - 1))
-            return true;
-    }
-    return false;
+    return m->value.n == 4 && !memcmp(m->value.p, "null", 4);
 }
 
-/* The index of the first value of `list` nested deeper than the limit, or -1. */
-static long too_deep(const json_t *list)
+/* A function name: an identifier (fitrun's one rule) without NUL. */
+static bool entry_ok(const struct fr_json_member *m)
 {
-    for (size_t i = 0; i < json_array_size(list); i++)
-        if (deeper_than(json_array_get(list, i), PY_MAX_NESTING))
-            return (long)i;
+    char name[256];
+    if (m->value.p[0] != '"' || m->value.n > sizeof name)
+        return false;
+    long len = fr_json_string_decode(m->value, name, sizeof name - 1);
+    if (len < 0 || memchr(name, '\0', (size_t)len))
+        return false;
+    name[len] = '\0';
+    return fr_is_identifier(name);
+}
+
+/* The index of the first element of an array member nested deeper than
+ * the limit, or -1. Only an array whose depth says one is too deep is
+ * walked. */
+static long too_deep(const struct fr_json_member *list)
+{
+    if (list->depth <= PY_MAX_NESTING + 1)
+        return -1;
+    struct fr_json_iter it;
+    struct fr_json_span v;
+    long i = 0;
+    for (fr_json_iter_init(&it, list->value); fr_json_iter_next(&it, &v); i++)
+        if (!fr_json_value(v.p, v.n, PY_MAX_NESTING, FR_JSON_SKIP))
+            return i;
     return -1;
 }
 
 int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen)
 {
     (void)rt;
-    json_t *o = job->obj;
-    json_t *code = json_object_get(o, "code"), *inputs = json_object_get(o, "inputs");
-    json_t *entry = json_object_get(o, "entry"), *expected = json_object_get(o, "expected");
-    if (!json_is_string(code)) {
+    const struct fr_json_member *code = fr_job_member(job, "code"), *inputs = fr_job_member(job, "inputs");
+    const struct fr_json_member *entry = fr_job_member(job, "entry"), *expected = fr_job_member(job, "expected");
+    if (!code || code->value.p[0] != '"') {
         snprintf(err, errlen, "python job needs \"code\" (a string)");
         return -1;
     }
-    if (!json_is_array(inputs)) {
+    if (!is_array(inputs)) {
         snprintf(err, errlen, "python job needs \"inputs\" (an array of arguments for the entry function)");
         return -1;
     }
-    if (entry && !json_is_null(entry) &&
-        (!json_is_string(entry) || strlen(json_string_value(entry)) != json_string_length(entry) ||
-         !is_identifier(json_string_value(entry)))) {
+    if (entry && !is_null(entry) && !entry_ok(entry)) {
         snprintf(err, errlen, "\"entry\" must be the name of a Python function");
         return -1;
     }
-    if (expected && !json_is_null(expected) &&
-        (!json_is_array(expected) || json_array_size(expected) != json_array_size(inputs))) {
-        snprintf(err, errlen, "\"expected\" must be an array as long as \"inputs\" (%zu)", json_array_size(inputs));
+    if (expected && !is_null(expected) && (!is_array(expected) || expected->count != inputs->count)) {
+        snprintf(err, errlen, "\"expected\" must be an array as long as \"inputs\" (%zu)", inputs->count);
         return -1;
     }
     /* What the child decodes and what a prediction can return share one
      * limit; nothing deeper is ever sent, and nothing deeper can pass. */
     long deep = too_deep(inputs);
     const char *what = "inputs";
-    if (deep < 0 && json_is_array(expected)) {
+    if (deep < 0 && is_array(expected)) {
         deep = too_deep(expected);
         what = "expected";
     }
@@ -97,18 +91,19 @@ int py_job_spans(struct pyslot *s, const struct fr_job *job, char *err, size_t e
 {
     static const char *const keys[] = {"id", "code", "inputs", "entry"};
     static const char *const heads[] = {"{\"id\":", ",\"code\":", ",\"inputs\":", ",\"entry\":"};
-    struct fr_json_span v[4];
-    if (!job->text || fr_json_members(job->text, job->len, keys, 4, v, FR_JSON_SKIP_DEPTH, FR_JSON_SKIP) < 0 ||
-        !v[0].p || !v[1].p || !v[2].p) {
+    const struct fr_json_member *v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = fr_job_member(job, keys[i]);
+    if (!v[0] || !v[1] || !v[2]) {
         snprintf(err, errlen, "python runtime: the job line cannot be cut into its fields");
         return -1;
     }
     int n = 0;
     for (int i = 0; i < 4; i++) {
-        if (!v[i].p)
+        if (!v[i])
             continue;
         s->iov[n++] = (struct iovec){(void *)heads[i], strlen(heads[i])};
-        s->iov[n++] = (struct iovec){(void *)v[i].p, v[i].n};
+        s->iov[n++] = (struct iovec){(void *)v[i]->value.p, v[i]->value.n};
     }
     s->iov[n++] = (struct iovec){(void *)"}", 1};
     s->iovcnt = n;

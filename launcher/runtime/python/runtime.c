@@ -347,8 +347,14 @@ out:
  * asked for so far) whether or not the pool calls stop() afterwards. */
 static int py_start(struct fr_runtime *rt, int nslots, char *err, size_t errlen)
 {
-    if (start_inner(rt, nslots, err, errlen) == 0)
+    if (start_inner(rt, nslots, err, errlen) == 0) {
+        /* The worker kills its prediction's process group; only a prediction
+         * that may create processes can leave one outside it. */
+        struct fr_policy_info info;
+        fr_policy_info(rt->cfg->policy, &info);
+        rt->contained = !info.processes;
         return 0;
+    }
     py_stop(rt);
     return -1;
 }
