@@ -22,11 +22,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "launcher", "runtime", "python"))
 import fitrun_runtime as fr  # noqa: E402
 
 
-def measure(loops):
-    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD)
+def measure(loops, prelude_globals):
+    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr.prelude_builtins(prelude_globals))
     gc.freeze()
     lines = [f"python {sys.version.split()[0]}: namespaces {len(base.spaces)}, names {len(base.keys)}, "
-             f"classes {len(base.classes)}, modules {len(base.module_list)}"]
+             f"classes {len(base.classes)}, modules {len(base.module_list)}, "
+             f"data compared by content {len(base.data)}"]
     for _ in range(3):
         t = time.perf_counter()
         for _ in range(loops):
@@ -40,11 +41,7 @@ def main():
     ap.add_argument("--prelude", required=True, help="the profile's prelude")
     ap.add_argument("--loops", type=int, default=300)
     a = ap.parse_args()
-    path = os.path.abspath(a.prelude)
-    sys.path.insert(0, os.path.dirname(path))
-    g = {"__file__": path, "__name__": "fitrun_prelude"}
-    with open(path) as f:
-        exec(compile(f.read(), path, "exec"), g)
+    g = fr.load_prelude(os.path.abspath(a.prelude))  # as the zygote loads it
     gc.collect()
     gc.freeze()
     r, w = os.pipe()
@@ -55,7 +52,7 @@ def main():
         for fd in range(fr.REUSE_CHAN_FD):
             os.dup2(null, fd)
         try:
-            text = measure(a.loops)
+            text = measure(a.loops, g)
         except BaseException as e:
             text = f"failed: {type(e).__name__}: {e}\n"
         os.write(fr.REUSE_CHAN_FD, text.encode())

@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
 setup() {
     FITRUN=${FITRUN:?FITRUN must point at the fitrun binary}
     D=$BATS_TEST_TMPDIR
-    printf 'import numpy as np\nimport collections\nimport json\nTABLE = (1, 2, 3)\ndef helper(x):\n    return x + 1\n' > "$D/prelude.py"
+    printf 'import numpy as np\nimport collections\nimport json\nTABLE = (1, 2, 3)\nGRID = [[3, 1], [2, 0]]\nCOLORS = {"red": 2}\nARR = np.zeros(3)\ndef helper(x):\n    return x + 1\n' > "$D/prelude.py"
     profile "$D/p.ini" "isolation = reuse"
     profile "$D/fork.ini"
 }
@@ -136,6 +136,19 @@ check_poison() {
     # fall back to is one dict, shared by the process's predictions.
     poison_jobs shared $'__builtins__["helper"] = lambda x: 42\n__builtins__["sum"] = lambda *a: 7\ndef transform(g):\n    return g\n'
     check_poison shared "poisoned: the predictions' builtins was changed \\((helper|sum) replaced\\)"
+}
+
+@test "python reuse: the prelude's data changed in place is found: a list sorted, a dict entry added, a nested item, an array" {
+    # An identity check cannot see these; the prelude's containers and
+    # arrays are compared by content.
+    poison_jobs sorted $'def transform(g):\n    GRID.sort()\n    return g\n'
+    check_poison sorted 'poisoned: fitrun_prelude.GRID was changed in place'
+    poison_jobs nested $'def transform(g):\n    GRID[0][0] = 9\n    return g\n'
+    check_poison nested 'poisoned: fitrun_prelude.GRID was changed in place'
+    poison_jobs added $'def transform(g):\n    COLORS["blue"] = 1\n    return g\n'
+    check_poison added 'poisoned: fitrun_prelude.COLORS was changed in place'
+    poison_jobs array $'def transform(g):\n    ARR[1] = 5\n    return g\n'
+    check_poison array 'poisoned: fitrun_prelude.ARR was changed in place'
 }
 
 @test "python reuse: a replaced sys.modules entry is found" {

@@ -45,6 +45,7 @@ import errno  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import marshal  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
 import select  # noqa: E402
@@ -949,6 +950,7 @@ class _Baseline:
         self.numpy = self._numpy_state()
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.gc_collect = gc.collect
+        self.data = _user_data(self.module_list)
 
     @staticmethod
     def _random_state():
@@ -989,6 +991,9 @@ class _Baseline:
         if not all_(map_(is_, map_(mro_of, self.classes), self.mros)):
             return "poisoned: a class's bases were changed"
         # From here on, module attributes and builtins are the ones they were.
+        for name, value, snap in self.data:
+            if not _same_data(value, snap):
+                return f"poisoned: {name} was changed in place"
         if len(modules) != len(module_list):
             self._drop_new_modules()
         why = self._restore_process()
@@ -1068,6 +1073,66 @@ def _module_values(module_list):
         d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
         if type(d) is dict:
             yield from d.values()
+
+
+def _user_modules(module_list):
+    """(name, module) of the user's own modules: the prelude and every
+    module loaded from outside the interpreter's installation (sys.prefix,
+    sys.base_prefix: the stdlib and site-packages)."""
+    roots = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix)})
+    for name, mod in module_list:
+        if not isinstance(mod, types.ModuleType) or type(mod.__dict__) is not dict:
+            continue
+        f = mod.__dict__.get("__file__")
+        if name == "fitrun_prelude" or (type(f) is str and not os.path.realpath(f).startswith(roots)):
+            yield name, mod
+
+
+_DATA_TYPES = (list, dict, set, bytearray, tuple, frozenset)
+
+
+def _user_data(module_list):
+    """(name, value, snapshot) of the data the user's own modules share with
+    every prediction: containers and numpy arrays, whose contents an
+    identity check cannot see (an in-place sort of a prelude's list, an
+    entry added to its dict). A snapshot is the marshal form of plain data,
+    an array's bytes, or else the container's own items (by identity)."""
+    np = sys.modules.get("numpy")
+    ndarray = getattr(np, "ndarray", None)
+    out = []
+    for mname, mod in _user_modules(module_list):
+        for key, v in mod.__dict__.items():
+            if key.startswith("__") and key.endswith("__"):
+                continue
+            t = type(v)
+            if t in _DATA_TYPES or (ndarray is not None and t is ndarray):
+                snap = _data_snapshot(v)
+                if snap is not None:
+                    out.append((f"{mname}.{key}", v, snap))
+    return out
+
+
+def _data_snapshot(v):
+    t = type(v)
+    if t not in _DATA_TYPES:  # a numpy array
+        return ("array", v.dtype.str, v.shape, v.strides, v.tobytes())
+    try:
+        return ("marshal", marshal.dumps(v))
+    except ValueError:  # holds something that is not plain data
+        if t is tuple or t is frozenset:
+            return None  # its own items cannot change
+        return ("items", list(_chain(v.items())) if t is dict else list(v))
+
+
+def _same_data(v, snap):
+    """v still holds what its snapshot says. Called only once modules and
+    builtins are known intact (marshal, numpy's methods: the originals)."""
+    now = _data_snapshot(v)
+    if now is None or now[0] != snap[0]:
+        return False
+    if now[0] == "items":
+        return len(now[1]) == len(snap[1]) and all(map(_is, now[1], snap[1]))
+    return now == snap
 
 
 def _namespaces(module_list):
