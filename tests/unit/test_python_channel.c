@@ -122,6 +122,20 @@ static void test_collect(void **state)
     assert_int_equal(raw.ru.ru_maxrss, 20480);
     assert_int_equal(raw.outputs_len, strlen("[[1,2]]"));
     assert_memory_equal(raw.outputs, "[[1,2]]", raw.outputs_len);
+    /* A fork child never lives on; under reuse the process does, unless
+     * its worker replaced it (then the pool may kill its cgroup). */
+    assert_false(raw.lives_on);
+    free(s.message);
+    s.message = NULL;
+    py.reuse = true;
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    assert_true(raw.lives_on);
+    free(s.message);
+    s.message = NULL;
+    strcpy(s.facts.replaced, "max_predictions: 3 predictions run");
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    assert_false(raw.lives_on);
+    assert_string_equal(raw.replaced, "max_predictions: 3 predictions run");
     free(s.message);
 }
 

@@ -264,7 +264,7 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
      * it means. */
     raw->violation_nr = f->violation_nr;
     raw->replaced = f->replaced[0] ? f->replaced : NULL;
-    raw->lives_on = rt->cfg->profile->reuse && !raw->replaced;
+    raw->lives_on = PY(rt)->reuse && !raw->replaced;
     raw->out = s->out.buf;
     raw->out_len = s->out.len;
     raw->err = s->err.buf;

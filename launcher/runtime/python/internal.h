@@ -146,6 +146,7 @@ struct pyrt {
     char lib[PATH_MAX];
     char interpreter[PATH_MAX]; /* the profile's, PATH-resolved when it is a command name */
     uint64_t result_cap;        /* [sandbox] result */
+    bool reuse;                 /* [runtime] isolation = reuse: a job's process may live on */
 };
 
 static inline struct pyrt *PY(struct fr_runtime *rt)

@@ -236,6 +236,7 @@ json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, ch
     const struct fr_profile *p = cfg->profile;
     extern char **environ;
     py->result_cap = p->result;
+    py->reuse = p->reuse;
     if (py_find_script(cfg->self_exe, py->script, sizeof py->script, err, errlen) < 0 ||
         py_find_lib(cfg->self_exe, py->lib, sizeof py->lib, err, errlen) < 0 ||
         py_find_interpreter(p->interpreter, cfg->envp ? cfg->envp : environ, py->interpreter, sizeof py->interpreter,
