@@ -3,10 +3,13 @@
  * starts in the same cgroup does, before it makes its own.
  *
  * <own>/fitrun-<pid> is a dead run's when no process <pid> is in that
- * sub-tree's launcher cgroup: the pid is gone, or it now names a process
- * elsewhere (pids are reused; read in this process's pid namespace, as
- * fitrun named it). A live fitrun is always in its launcher cgroup, from
- * its first cgroup to its last. Its
+ * sub-tree's launcher cgroup or in <own> itself: the pid is gone, or it
+ * now names a process elsewhere (pids are reused; read in this process's
+ * pid namespace, as fitrun named it). A live fitrun is in <own> until it
+ * has made its sub-tree and moved itself, then in its launcher cgroup to
+ * the end: a run that is starting beside us is never taken for a dead
+ * one. (A pid reused by another process in <own> keeps a dead tree until
+ * that process is gone: a leftover, never a killed run.) Its
  * processes are killed (none should be left: every process of a run dies
  * with it), then only what fitrun makes is removed, deepest first: a
  * directory that is not launcher, jobs or jobs/worker-<k> keeps its
@@ -50,11 +53,11 @@ static bool cgroup_path_of(const char *pid, const struct fr_cgroup_hier *h, char
     return ok;
 }
 
-/* Is process pid in <own>/fitrun-<pid>/launcher? Only the process that
- * made that cgroup moves itself there under that pid (its zygote and
- * workers there have other pids and die with it), whatever its binary is
- * called. (self: our own path, which is own's while this runs: before we
- * move.) */
+/* Is process pid in <own>/fitrun-<pid>/launcher, or still in <own>
+ * (making its sub-tree, about to move)? Only the process that made that
+ * cgroup moves itself there under that pid (its zygote and workers there
+ * have other pids and die with it), whatever its binary is called. (self:
+ * our own path, which is own's while this runs: before we move.) */
 static bool owner_alive(pid_t pid, const struct fr_cgroup_hier *h, const char *self)
 {
     char id[16], path[CG_PATH], want[CG_PATH];
@@ -62,7 +65,7 @@ static bool owner_alive(pid_t pid, const struct fr_cgroup_hier *h, const char *s
     if (!cgroup_path_of(id, h, path, sizeof path))
         return false;
     int r = snprintf(want, sizeof want, "%s/" CG_PREFIX "%d/" CG_LAUNCHER, strcmp(self, "/") ? self : "", (int)pid);
-    return r > 0 && (size_t)r < sizeof want && !strcmp(path, want);
+    return !strcmp(path, self) || (r > 0 && (size_t)r < sizeof want && !strcmp(path, want));
 }
 
 static void add_note(char *note, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
