@@ -111,3 +111,13 @@ char *fr_path_join(char *buf, size_t n, const char *root, const char *path)
     }
     return buf;
 }
+
+bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name)
+{
+    int r = snprintf(buf, n, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+    if (r < 0 || (size_t)r >= n) {
+        buf[0] = '\0';
+        return false;
+    }
+    return true;
+}

@@ -35,14 +35,17 @@
 #define FR_HANDOFF_LISTENER 'L'
 #define FR_HANDOFF_NONE 'N'
 
+/* The control message that carries one descriptor, aligned for cmsghdr. */
+union one_fd {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+};
+
 int fr_notify_send(int sock, int listener)
 {
     char tag = listener >= 0 ? FR_HANDOFF_LISTENER : FR_HANDOFF_NONE;
     struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
+    union one_fd ctl;
     memset(&ctl, 0, sizeof ctl);
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     if (listener >= 0) {
@@ -71,10 +74,7 @@ int fr_notify_receive(int notify_sock)
 {
     char tag = 0;
     struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
+    union one_fd ctl;
     memset(&ctl, 0, sizeof ctl);
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     ssize_t n;

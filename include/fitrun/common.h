@@ -45,6 +45,9 @@ void fr_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((fo
  * (FIFO, device, socket), or open's own. `*len` (optional) receives the
  * length. Caller frees. */
 char *fr_read_file(const char *path, size_t max, size_t *len);
+/* buf = dir + "/" + name ("/" as dir gives "/name"). A path that does not
+ * fit leaves buf "" (so reading it fails) and returns false. */
+bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name);
 /* Words for an errno from fr_read_file ("not a regular file ..." for
  * EINVAL, else strerror). */
 const char *fr_read_strerror(int err);

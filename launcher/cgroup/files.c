@@ -21,16 +21,6 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
-bool cg_join(char *buf, size_t n, const char *dir, const char *name)
-{
-    int r = snprintf(buf, n, "%s/%s", strcmp(dir, "/") ? dir : "", name);
-    if (r < 0 || (size_t)r >= n) {
-        buf[0] = '\0';
-        return false;
-    }
-    return true;
-}
-
 int cg_fd_write(int fd, const char *text)
 {
     size_t len = strlen(text);

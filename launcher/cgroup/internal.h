@@ -28,8 +28,6 @@
 
 /* ---- files.c ------------------------------------------------------------- */
 
-/* dir/name into buf; false (buf "") when it does not fit. */
-bool cg_join(char *buf, size_t n, const char *dir, const char *name);
 /* Write text to an open interface file (one write(2): the kernel takes
  * each write as one command). Returns 0 or -errno. */
 int cg_fd_write(int fd, const char *text);

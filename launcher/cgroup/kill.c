@@ -22,7 +22,7 @@ static bool populated(const struct fr_cgroup_hier *h, const char *dir)
     char path[CG_PATH];
     if (h->version == 2) {
         /* cgroup.events: libcgroup 2.0.2 does not read it. */
-        if (!cg_join(path, sizeof path, dir, "cgroup.events"))
+        if (!fr_dir_file(path, sizeof path, dir, "cgroup.events"))
             return false;
         char *text = fr_read_file(path, 4096, NULL);
         uint64_t v = 0;
@@ -45,7 +45,7 @@ static bool populated(const struct fr_cgroup_hier *h, const char *dir)
 void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir)
 {
     char path[CG_PATH];
-    bool kill_file = h->version == 2 && cg_join(path, sizeof path, dir, "cgroup.kill") && cg_write(path, "1") == 0;
+    bool kill_file = h->version == 2 && fr_dir_file(path, sizeof path, dir, "cgroup.kill") && cg_write(path, "1") == 0;
     for (int waited = 0; waited < CG_EMPTY_WAIT_MS; waited++) {
         if (!kill_file) {
             pid_t *pids;

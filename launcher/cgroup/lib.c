@@ -134,18 +134,20 @@ static int lib_values(struct cgroup *cg, const struct cg_value *values, int nval
     return 0;
 }
 
-int cg_lib_create(const struct fr_cgroup_hier *h, const char *dir, const struct cg_value *values, int nvalues,
-                  char *err, size_t errlen)
+/* The cgroup dir with values, handed to libcgroup's create (true) or
+ * modify call. */
+static int lib_write(const struct fr_cgroup_hier *h, const char *dir, const struct cg_value *values, int nvalues,
+                     bool create, char *err, size_t errlen)
 {
     struct cgroup *cg = lib_cgroup(h, dir, err, errlen);
     if (!cg)
         return -1;
     int r = lib_values(cg, values, nvalues, dir, err, errlen);
     if (r == 0) {
-        int rc = cgroup_create_cgroup(cg, 1 /* ignore ownership: no chown */);
+        int rc = create ? cgroup_create_cgroup(cg, 1 /* ignore ownership: no chown */) : cgroup_modify_cgroup(cg);
         if (rc) {
             char what[CG_PATH + 64];
-            snprintf(what, sizeof what, "cannot create cgroup %s", dir);
+            snprintf(what, sizeof what, "cannot %s cgroup %s", create ? "create" : "configure", dir);
             lib_error(rc, what, err, errlen);
             r = -1;
         }
@@ -154,24 +156,16 @@ int cg_lib_create(const struct fr_cgroup_hier *h, const char *dir, const struct 
     return r;
 }
 
+int cg_lib_create(const struct fr_cgroup_hier *h, const char *dir, const struct cg_value *values, int nvalues,
+                  char *err, size_t errlen)
+{
+    return lib_write(h, dir, values, nvalues, true, err, errlen);
+}
+
 int cg_lib_modify(const struct fr_cgroup_hier *h, const char *dir, const struct cg_value *values, int nvalues,
                   char *err, size_t errlen)
 {
-    struct cgroup *cg = lib_cgroup(h, dir, err, errlen);
-    if (!cg)
-        return -1;
-    int r = lib_values(cg, values, nvalues, dir, err, errlen);
-    if (r == 0) {
-        int rc = cgroup_modify_cgroup(cg);
-        if (rc) {
-            char what[CG_PATH + 64];
-            snprintf(what, sizeof what, "cannot configure cgroup %s", dir);
-            lib_error(rc, what, err, errlen);
-            r = -1;
-        }
-    }
-    cgroup_free(&cg);
-    return r;
+    return lib_write(h, dir, values, nvalues, false, err, errlen);
 }
 
 int cg_lib_attach_self(const struct fr_cgroup_hier *h, const char *dir, char *err, size_t errlen)

@@ -116,7 +116,7 @@ static void probe_v1(struct probe_ctx *c, unsigned ctl, const struct fr_cgroup_l
     if (!usable(c, ctl, loc))
         return;
     /* fitrun moves back here before it removes its cgroups. */
-    int w = cg_join(path, sizeof path, loc->dir, "tasks") ? cg_writable(path) : -ENAMETOOLONG;
+    int w = fr_dir_file(path, sizeof path, loc->dir, "tasks") ? cg_writable(path) : -ENAMETOOLONG;
     if (w < 0) {
         why_not(c, ctl, "%s is not writable (%s)", path, errtext(w));
         return;
@@ -127,7 +127,7 @@ static void probe_v1(struct probe_ctx *c, unsigned ctl, const struct fr_cgroup_l
 static char *read_in(const char *dir, const char *name, int *err)
 {
     char path[CG_PATH];
-    if (!cg_join(path, sizeof path, dir, name)) {
+    if (!fr_dir_file(path, sizeof path, dir, name)) {
         *err = ENAMETOOLONG;
         return NULL;
     }
@@ -148,7 +148,7 @@ static int levels_writable(const char *mount, const char *own, char *bad, size_t
         *slash = '\0'; /* dir: the next level up */
         if (strlen(dir) <= ml)
             break;
-        int w = cg_join(path, sizeof path, dir, "cgroup.subtree_control") ? cg_writable(path) : -ENAMETOOLONG;
+        int w = fr_dir_file(path, sizeof path, dir, "cgroup.subtree_control") ? cg_writable(path) : -ENAMETOOLONG;
         if (w < 0) {
             snprintf(bad, n, "%s", path);
             return w;
@@ -191,7 +191,7 @@ static bool v2_tree_ok(struct probe_ctx *c, unsigned ctls, const struct fr_cgrou
     }
     static const char *const files[] = {"cgroup.procs", "cgroup.subtree_control"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        int w = cg_join(path, sizeof path, loc->dir, files[i]) ? cg_writable(path) : -ENAMETOOLONG;
+        int w = fr_dir_file(path, sizeof path, loc->dir, files[i]) ? cg_writable(path) : -ENAMETOOLONG;
         if (w < 0) {
             why_not(c, ctls, "%s is not writable (%s)", path, errtext(w));
             return false;

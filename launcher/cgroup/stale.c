@@ -107,7 +107,7 @@ static bool remove_tree(const struct fr_cgroup_hier *h, const char *dir, bool (*
         if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         char child[CG_PATH];
-        if (!cg_join(child, sizeof child, dir, e->d_name))
+        if (!fr_dir_file(child, sizeof child, dir, e->d_name))
             clean = false;
         else if (recurse_jobs && !strcmp(e->d_name, CG_JOBS))
             clean &= remove_tree(h, child, is_worker, false, note, n);
@@ -153,7 +153,7 @@ int fr_cgroup_remove_stale(const struct fr_cgroup_probe *p, char *note, size_t n
         while (d && (e = readdir(d))) {
             pid_t pid = pid_of(e->d_name);
             char dir[CG_PATH];
-            if (!pid || e->d_type != DT_DIR || !cg_join(dir, sizeof dir, h->own, e->d_name))
+            if (!pid || e->d_type != DT_DIR || !fr_dir_file(dir, sizeof dir, h->own, e->d_name))
                 continue;
             /* Our own pid: an earlier process that had it (we make ours later). */
             if (pid != getpid() && owner_alive(pid, h, self))

@@ -73,7 +73,7 @@ void fr_cgroup_policy_spec(unsigned ctls, struct fr_policy_spec *spec)
 static int open_in(const char *dir, const char *name, int flags)
 {
     char path[CG_PATH];
-    if (!cg_join(path, sizeof path, dir, name)) {
+    if (!fr_dir_file(path, sizeof path, dir, name)) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -117,7 +117,7 @@ static int open_slot_files(struct fr_cgroup_tree *t, int i, int k, char *err, si
             fr_seterr(err, errlen, "cannot open %s/%s: %s", dir, events, strerror(errno));
             return -1;
         }
-        (void)cg_join(s->events_path, sizeof s->events_path, dir, events); /* "" when too long: messages say less */
+        (void)fr_dir_file(s->events_path, sizeof s->events_path, dir, events); /* "" when too long: messages say less */
         /* A write restarts the peak: v1 always, v2 from Linux 6.12 (per
          * open file, which is why it stays open). Before that memory.peak
          * is read-only and counts since the cgroup was made: not a job's. */
@@ -174,7 +174,7 @@ static bool exists_in(const char *dir, const char *name)
 {
     char path[CG_PATH];
     struct stat st;
-    return cg_join(path, sizeof path, dir, name) && stat(path, &st) == 0;
+    return fr_dir_file(path, sizeof path, dir, name) && stat(path, &st) == 0;
 }
 
 /* A memory limit in hierarchy h, for a cgroup below `parent` (whose files
@@ -217,7 +217,7 @@ static uint64_t usage_of(const struct fr_cgroup_hier *h, const char *dir)
 {
     char path[CG_PATH];
     uint64_t v = 0;
-    if (!cg_join(path, sizeof path, dir, h->version == 1 ? "memory.usage_in_bytes" : "memory.current"))
+    if (!fr_dir_file(path, sizeof path, dir, h->version == 1 ? "memory.usage_in_bytes" : "memory.current"))
         return 0;
     char *text = fr_read_file(path, 4096, NULL);
     if (!text || !cg_text_u64(text, &v))
@@ -308,7 +308,7 @@ static int subtree(const char *dir, char sign, unsigned ctls, char *err, size_t 
     char path[CG_PATH], words[64];
     if (!ctls)
         return 0;
-    int r = cg_join(path, sizeof path, dir, "cgroup.subtree_control")
+    int r = fr_dir_file(path, sizeof path, dir, "cgroup.subtree_control")
                 ? cg_write(path, subtree_words(sign, ctls, words, sizeof words))
                 : -ENAMETOOLONG;
     if (r < 0)
@@ -421,7 +421,7 @@ static int make_launcher(struct fr_cgroup_tree *t, int i, char *err, size_t errl
         *made[d] = true;
     }
     char procs[CG_PATH];
-    int r = cg_join(procs, sizeof procs, dir, "cgroup.procs") ? cg_write(procs, "0") : -ENAMETOOLONG;
+    int r = fr_dir_file(procs, sizeof procs, dir, "cgroup.procs") ? cg_write(procs, "0") : -ENAMETOOLONG;
     if (r < 0) {
         fr_seterr(err, errlen, "cannot move fitrun (pid %d) into %s: %s", (int)t->pid, dir, strerror(-r));
         return -1;

@@ -19,16 +19,6 @@ void fr_copy(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src);
 }
 
-bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name)
-{
-    int r = snprintf(buf, n, "%s/%s", strcmp(dir, "/") ? dir : "", name);
-    if (r < 0 || (size_t)r >= n) {
-        buf[0] = '\0';
-        return false;
-    }
-    return true;
-}
-
 void fr_value_set(struct fr_value *v, double value, const char *fmt, ...)
 {
     va_list ap;

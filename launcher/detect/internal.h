@@ -62,9 +62,6 @@ char *fr_dx_read(const struct fr_dx *x, const char *path, size_t max);
 char *fr_dx_read_noted(struct fr_dx *x, const char *path, size_t max, bool quiet_missing, const char *what);
 /* Is logical path `path` a directory under the sysroot? */
 bool fr_dx_is_dir(const struct fr_dx *x, const char *path);
-/* buf = dir + "/" + name ("/" as dir gives "/name"). A path that does not
- * fit leaves buf "" (so reading it fails) and returns false. */
-bool fr_dir_file(char *buf, size_t n, const char *dir, const char *name);
 /* Copy with truncation into a FR_SOURCE_MAX-style buffer. */
 void fr_copy(char *dst, size_t n, const char *src);
 /* Set v to value/source (printf-style source). */
