@@ -9,7 +9,8 @@
 # predictions are untouched, and a forged record or SIGSYS is not a
 # violation.
 
-bats_require_minimum_version 1.5.0
+load python_common
+JOB_INPUTS=[1]
 
 setup() {
     FITRUN=${FITRUN:?FITRUN must point at the fitrun binary}
@@ -32,33 +33,7 @@ teardown() {
 
 # profile FILE [EXTRA INI LINES]
 profile() {
-    local f=$1
-    shift
-    cat > "$f" <<EOF
-[resources]
-workers = 1
-[sandbox]
-preset = python
-cpu_time = 1s
-wall_time = 20s
-memory = 1G
-output = 64K
-[runtime]
-kind = python
-interpreter = /usr/bin/python3
-prelude = prelude.py
-entry = transform
-EOF
-    printf '%s\n' "$@" >> "$f"
-}
-
-# job ID CODE [INPUTS_JSON [EXTRA_JSON_FIELDS]]: one job line.
-job() {
-    jq -cn --arg id "$1" --arg code "$2" --argjson inputs "${3:-[1]}" "{id: \$id, code: \$code, inputs: \$inputs}${4:+ + $4}"
-}
-
-run_jobs() {
-    run --separate-stderr "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none "$@"
+    python_profile "$1" 1 20s 1G "${@:2}"
 }
 
 # r ID FILTER: a field of one result

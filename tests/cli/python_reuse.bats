@@ -7,7 +7,7 @@
 # was replaced (worker_replaced). Also: max_predictions, max_memory, the
 # per-prediction CPU budget of a long-lived process, the config checks.
 
-bats_require_minimum_version 1.5.0
+load python_common
 
 setup() {
     FITRUN=${FITRUN:?FITRUN must point at the fitrun binary}
@@ -25,29 +25,7 @@ teardown() {
 
 # profile FILE [EXTRA INI LINES for [runtime]]
 profile() {
-    local f=$1
-    shift
-    cat > "$f" <<EOF
-[resources]
-workers = 1
-[sandbox]
-preset = python
-cpu_time = 1s
-wall_time = 4s
-memory = 1G
-output = 64K
-[runtime]
-kind = python
-interpreter = /usr/bin/python3
-prelude = prelude.py
-entry = transform
-EOF
-    printf '%s\n' "$@" >> "$f"
-}
-
-# job ID CODE [INPUTS_JSON]
-job() {
-    jq -cn --arg id "$1" --arg code "$2" --argjson inputs "${3:-[[[1]]]}" '{id: $id, code: $code, inputs: $inputs}'
+    python_profile "$1" 1 4s 1G "${@:2}"
 }
 
 # run_with PROFILE OUT [options]: run $D/jobs.jsonl

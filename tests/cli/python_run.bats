@@ -5,7 +5,7 @@
 # streaming, a real cgroup v1 CPU quota, nothing left behind.
 # (The Python side alone: python_side.bats; the ARC tools: python_tools.bats.)
 
-bats_require_minimum_version 1.5.0
+load python_common
 
 setup() {
     FITRUN=${FITRUN:?FITRUN must point at the fitrun binary}
@@ -30,34 +30,7 @@ teardown() {
 
 # profile FILE [EXTRA INI LINES for [runtime]]
 profile() {
-    local f=$1
-    shift
-    cat > "$f" <<EOF
-[resources]
-workers = 2
-[sandbox]
-preset = python
-cpu_time = 1s
-wall_time = 5s
-memory = 512M
-output = 64K
-[runtime]
-kind = python
-interpreter = /usr/bin/python3
-prelude = prelude.py
-entry = transform
-EOF
-    printf '%s\n' "$@" >> "$f"
-}
-
-# job ID CODE [INPUTS_JSON [EXTRA_JSON_FIELDS]]: one job line.
-job() {
-    jq -cn --arg id "$1" --arg code "$2" --argjson inputs "${3:-[[[1]]]}" "{id: \$id, code: \$code, inputs: \$inputs}${4:+ + $4}"
-}
-
-# run_jobs [fitrun run options...]: run $D/jobs.jsonl, results in $D/out.jsonl
-run_jobs() {
-    run --separate-stderr "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none "$@"
+    python_profile "$1" 2 5s 512M "${@:2}"
 }
 
 # r ID FILTER: a field of one result
