@@ -100,6 +100,10 @@ void fr_cgroup_tree_settle(struct fr_cgroup_tree *t, char *note, size_t n);
  * made, free t. NULL is fine. Problems go
  * to stderr: there is no one else to tell at the end of a run. */
 void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t);
+/* v2: the pid of the tree's janitor, fitrun's child that removes the tree
+ * if fitrun dies without doing it (SIGKILL); 0 = none (v1, NULL). The
+ * pool's orphan reaper leaves it alone; fr_cgroup_tree_destroy stops it. */
+pid_t fr_cgroup_tree_janitor(const struct fr_cgroup_tree *t);
 /* Does the tree use controller ctl (FR_CG_*)? false for NULL. */
 bool fr_cgroup_tree_has(const struct fr_cgroup_tree *t, unsigned ctl);
 /* The controllers the tree uses (0 for NULL). */

@@ -336,7 +336,7 @@ static void remove_dir(struct fr_cgroup_tree *t, int i, const char *dir, bool lo
     }
 }
 
-static void undo(struct fr_cgroup_tree *t, bool loud)
+void cg_tree_undo(struct fr_cgroup_tree *t, bool loud)
 {
     char dir[CG_PATH], err[CG_PATH + 256] = "";
     for (int k = 0; k < t->nslots && t->slots; k++)
@@ -364,6 +364,8 @@ static void undo(struct fr_cgroup_tree *t, bool loud)
         if (t->moved[i] && cg_lib_attach_self(h, h->own, err, sizeof err) == 0)
             t->moved[i] = false;
         say(loud, err);
+        /* The janitor lives in launcher: it goes before launcher does. */
+        cg_janitor_stop(t);
         if (t->made_launcher[i] && path_in(t, i, CG_LAUNCHER, dir, sizeof dir) && !t->moved[i]) {
             remove_dir(t, i, dir, loud);
             t->made_launcher[i] = false;
@@ -379,9 +381,23 @@ void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t)
 {
     if (!t)
         return;
-    undo(t, true);
+    cg_tree_undo(t, true);
     free(t->slots);
     free(t);
+}
+
+void cg_tree_take_over(struct fr_cgroup_tree *t)
+{
+    for (int i = 0; i < t->p.nhier; i++) {
+        const struct fr_cgroup_hier *h = &t->p.hier[i];
+        t->made_base[i] = t->made_launcher[i] = t->moved[i] = t->made_jobs[i] = true;
+        t->made_workers[i] = t->nslots;
+        if (h->version == 2) {
+            t->enabled_base = true;
+            t->enabled_own |= t->p.enable & h->ctls;
+        }
+    }
+    t->janitor = (struct cg_janitor){.pid = 0, .pidfd = -1, .fd = -1};
 }
 
 /* ---- create --------------------------------------------------------------- */
@@ -488,6 +504,7 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     t->lim = *lim;
     t->pid = getpid();
     t->nslots = nslots;
+    t->janitor = (struct cg_janitor){.pid = 0, .pidfd = -1, .fd = -1};
     for (int k = 0; k < nslots; k++)
         t->slots[k] = (struct cg_slot){.events = -1, .peak = -1, .cpu = -1, .kill = -1, .pids_cur = -1, .pids_max = -1};
     raise_nofile(nslots);
@@ -505,13 +522,16 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
         }
         r = make_launcher(t, i, err, errlen);
     }
+    /* v2: from here on a SIGKILLed fitrun leaves what it made to its janitor. */
+    if (r == 0 && p->version == 2)
+        r = cg_janitor_start(t, err, errlen);
     int mi = cg_hier_of(p, FR_CG_MEMORY);
     if (r == 0 && mi >= 0)
         t->jobs_limit = jobs_share(t, mi, 0);
     for (int i = 0; i < p->nhier && r == 0; i++)
         r = make_jobs(t, i, err, errlen);
     if (r < 0) {
-        undo(t, false);
+        cg_tree_undo(t, false);
         free(t->slots);
         free(t);
         return -1;
