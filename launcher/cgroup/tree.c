@@ -18,7 +18,11 @@
  * switched off again (base first: a parent cannot drop a controller its
  * child passes on), fitrun back in own, launcher and fitrun-<pid> removed.
  * fitrun never moves a process anywhere but into a cgroup it made beneath
- * own, and back into own. On v1 nothing has to be switched on. */
+ * own, and back into own. On v1 nothing has to be switched on.
+ *
+ * v2: once fitrun is in launcher it forks its janitor there (janitor.c),
+ * which runs the same undo if fitrun dies without it; fitrun stops it
+ * once it is back in own, before launcher goes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
