@@ -12,7 +12,8 @@
  * /dev/null: a client reading fitrun's output or --ready-fd to its end
  * never waits for the janitor, which is also why it says nothing), blocks
  * every signal, leaves fitrun's process group (a signal to the group does
- * not reach it; SIGKILL to the group leaves it to clean up), and waits.
+ * not reach it; SIGKILL to the group leaves it to clean up), makes itself
+ * non-dumpable (as fitrun does before it reads jobs), and waits.
  * fitrun is gone when that pipe reaches EOF (its last holder exited) or
  * when the janitor's parent is no longer fitrun (PR_SET_PDEATHSIG wakes
  * it; getppid() covers a fitrun that died before the prctl). Then it does
@@ -115,6 +116,9 @@ static _Noreturn void janitor(struct fr_cgroup_tree *t, pid_t fitrun, int rd)
     if (keep < 0)
         keep = rd;
     close_all_but(keep);
+    /* Like fitrun's pool: a job of the same uid cannot read this copy of
+     * fitrun's memory (/proc/<pid>/mem, environ). Cannot fail for 0. */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     (void)setpgid(0, 0); /* fails only for a session leader, which fitrun's child is not */
     wait_for_end(fitrun, keep);
     close(keep);
