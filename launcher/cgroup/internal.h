@@ -130,20 +130,12 @@ struct fr_cgroup_tree {
     struct cg_janitor janitor;
 };
 
-/* Undo what t says exists, in reverse order of making (loud: problems to
- * stderr). The janitor, if any, is stopped before launcher goes. */
-void cg_tree_undo(struct fr_cgroup_tree *t, bool loud);
-/* In the janitor, once fitrun is gone: t as if everything fr_cgroup_tree_create
- * makes existed and the calling process were in launcher (what is not
- * there is skipped by undo: a cgroup already gone is removed, a controller
- * already off is switched off), with no janitor of its own. */
-void cg_tree_take_over(struct fr_cgroup_tree *t);
-
 /* ---- janitor.c ----------------------------------------------------------- */
 
-/* Fork the janitor into launcher (this process must be there already).
- * Returns 0, or -1 with err. */
-int cg_janitor_start(struct fr_cgroup_tree *t, char *err, size_t errlen);
+/* Fork the janitor into launcher (this process must be there already);
+ * once fitrun is gone it runs end(t) on its copy of t (tree.c's undo of
+ * everything) and exits. Returns 0, or -1 with err. */
+int cg_janitor_start(struct fr_cgroup_tree *t, void (*end)(struct fr_cgroup_tree *t), char *err, size_t errlen);
 /* Stop it and reap it (fitrun cleans up itself). No janitor: nothing. */
 void cg_janitor_stop(struct fr_cgroup_tree *t);
 

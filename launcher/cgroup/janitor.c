@@ -17,7 +17,7 @@
  * fitrun is gone when that pipe reaches EOF (its last holder exited) or
  * when the janitor's parent is no longer fitrun (PR_SET_PDEATHSIG wakes
  * it; getppid() covers a fitrun that died before the prctl). Then it does
- * what fitrun's own end does (tree.c, cg_tree_undo): kill the jobs' cgroups,
+ * what fitrun's own end does (tree.c's undo, handed over as `end`): kill the jobs' cgroups,
  * remove them deepest first, switch off the controllers fitrun switched
  * on, move itself into <own>, remove launcher and fitrun-<pid>, and exit.
  *
@@ -110,7 +110,7 @@ static void wait_for_end(pid_t fitrun, int rd)
         close(sfd);
 }
 
-static _Noreturn void janitor(struct fr_cgroup_tree *t, pid_t fitrun, int rd)
+static _Noreturn void janitor(struct fr_cgroup_tree *t, void (*end)(struct fr_cgroup_tree *), pid_t fitrun, int rd)
 {
     int keep = fcntl(rd, F_DUPFD_CLOEXEC, 3);
     if (keep < 0)
@@ -122,12 +122,11 @@ static _Noreturn void janitor(struct fr_cgroup_tree *t, pid_t fitrun, int rd)
     (void)setpgid(0, 0); /* fails only for a session leader, which fitrun's child is not */
     wait_for_end(fitrun, keep);
     close(keep);
-    cg_tree_take_over(t);
-    cg_tree_undo(t, false);
+    end(t);
     _exit(0);
 }
 
-int cg_janitor_start(struct fr_cgroup_tree *t, char *err, size_t errlen)
+int cg_janitor_start(struct fr_cgroup_tree *t, void (*end)(struct fr_cgroup_tree *t), char *err, size_t errlen)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
@@ -146,7 +145,7 @@ int cg_janitor_start(struct fr_cgroup_tree *t, char *err, size_t errlen)
     pid_t fitrun = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        janitor(t, fitrun, fds[0]);
+        janitor(t, end, fitrun, fds[0]);
     int e = errno;
     (void)sigprocmask(SIG_SETMASK, &old, NULL); /* a mask it accepted a moment ago */
     close(fds[0]);

@@ -340,7 +340,7 @@ static void remove_dir(struct fr_cgroup_tree *t, int i, const char *dir, bool lo
     }
 }
 
-void cg_tree_undo(struct fr_cgroup_tree *t, bool loud)
+static void undo(struct fr_cgroup_tree *t, bool loud)
 {
     char dir[CG_PATH], err[CG_PATH + 256] = "";
     for (int k = 0; k < t->nslots && t->slots; k++)
@@ -385,12 +385,17 @@ void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t)
 {
     if (!t)
         return;
-    cg_tree_undo(t, true);
+    undo(t, true);
     free(t->slots);
     free(t);
 }
 
-void cg_tree_take_over(struct fr_cgroup_tree *t)
+/* The janitor's end (janitor.c), once fitrun is gone: undo t as if
+ * everything fr_cgroup_tree_create makes existed and the calling process
+ * (the janitor) were in launcher. What is not there is skipped: a cgroup
+ * already gone counts as removed, a controller already off is switched
+ * off without complaint. Silent: the janitor has no stderr. */
+static void take_over(struct fr_cgroup_tree *t)
 {
     for (int i = 0; i < t->p.nhier; i++) {
         const struct fr_cgroup_hier *h = &t->p.hier[i];
@@ -402,6 +407,7 @@ void cg_tree_take_over(struct fr_cgroup_tree *t)
         }
     }
     t->janitor = (struct cg_janitor){.pid = 0, .pidfd = -1, .fd = -1};
+    undo(t, false);
 }
 
 /* ---- create --------------------------------------------------------------- */
@@ -528,14 +534,14 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     }
     /* v2: from here on a SIGKILLed fitrun leaves what it made to its janitor. */
     if (r == 0 && p->version == 2)
-        r = cg_janitor_start(t, err, errlen);
+        r = cg_janitor_start(t, take_over, err, errlen);
     int mi = cg_hier_of(p, FR_CG_MEMORY);
     if (r == 0 && mi >= 0)
         t->jobs_limit = jobs_share(t, mi, 0);
     for (int i = 0; i < p->nhier && r == 0; i++)
         r = make_jobs(t, i, err, errlen);
     if (r < 0) {
-        cg_tree_undo(t, false);
+        undo(t, false);
         free(t->slots);
         free(t);
         return -1;

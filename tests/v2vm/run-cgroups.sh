@@ -113,9 +113,9 @@ while [ $i -lt 100 ] && [ "$(cat $CG/t/fitrun-$pid/jobs/worker-*/cgroup.procs 2>
 # The janitor: the launcher cgroup's other process (the exec runtime has no zygote).
 j=$(grep -vx "$pid" $CG/t/fitrun-$pid/launcher/cgroup.procs)
 fds() { for f in /proc/$j/fd/*; do readlink $f; done; }
-NAME="t: the janitor holds only /dev/null, its pipe and its signalfd (not fitrun's output pipe)"
+NAME="t: the janitor holds only /dev/null, its pipe and its signalfd (not fitrun's output pipe), in a process group of its own"
 out=$(readlink /proc/$pid/fd/1)
-[ -n "$j" ] && [ "$(fds | grep -cv -e '^/dev/null$' -e '^pipe:' -e '^anon_inode:\[signalfd\]$')" = 0 ] && [ "$(fds | grep -c '^pipe:')" = 1 ] && ! fds | grep -qx "$out"; verdict
+[ -n "$j" ] && [ "$(fds | grep -cv -e '^/dev/null$' -e '^pipe:' -e '^anon_inode:\[signalfd\]$')" = 0 ] && [ "$(fds | grep -c '^pipe:')" = 1 ] && ! fds | grep -qx "$out" && [ "$(cut -d' ' -f5 /proc/$j/stat)" = "$j" ]; verdict
 NAME="t: the ready fd's reader sees its end while fitrun runs (the janitor does not hold it)"
 [ -e ready.eof ] && grep -q '"ready":true' ready.txt; verdict
 kill -KILL $pid
