@@ -85,7 +85,8 @@ struct fr_cgroup_tree; /* fitrun's sub-tree, while it exists */
 
 /* Create the sub-tree for nslots worker slots (after removing leftovers of
  * dead fitrun processes, fr_cgroup_remove_stale) and move this process
- * into its launcher cgroup. Only where p->delegated. Returns 0, or -1
+ * into its launcher cgroup; v2: with a janitor there, a child process
+ * that removes the tree if this process dies without doing it (SIGKILL). Only where p->delegated. Returns 0, or -1
  * with a message (whatever was made is removed again; the process is
  * back where it started). */
 int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgroup_limits *lim, int nslots,
@@ -96,10 +97,14 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
 void fr_cgroup_tree_settle(struct fr_cgroup_tree *t, char *note, size_t n);
 /* Kill what is left in the jobs' cgroups (and reap what of it was this
  * process's child: the pool has finished reaping by then), move this
- * process back into the cgroup it started in, remove every cgroup fitrun
- * made, free t. NULL is fine. Problems go
+ * process back into the cgroup it started in, stop the janitor (v2),
+ * remove every cgroup fitrun made, free t. NULL is fine. Problems go
  * to stderr: there is no one else to tell at the end of a run. */
 void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t);
+/* v2: the pid of the tree's janitor, fitrun's child that removes the tree
+ * if fitrun dies without doing it (SIGKILL); 0 = none (v1, NULL). The
+ * pool's orphan reaper leaves it alone; fr_cgroup_tree_destroy stops it. */
+pid_t fr_cgroup_tree_janitor(const struct fr_cgroup_tree *t);
 /* Does the tree use controller ctl (FR_CG_*)? false for NULL. */
 bool fr_cgroup_tree_has(const struct fr_cgroup_tree *t, unsigned ctl);
 /* The controllers the tree uses (0 for NULL). */

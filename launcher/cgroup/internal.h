@@ -5,6 +5,7 @@
  *   slot.c   a slot's jobs: join, counters, kill (the per-job path)
  *   stale.c  sub-trees of dead fitrun processes
  *   kill.c   the processes out of a cgroup before it is removed
+ *   janitor.c  v2: the process that removes the tree when fitrun is SIGKILLed
  *   lib.c    libcgroup: creating, configuring, attaching, deleting
  *   files.c  the kernel files read and written directly, and why
  *
@@ -104,6 +105,14 @@ struct cg_slot {
     char events_path[FR_SOURCE_MAX + 64];
 };
 
+/* v2: the process that removes the tree if fitrun dies without doing it
+ * (janitor.c). */
+struct cg_janitor {
+    pid_t pid; /* 0 = none */
+    int pidfd; /* its pidfd: signals and waits never reach a reused pid; -1 = none */
+    int fd;    /* the write end of the pipe it waits on (its EOF: fitrun is gone); -1 = none */
+};
+
 struct fr_cgroup_tree {
     struct fr_cgroup_probe p;
     struct fr_cgroup_limits lim;
@@ -118,7 +127,17 @@ struct fr_cgroup_tree {
     unsigned enabled_own;       /* v2: what fitrun enabled in own's cgroup.subtree_control */
     bool enabled_base, enabled_jobs;
     uint64_t jobs_limit; /* memory.max of jobs/ (0 = none) */
+    struct cg_janitor janitor;
 };
+
+/* ---- janitor.c ----------------------------------------------------------- */
+
+/* Fork the janitor into launcher (this process must be there already);
+ * once fitrun is gone it runs end(t) on its copy of t (tree.c's undo of
+ * everything) and exits. Returns 0, or -1 with err. */
+int cg_janitor_start(struct fr_cgroup_tree *t, void (*end)(struct fr_cgroup_tree *t), char *err, size_t errlen);
+/* Stop it and reap it (fitrun cleans up itself). No janitor: nothing. */
+void cg_janitor_stop(struct fr_cgroup_tree *t);
 
 /* ---- kill.c -------------------------------------------------------------- */
 

@@ -1,6 +1,8 @@
 /* stale.c — sub-trees a dead fitrun left behind. A fitrun that is
- * SIGKILLed (or crashes) cannot remove its cgroups; the next fitrun that
- * starts in the same cgroup does, before it makes its own.
+ * SIGKILLed (or crashes) cannot remove its cgroups; on v2 its janitor
+ * does (janitor.c), and what is still there (v1; a janitor killed too)
+ * is removed by the next fitrun that starts in the same cgroup, before it
+ * makes its own.
  *
  * <own>/fitrun-<pid> is a dead run's when no process <pid> is in that
  * sub-tree's launcher cgroup or in <own> itself: the pid is gone, or it

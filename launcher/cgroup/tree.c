@@ -18,7 +18,11 @@
  * switched off again (base first: a parent cannot drop a controller its
  * child passes on), fitrun back in own, launcher and fitrun-<pid> removed.
  * fitrun never moves a process anywhere but into a cgroup it made beneath
- * own, and back into own. On v1 nothing has to be switched on. */
+ * own, and back into own. On v1 nothing has to be switched on.
+ *
+ * v2: once fitrun is in launcher it forks its janitor there (janitor.c),
+ * which runs the same undo if fitrun dies without it; fitrun stops it
+ * once it is back in own, before launcher goes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -364,6 +368,8 @@ static void undo(struct fr_cgroup_tree *t, bool loud)
         if (t->moved[i] && cg_lib_attach_self(h, h->own, err, sizeof err) == 0)
             t->moved[i] = false;
         say(loud, err);
+        /* The janitor lives in launcher: it goes before launcher does. */
+        cg_janitor_stop(t);
         if (t->made_launcher[i] && path_in(t, i, CG_LAUNCHER, dir, sizeof dir) && !t->moved[i]) {
             remove_dir(t, i, dir, loud);
             t->made_launcher[i] = false;
@@ -382,6 +388,26 @@ void fr_cgroup_tree_destroy(struct fr_cgroup_tree *t)
     undo(t, true);
     free(t->slots);
     free(t);
+}
+
+/* The janitor's end (janitor.c), once fitrun is gone: undo t as if
+ * everything fr_cgroup_tree_create makes existed and the calling process
+ * (the janitor) were in launcher. What is not there is skipped: a cgroup
+ * already gone counts as removed, a controller already off is switched
+ * off without complaint. Silent: the janitor has no stderr. */
+static void take_over(struct fr_cgroup_tree *t)
+{
+    for (int i = 0; i < t->p.nhier; i++) {
+        const struct fr_cgroup_hier *h = &t->p.hier[i];
+        t->made_base[i] = t->made_launcher[i] = t->moved[i] = t->made_jobs[i] = true;
+        t->made_workers[i] = t->nslots;
+        if (h->version == 2) {
+            t->enabled_base = true;
+            t->enabled_own |= t->p.enable & h->ctls;
+        }
+    }
+    t->janitor = (struct cg_janitor){.pid = 0, .pidfd = -1, .fd = -1};
+    undo(t, false);
 }
 
 /* ---- create --------------------------------------------------------------- */
@@ -488,6 +514,7 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     t->lim = *lim;
     t->pid = getpid();
     t->nslots = nslots;
+    t->janitor = (struct cg_janitor){.pid = 0, .pidfd = -1, .fd = -1};
     for (int k = 0; k < nslots; k++)
         t->slots[k] = (struct cg_slot){.events = -1, .peak = -1, .cpu = -1, .kill = -1, .pids_cur = -1, .pids_max = -1};
     raise_nofile(nslots);
@@ -505,6 +532,9 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
         }
         r = make_launcher(t, i, err, errlen);
     }
+    /* v2: from here on a SIGKILLed fitrun leaves what it made to its janitor. */
+    if (r == 0 && p->version == 2)
+        r = cg_janitor_start(t, take_over, err, errlen);
     int mi = cg_hier_of(p, FR_CG_MEMORY);
     if (r == 0 && mi >= 0)
         t->jobs_limit = jobs_share(t, mi, 0);

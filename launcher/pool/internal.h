@@ -63,15 +63,16 @@ bool line_is_blank(const char *s, size_t n);
 struct reaper {
     pid_t *owned;
     size_t n, cap;
+    pid_t keep; /* a child that is no job's and outlives the pool (the cgroup tree's janitor); 0 = none */
 };
 
 int reaper_own(struct reaper *r, pid_t pid);
 void reaper_disown(struct reaper *r, pid_t pid);
-/* Kill (SIGKILL) and reap every child of this process that is not owned and
- * not in one of `sessions` (n of them, 0 entries ignored). */
+/* Kill (SIGKILL) and reap every child of this process that is not owned,
+ * not `keep` and not in one of `sessions` (n of them, 0 entries ignored). */
 void reaper_sweep(struct reaper *r, const pid_t *sessions, int n);
-/* At the end: kill and reap every child, owned or not, until none is left
- * or timeout_ms passed. Returns the number still there. */
+/* At the end: kill and reap every child but `keep`, owned or not, until
+ * none is left or timeout_ms passed. Returns the number still there. */
 int reaper_final(struct reaper *r, int timeout_ms);
 void reaper_free(struct reaper *r);
 

@@ -4,7 +4,9 @@
  * always either in its process group, or below a process that is, or a
  * direct child of fitrun: killing the group and then, repeatedly, every
  * child fitrun does not know, kills the whole tree — and "fitrun has no
- * child left" means "no process of any job is left".
+ * child left" means "no process of any job is left". The one child that
+ * is no job's, the cgroup tree's janitor (fitrun/cgroup.h), is `keep`:
+ * never killed here (the tree stops it at its end).
  *
  * Children are listed from /proc/self/task/<tid>/children (pids are stable:
  * a child's pid cannot be reused before we reap it, so kill() never hits a
@@ -158,7 +160,7 @@ void reaper_sweep(struct reaper *r, const pid_t *sessions, int nsessions)
     pid_t *kids = list_children(&n);
     for (size_t i = 0; i < n; i++) {
         pid_t pid = kids[i], ppid, sid;
-        if (owned(r, pid))
+        if (owned(r, pid) || pid == r->keep)
             continue;
         if (proc_stat(pid, &ppid, &sid) == 0 && in_sessions(sid, sessions, nsessions))
             continue; /* belongs to a job that is still running */
@@ -178,7 +180,11 @@ int reaper_final(struct reaper *r, int timeout_ms)
     for (;;) {
         size_t n;
         pid_t *kids = list_children(&n);
+        size_t left = 0;
         for (size_t i = 0; i < n; i++) {
+            if (kids[i] == r->keep)
+                continue;
+            left++;
             kill(kids[i], SIGKILL);
             while (waitpid(kids[i], NULL, WNOHANG) < 0 && errno == EINTR)
                 ;
@@ -188,10 +194,10 @@ int reaper_final(struct reaper *r, int timeout_ms)
         /* Reap whatever else exited meanwhile (children not yet listed). */
         while (waitpid(-1, NULL, WNOHANG) > 0)
             ;
-        if (n == 0)
+        if (left == 0)
             return 0;
         if (fr_now_ns() >= until)
-            return (int)n;
+            return (int)left;
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -53,6 +53,7 @@ int pool_setup(struct fr_host *h, char *err, size_t errlen)
     int was = 0;
     prctl(PR_GET_CHILD_SUBREAPER, &was, 0, 0, 0);
     h->was_subreaper = was;
+    h->reaper.keep = fr_cgroup_tree_janitor(h->o->cgroups);
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
         snprintf(err, errlen, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
         return -1;
