@@ -30,8 +30,32 @@ void py_stream_open(struct stream *st, int fd, size_t limit)
     st->over = false;
 }
 
+/* What one call reads of a stream over its limit at most: four pipes'
+ * worth of the default size; the event comes again for the rest. */
+#define DISCARD_READS 4
+
+int py_fd_discard(int fd, unsigned max_reads)
+{
+    char scratch[65536];
+    for (unsigned n = 0; !max_reads || n < max_reads;) {
+        ssize_t r = read(fd, scratch, sizeof scratch);
+        if (r > 0) {
+            n++;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        return 1;
+    }
+    return 2;
+}
+
 int py_stream_read(struct stream *st)
 {
+    if (st->over) /* its bytes are known to be too many: keep none of the rest */
+        return py_fd_discard(st->fd, DISCARD_READS) == 1;
     for (;;) {
         if (st->len == st->cap) {
             /* Room for limit + 1 bytes at most: one byte beyond the limit
@@ -63,6 +87,14 @@ int py_stream_read(struct stream *st)
             return 0;
         return 1; /* EOF, or an error that ends the stream */
     }
+}
+
+int py_stream_drain(struct stream *st)
+{
+    int r = py_stream_read(st);
+    if (r == 2 || (r == 0 && st->over))
+        r = py_fd_discard(st->fd, 0);
+    return r == 1;
 }
 
 void py_stream_close(struct fr_runtime *rt, struct stream *st)
