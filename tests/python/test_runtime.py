@@ -544,6 +544,18 @@ class ReuseCheck(unittest.TestCase):
         self.assertEqual(out[:5], ["", "True", "False", "", "True"], out)
         self.assertTrue(out[5].startswith("poisoned: module json was changed"), out)
 
+    def test_setting_a_resource_limit_trips_the_tripwire_and_reading_does_not(self):
+        # The check no longer reads every limit after each prediction.
+        def scenario(fr, base):
+            import resource
+            fr._install_tripwire(fr.REUSE_CHAN_FD, [None])
+            resource.prlimit(0, resource.RLIMIT_NOFILE)
+            resource.getrlimit(resource.RLIMIT_NOFILE)
+            os.write(fr.REUSE_CHAN_FD, b"|read|")
+            resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
+            return ["end"]
+        self.assertEqual(_in_reused_shape(scenario), ["|read|Tresource.setrlimitend"])
+
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).
         def scenario(fr, base):

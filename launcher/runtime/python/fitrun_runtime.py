@@ -47,7 +47,6 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import marshal  # noqa: E402
 import re  # noqa: E402
-import resource  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -845,7 +844,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__",
     "object.__delattr__", "code.__new__", "function.__new__", "sys.addaudithook", "sys.monitoring.register_callback",
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
-    "setopencodehook"))
+    "setopencodehook", "resource.setrlimit", "resource.prlimit"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
@@ -875,6 +874,8 @@ def _install_tripwire(chan_fd, allowed):
             return
         if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
+        if event == "resource.prlimit" and args[2] is None:
+            return  # reading a limit
         if not said[0]:
             try:
                 st = fstat(chan_fd)
@@ -944,12 +945,11 @@ class _Baseline:
             ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
             ("sys.get_int_max_str_digits", getattr(sys, "get_int_max_str_digits", lambda: None)),
-            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold),
-            ("os.getcwd", os.getcwd))]
+            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold))]
+        self.cwd = os.getcwd()
         self.environ = _job_environ()
         self.umask = os.umask(0o022)
         os.umask(self.umask)
-        self.rlimits = [(r, resource.getrlimit(r)) for r in _rlimit_ids()]
         self.getsignal = __import__("_signal").getsignal  # signal.getsignal's enum wrapping costs 2 µs a call
         self.signals = {n: self.getsignal(n) for n in _catchable_signals()}
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
@@ -1018,9 +1018,6 @@ class _Baseline:
                 return f"poisoned: {name}() changed"
         if _job_environ() != self.environ:
             return "poisoned: os.environ was changed"
-        for r, lim in self.rlimits:
-            if resource.getrlimit(r) != lim:
-                return f"poisoned: resource limit {r} was changed"
         return ""
 
     def _same_loose(self):
@@ -1068,9 +1065,8 @@ class _Baseline:
         signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
         if signal.sigpending():
             return "poisoned: signals left pending"
-        cwd = self.sys_values[-1][2]
-        if os.getcwd() != cwd:
-            os.chdir(cwd)
+        if os.getcwd() != self.cwd:
+            os.chdir(self.cwd)
         os.umask(self.umask)
         w = self.modules.get("warnings")
         if self.warnings is not None and w is not None and w.__dict__.get("filters") is not None:
@@ -1311,10 +1307,6 @@ def _first_change(d, keys, values, dict=dict, zip=zip):
         if k not in d:
             return f"{k!s:.60} removed"
     return "reordered"
-
-
-def _rlimit_ids():
-    return [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
 
 
 def _catchable_signals():
