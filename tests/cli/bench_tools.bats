@@ -61,3 +61,13 @@ teardown() {
     grep -q "^Machine: .* CPUs .* Linux .*; Python 3\." "$D/scale/scale.md"
     [ "$(wc -l < "$D/scale/scale.jsonl")" -ge 2 ]
 }
+
+@test "fork_floor: the fault cost, and trivial predictions through fitrun with fork and reuse" {
+    run --separate-stderr /usr/bin/python3 "$SRC/bench/fork_floor.py" --heap-mib 4 --reps 5 \
+        --fitrun "$FITRUN" --profile "$MINI/profile.ini" --n 20 --rounds 1
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ copy-on-write\ fault:\ [0-9.]+\ µs ]]
+    grep -qE '^\| fork \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
+    grep -qE '^\| reuse \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
+}
