@@ -556,6 +556,16 @@ class ReuseCheck(unittest.TestCase):
             return ["end"]
         self.assertEqual(_in_reused_shape(scenario), ["|read|Tresource.setrlimitend"])
 
+    def test_status_fields_of_a_reused_process(self):
+        # What its worker reads from /proc/PID/status after every job.
+        def scenario(fr, base):
+            text = b"Name:\tpython3\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t3"
+            return [str([fr._status_field(text, k) for k in (b"\nVmRSS:", b"\nVmHWM:", b"\nThreads:")]),
+                    str(fr._status_field(b"Name:\tx\nVmRSS:\n", b"\nVmRSS:")),
+                    str(fr._status_field(text, b"\nVmSwap:")),
+                    str(fr.ReusedProcess(os.getpid(), -1, None, -1).status()[2])]
+        self.assertEqual(_in_reused_shape(scenario), ["[1024, 2048, 3]", "0", "0", "1"])
+
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).
         def scenario(fr, base):

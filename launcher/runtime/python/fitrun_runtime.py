@@ -1314,6 +1314,18 @@ def _catchable_signals():
             and signal.getsignal(n) is not None]
 
 
+def _status_field(text, key):
+    """The number after key (b"\\nVmRSS:") in a /proc/PID/status text, or 0."""
+    at = text.find(key)
+    if at < 0:
+        return 0
+    end = text.find(b"\n", at + 1)
+    try:
+        return int(text[at + len(key):end if end >= 0 else len(text)].split()[0])
+    except (ValueError, IndexError):
+        return 0
+
+
 class ReusedProcess:
     """In a worker: its long-lived sandboxed process (reuse isolation)."""
 
@@ -1329,20 +1341,17 @@ class ReusedProcess:
             return -1
 
     def status(self):
-        """(resident KiB, peak resident KiB, threads) from /proc."""
-        rss = hwm = threads = 0
+        """(resident KiB, peak resident KiB, threads) from /proc: one
+        open, read and close after every job."""
         try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1])
-                    elif line.startswith("VmHWM:"):
-                        hwm = int(line.split()[1])
-                    elif line.startswith("Threads:"):
-                        threads = int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return rss, hwm, threads
+            fd = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                text = os.read(fd, 16384)
+            finally:
+                os.close(fd)
+        except OSError:
+            return 0, 0, 0
+        return _status_field(text, b"\nVmRSS:"), _status_field(text, b"\nVmHWM:"), _status_field(text, b"\nThreads:")
 
     def end(self):
         """Kill it (and its process group), reap it; returns (wstatus, rusage)."""
