@@ -9,6 +9,11 @@ own CPU per prediction. bench/scale.sh is the usual way in.
     bench/scale.py plot DIR          # table + PNG again from DIR/scale.jsonl
     bench/scale.py project --launcher-us 480 --per-worker 80 [--cores 256]
 
+The runner `sequential` (arc_peers.py's one-process loop, whatever the
+worker count) gives the in-process bound: its rate × W, what W workers
+would do with no dispatch, no isolation and perfect scaling. No runner
+passes it while W is at most the cores; the table shows it as a row.
+
 --baseline FITRUN adds the runner fitrun-base: another fitrun binary (a
 build of main, say), run interleaved with the others, for before/after.
 
@@ -47,8 +52,8 @@ sys.path.insert(0, HERE)
 import arc_compare  # noqa: E402
 import python_common as pc  # noqa: E402
 
-RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "joblib", "pool")
-DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool")
+RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "joblib", "pool", "sequential")
+DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool", "sequential")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -124,8 +129,11 @@ def runner_argv(name, a, workers, out):
         if name == "fitrun-reuse":
             argv += ["--set", "runtime.isolation=reuse"]
         return argv
+    # sequential: one process whatever the worker count; its rate × W is
+    # the in-process bound of W workers (no dispatch, no isolation, perfect
+    # scaling), which no runner can pass while W ≤ the cores.
     return [a.python, os.path.join(HERE, "arc_peers.py"), "--profile", a.profile, "--jobs", a.jobs,
-            "--peer", name, "--workers", str(workers), "--out", out]
+            "--peer", name, "--workers", "1" if name == "sequential" else str(workers), "--out", out]
 
 
 def reuse_supported(a, tmp):
@@ -262,6 +270,15 @@ def table(rows, workers, runners):
                 lu = fmt_num(r["launcher_us"], ".0f") + ("" if name.startswith("fitrun") else
                                                           " (dispatcher)")
             child = "–" if in_caller(name, w) else fmt_num(r["child_ms"], ".2f")
+            if name == "sequential":
+                # One process: the row is the in-process bound of w workers.
+                b = r["rate"] * w
+                vs_j = f"{b / jb['rate']:.2f}×" if jb else "–"
+                vs_p = f"{b / po['rate']:.2f}×" if po else "–"
+                own = fmt_num(r["launcher_us"] / 1e3 if r["launcher_us"] is not None else None, ".2f")
+                out.append(f"| {w} | in-process bound (sequential {r['rate']:.0f}/s × {w}) | {b:.0f} "
+                           f"| {vs_j} | {vs_p} | – (no dispatcher) | {own} (its own) | {r['differ']} |")
+                continue
             out.append(f"| {w} | {name} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
                        f"| {vs_p} | {lu} | {child} | {r['differ']} |")
     return out
@@ -328,6 +345,10 @@ def plot(rows, workers, runners, path, m):
     for name in runners:
         ws = [w for w in workers if (w, name) in rows]
         if not ws:
+            continue
+        if name == "sequential":  # drawn as the in-process bound, rate × workers
+            ax1.plot(ws, [rows[(w, name)]["rate"] * w for w in ws], linestyle="--", color="grey",
+                     label="in-process bound (sequential × W)")
             continue
         rates = [rows[(w, name)]["rate"] for w in ws]
         err = [[rows[(w, name)]["rate"] - rows[(w, name)]["min"] for w in ws],

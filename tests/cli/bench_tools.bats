@@ -47,16 +47,27 @@ teardown() {
 
 @test "scale: one round at 1 worker writes the table, the projection and the machine" {
     run --separate-stderr "$SRC/bench/scale.sh" --corpus "$MINI" --fitrun "$FITRUN" --workers 1 \
-        --rounds 1 --runners fitrun,fitrun-reuse,pool --perf off --no-warmup --out "$D/scale"
+        --rounds 1 --runners fitrun,fitrun-reuse,pool,sequential --perf off --no-warmup --out "$D/scale"
     echo "$output"
     echo "$stderr"
     [ "$status" -eq 0 ]
     grep -E '^\| 1 \| fitrun \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| [0-9]+ \| [0-9.]+ \| 0 \|$' "$D/scale/scale.md"
     grep -E '^\| 1 \| pool \| [0-9]+ .*\| 1\.00× \| [0-9]+ \(dispatcher\) \|' "$D/scale/scale.md"
+    grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| 0 \|$' "$D/scale/scale.md"
     # reuse: a row where fitrun knows the key, else a note saying why not
     grep -qE '^\| 1 \| fitrun-reuse \|' "$D/scale/scale.md" ||
         grep -q "fitrun-reuse skipped: .*unknown key 'isolation'" "$D/scale/scale.md"
     grep -q "one launcher at [0-9]* µs of its own CPU per prediction tops out at" "$D/scale/scale.md"
     grep -q "^Machine: .* CPUs .* Linux .*; Python 3\." "$D/scale/scale.md"
     [ "$(wc -l < "$D/scale/scale.jsonl")" -ge 2 ]
+}
+
+@test "fork_floor: the fault cost, and trivial predictions through fitrun with fork and reuse" {
+    run --separate-stderr /usr/bin/python3 "$SRC/bench/fork_floor.py" --heap-mib 4 --reps 5 \
+        --fitrun "$FITRUN" --profile "$MINI/profile.ini" --n 20 --rounds 1
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ copy-on-write\ fault:\ [0-9.]+\ µs ]]
+    grep -qE '^\| fork \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
+    grep -qE '^\| reuse \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
 }

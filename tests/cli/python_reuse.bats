@@ -207,8 +207,8 @@ check_poison() {
     run_with "$D/p.ini" "$D/reuse.jsonl"
     [ "$status" -eq 0 ]
     # The python preset refuses setting rlimits (a violation, so the process
-    # ends), or the check finds the lowered limit: either way it is replaced.
-    [[ "$(r "$D/reuse.jsonl" rlimit .worker_replaced)" =~ ^\"(ended|poisoned: resource limit) ]]
+    # ends), or the tripwire reports it: either way it is replaced.
+    [[ "$(r "$D/reuse.jsonl" rlimit .worker_replaced)" =~ ^\"(ended|poisoned: it used resource.setrlimit) ]]
     [ "$(r "$D/reuse.jsonl" after-rlimit .status)" = '"ok"' ]
 }
 

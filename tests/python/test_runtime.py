@@ -434,5 +434,147 @@ class Hostile(Base):
         self.assertEqual((f["status"], f["outputs"]), ("ok", [2]), f)
 
 
+def _in_reused_shape(scenario, walk=False):
+    """Run scenario(fr, baseline) in a forked child laid out as a reused
+    process lays itself out (/dev/null on fds 0-5, its socket on fd 6: here
+    the pipe the answer comes back on), with the runtime's own _Baseline
+    built over this interpreter's modules (walk: without its write
+    counters, so that every check walks every namespace); returns the
+    lines it returned, or the exception's text."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import gc
+            import importlib.util
+            import sys
+            spec = importlib.util.spec_from_file_location("fitrun_runtime", dr.RUNTIME)
+            fr = importlib.util.module_from_spec(spec)
+            sys.modules["fitrun_runtime"] = fr
+            spec.loader.exec_module(fr)
+            os.dup2(w, fr.REUSE_CHAN_FD)
+            null = os.open(os.devnull, os.O_RDONLY)
+            for fd in range(fr.REUSE_CHAN_FD):
+                os.dup2(null, fd)
+            base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr.prelude_builtins({}))
+            if walk:
+                base.versions = None
+            gc.freeze()
+            text = "\n".join(scenario(fr, base))
+        except BaseException as e:
+            text = f"failed: {type(e).__name__}: {e}"
+        os.write(6, text.encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out.split("\n")
+
+
+def _poison_json_dumps():
+    import json
+    json.dumps = None
+
+
+class _Dropped:
+    """Put in sys.modules by a prediction; when the check drops the entry,
+    its finalizer poisons a module."""
+
+    def __del__(self):
+        _poison_json_dumps()
+
+
+# Writes a prediction could make to state shared with later ones, each
+# with its own kind of dict write.
+POISONS = {
+    "module attribute": lambda: setattr(__import__("json"), "dumps", None),
+    "new module attribute": lambda: setattr(__import__("json"), "extra", 1),
+    "module dict entry": lambda: vars(__import__("json")).__setitem__("loads", None),
+    "removed entry": lambda: vars(__import__("json")).pop("JSONDecodeError"),
+    "cleared namespace": lambda: vars(__import__("json")).clear(),
+    "class attribute": lambda: setattr(__import__("json").JSONDecoder, "decode", None),
+    "instance attribute": lambda: setattr(__import__("json")._default_encoder, "indent", 4),
+    "new instance attribute": lambda: setattr(__import__("json")._default_encoder, "extra", 4),
+    "builtins": lambda: vars(__import__("builtins")).__setitem__("len", None),
+    "sys.modules entry": lambda: __import__("sys").modules.__setitem__("json", __import__("types").ModuleType("json")),
+    "a finalizer run by the drop": lambda: __import__("sys").modules.__setitem__("fitrun_dropped", _Dropped()),
+}
+
+
+class ReuseCheck(unittest.TestCase):
+    """_Baseline.check, the state check a reused process runs after each
+    prediction, on both of its paths: the fast one (no namespace's write
+    counter moved since a check found them intact) and the walk, entry by
+    entry, that a moved counter leads to (and that interpreters without
+    the counters always take)."""
+
+    def test_this_interpreter_keeps_write_counters(self):
+        # CPython 3.9-3.12 (Debian's is 3.11): every kind; 3.13 writes an
+        # instance's attributes without moving its dict's counter, so
+        # instances' namespaces are compared entry by entry every time.
+        import sys
+        every = sys.version_info < (3, 13)
+        out = _in_reused_shape(lambda fr, base: [" ".join(sorted(fr._DictVersions.kinds())),
+                                                 str(base.versions is not None), str(len(base.loose) > 0)])
+        self.assertEqual(out, ["class dict module" + (" object" if every else ""), "True", str(not every)])
+
+    def test_every_poisoning_is_found_on_both_paths(self):
+        for walk in (False, True):
+            for name, poison in POISONS.items():
+                with self.subTest(poison=name, walk=walk):
+                    out = _in_reused_shape(lambda fr, base, poison=poison: [base.check(), (poison(), base.check())[1]],
+                                           walk=walk)
+                    self.assertEqual(out[0], "", out)
+                    self.assertTrue(out[1].startswith("poisoned:"), out)
+
+    def test_a_write_put_back_is_checked_then_fast_again(self):
+        def scenario(fr, base):
+            import json
+            out = [base.check(), str(base.versions.read() == base.versions.seen)]
+            dumps = json.dumps
+            json.dumps = None
+            json.dumps = dumps  # the same object again: intact, but the counter moved
+            out += [str(base.versions.read() == base.versions.seen), base.check(),
+                    str(base.versions.read() == base.versions.seen)]
+            _poison_json_dumps()  # after the reference moved on: still found
+            out.append(base.check())
+            return out
+        out = _in_reused_shape(scenario)
+        self.assertEqual(out[:5], ["", "True", "False", "", "True"], out)
+        self.assertTrue(out[5].startswith("poisoned: module json was changed"), out)
+
+    def test_setting_a_resource_limit_trips_the_tripwire_and_reading_does_not(self):
+        # The check no longer reads every limit after each prediction.
+        def scenario(fr, base):
+            import resource
+            fr._install_tripwire(fr.REUSE_CHAN_FD, [None])
+            resource.prlimit(0, resource.RLIMIT_NOFILE)
+            resource.getrlimit(resource.RLIMIT_NOFILE)
+            os.write(fr.REUSE_CHAN_FD, b"|read|")
+            resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
+            return ["end"]
+        self.assertEqual(_in_reused_shape(scenario), ["|read|Tresource.setrlimitend"])
+
+    def test_status_fields_of_a_reused_process(self):
+        # What its worker reads from /proc/PID/status after every job.
+        def scenario(fr, base):
+            text = b"Name:\tpython3\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t3"
+            return [str([fr._status_field(text, k) for k in (b"\nVmRSS:", b"\nVmHWM:", b"\nThreads:")]),
+                    str(fr._status_field(b"Name:\tx\nVmRSS:\n", b"\nVmRSS:")),
+                    str(fr._status_field(text, b"\nVmSwap:")),
+                    str(fr.ReusedProcess(os.getpid(), -1, None, -1).status()[2])]
+        self.assertEqual(_in_reused_shape(scenario), ["[1024, 2048, 3]", "0", "0", "1"])
+
+    def test_importing_a_new_module_is_not_poisoning(self):
+        # The module is dropped (the next prediction imports it afresh).
+        def scenario(fr, base):
+            import sys
+            out = [str("colorsys" in sys.modules)]
+            __import__("colorsys")
+            return out + [base.check(), str("colorsys" in sys.modules), base.check()]
+        self.assertEqual(_in_reused_shape(scenario), ["False", "", "False", ""])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -49,7 +49,6 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import marshal  # noqa: E402
 import re  # noqa: E402
-import resource  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -597,7 +596,7 @@ class Runner:
             dup2(CHILD_STDIN, fd)
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.builtins)
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
-        allowed = [None, baseline.real]
+        allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed)
         write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
 
@@ -888,7 +887,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__",
     "object.__delattr__", "code.__new__", "function.__new__", "sys.addaudithook", "sys.monitoring.register_callback",
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
-    "setopencodehook"))
+    "setopencodehook", "resource.setrlimit", "resource.prlimit"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
@@ -909,9 +908,7 @@ def _install_tripwire(chan_fd, allowed):
     the socket is no longer the one it was (closed, or another descriptor
     put in its place), the call is refused instead: nothing could say it.
     allowed[0]: the one traceback or frame the runtime itself is reading
-    (an error's line), set only by code no prediction can reach unseen;
-    allowed[1]: the tuple of namespaces _Baseline.check reads with
-    gc.get_referents (a prediction cannot pass that very tuple)."""
+    (an error's line), set only by code no prediction can reach unseen."""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
     events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
 
@@ -920,8 +917,8 @@ def _install_tripwire(chan_fd, allowed):
             return
         if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
-        if event == "gc.get_referents" and args[0] is allowed[1]:
-            return  # the check's own read of the namespaces
+        if event == "resource.prlimit" and args[2] is None:
+            return  # reading a limit
         if not said[0]:
             try:
                 st = fstat(chan_fd)
@@ -956,7 +953,7 @@ class _Baseline:
         self.module_list = list(sys.modules.items())
         self.module_names = [name for name, _ in self.module_list]
         self.module_objects = [mod for _, mod in self.module_list]
-        self.bound = len, all, map, _is, list, _chain, gc.get_referents, _mro_of
+        self.bound = len, all, map, _is, list, _chain, dict.values, _mro_of
         # Namespaces: every module's, and those of the classes and the
         # plain objects (json's default encoder...) module globals name.
         self.dicts = _namespaces(self.module_list)
@@ -966,11 +963,22 @@ class _Baseline:
         self.spaces = [d for _, d in self.dicts]
         self.sizes = [len(d) for d in self.spaces]
         self.keys = list(_chain(self.spaces))
-        # The dicts themselves (a class's, under its mappingproxy): what
-        # they hold comes out of one gc.get_referents call, in C.
+        # The dicts themselves (a class's, under its mappingproxy). Their
+        # values are read with dict.values: gc.get_referents misses those
+        # an instance keeps beside its dict (3.13).
         self.real = tuple(d if type(d) is dict else gc.get_referents(d)[0] for d in self.spaces)
-        self.values = gc.get_referents(*self.real)
-        self.named_values = list(_chain(map(_values, self.spaces)))  # for naming a change only
+        self.values = list(_chain(map(dict.values, self.real)))
+        # The fast path of check(): the write counters of these dicts and
+        # of sys.modules (None where this interpreter keeps none that every
+        # write moves); namespaces of a kind whose writes do not move them
+        # (an instance's, on 3.13) are compared entry by entry every time.
+        kinds = _DictVersions.kinds()
+        counted = {"dict", "module", "class"} <= kinds
+        by_kind = [(_namespace_kind(name), d) for (name, _), d in zip(self.dicts, self.real)]
+        self.versions = _DictVersions([d for k, d in by_kind if k in kinds] + [sys.modules]) if counted else None
+        self.loose = [d for k, d in by_kind if k not in kinds] if counted else []
+        self.loose_keys = list(_chain(self.loose))
+        self.loose_values = list(_chain(map(dict.values, self.loose)))
         self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
         self.mros = list(map(_mro_of, self.classes))
         self.lists = [(name, lst, list(lst)) for name, lst in (
@@ -980,12 +988,11 @@ class _Baseline:
             ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
             ("sys.get_int_max_str_digits", getattr(sys, "get_int_max_str_digits", lambda: None)),
-            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold),
-            ("os.getcwd", os.getcwd))]
+            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold))]
+        self.cwd = os.getcwd()
         self.environ = _job_environ()
         self.umask = os.umask(0o022)
         os.umask(self.umask)
-        self.rlimits = [(r, resource.getrlimit(r)) for r in _rlimit_ids()]
         self.getsignal = __import__("_signal").getsignal  # signal.getsignal's enum wrapping costs 2 µs a call
         self.signals = {n: self.getsignal(n) for n in _catchable_signals()}
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
@@ -1018,27 +1025,30 @@ class _Baseline:
         bound before any prediction ran (the builtins and functions below
         are this object's, not looked up): only once they are known intact
         does the rest of the check call through them."""
-        len_, all_, map_, is_, list_, chain, referents, mro_of = self.bound
+        len_, all_, map_, is_, list_, chain, _, mro_of = self.bound
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         modules, module_list = self.modules, self.module_list
-        if len_(modules) < len_(module_list):
-            return "poisoned: sys.modules lost entries"
-        if not all_(map_(is_, modules.values(), self.module_objects)) or \
-                not all_(map_(is_, modules, self.module_names)):
-            return "poisoned: sys.modules entries were replaced or removed"
-        keys = list_(chain(self.spaces))
-        values = referents(*self.real)  # the tripwire knows this tuple: not a prediction's call
-        if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
-                not all_(map_(is_, values, self.values)):
-            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.named_values)}"
+        if len_(modules) != len_(module_list):
+            self._drop_new_modules()  # first: what dropping them runs is checked below
+        # The fast path: no namespace written since a check found them all
+        # intact. After a write (put back, or a module imported and
+        # dropped), entry by entry; once intact, this reading (taken before
+        # the walk, so nothing after it is taken for checked) is the new
+        # reference.
+        versions, loose = self.versions, self.loose
+        now = versions.read() if versions is not None else None
+        if now is None or now != versions.seen or (loose and not self._same_loose()):
+            why = self._check_namespaces()
+            if why:
+                return why
+            if now is not None:
+                versions.seen = now
         if not all_(map_(is_, map_(mro_of, self.classes), self.mros)):
             return "poisoned: a class's bases were changed"
         # From here on, module attributes and builtins are the ones they were.
         for name, value, snap in self.data:
             if not _same_data(value, snap):
                 return f"poisoned: {name} was changed in place"
-        if len(modules) != len(module_list):
-            self._drop_new_modules()
         why = self._restore_process()
         if why:
             return why
@@ -1051,9 +1061,31 @@ class _Baseline:
                 return f"poisoned: {name}() changed"
         if _job_environ() != self.environ:
             return "poisoned: os.environ was changed"
-        for r, lim in self.rlimits:
-            if resource.getrlimit(r) != lim:
-                return f"poisoned: resource limit {r} was changed"
+        return ""
+
+    def _same_loose(self):
+        """The namespaces the write counters do not cover, unchanged."""
+        len_, all_, map_, is_, list_, chain, values_of, _ = self.bound
+        keys = list_(chain(self.loose))
+        values = list_(chain(map_(values_of, self.loose)))
+        return len_(keys) == len_(self.loose_keys) and len_(values) == len_(self.loose_values) and \
+            all_(map_(is_, keys, self.loose_keys)) and all_(map_(is_, values, self.loose_values))
+
+    def _check_namespaces(self):
+        """sys.modules and every namespace, entry by entry, by identity:
+        '' or 'poisoned: what'."""
+        len_, all_, map_, is_, list_, chain, values_of, _ = self.bound
+        modules, module_list = self.modules, self.module_list
+        if len_(modules) < len_(module_list):
+            return "poisoned: sys.modules lost entries"
+        if not all_(map_(is_, modules.values(), self.module_objects)) or \
+                not all_(map_(is_, modules, self.module_names)):
+            return "poisoned: sys.modules entries were replaced or removed"
+        keys = list_(chain(self.spaces))
+        values = list_(chain(map_(values_of, self.real)))
+        if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
+                not all_(map_(is_, values, self.values)):
+            return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
         return ""
 
     def _restore_process(self):
@@ -1076,9 +1108,8 @@ class _Baseline:
         signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
         if signal.sigpending():
             return "poisoned: signals left pending"
-        cwd = self.sys_values[-1][2]
-        if os.getcwd() != cwd:
-            os.chdir(cwd)
+        if os.getcwd() != self.cwd:
+            os.chdir(self.cwd)
         os.umask(self.umask)
         w = self.modules.get("warnings")
         if self.warnings is not None and w is not None and w.__dict__.get("filters") is not None:
@@ -1101,8 +1132,87 @@ class _Baseline:
             del self.modules[name]
 
 
+class _DictVersions:
+    """The write counters of a fixed set of dicts: CPython's per-dict
+    version tag (PEP 509, `ma_version_tag`), which every insertion,
+    deletion, replacement, update and clear sets to a new value of one
+    process-wide counter that only grows, so a dict written since a
+    reading never shows that reading again. Reading all of them costs
+    about 0.05 µs a dict, against walking every entry of every dict (a
+    cold walk of arc-dsl's prelude's 24,000 names takes over 1 ms after a
+    prediction). Python exposes no such counter, so it is read through
+    ctypes views made before any prediction runs (a view is made once; its
+    reads are not audited). Used only where a self-test on this very
+    interpreter shows every kind of write to every kind of namespace
+    moving it (`kinds` says which kinds of namespace: CPython 3.13 keeps
+    an instance's attributes beside its dict and writes them without
+    moving it; an interpreter without the counter passes none); the dicts
+    are kept alive by the caller, so no view outlives its dict."""
+
+    # After the object header (ob_refcnt, ob_type) and ma_used.
+    OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)
+
+    def __init__(self, dicts):
+        views = [ctypes.c_uint64.from_address(id(d) + self.OFFSET) for d in dicts]
+        # The value getter of ctypes' own base class, bound now: nothing a
+        # prediction sets on a ctypes class is looked up on a read.
+        value, list_, map_ = vars(ctypes._SimpleCData)["value"].__get__, list, map
+        self.read = lambda: list_(map_(value, views))  # ints: compared with ==, no one's __eq__
+        self.seen = self.read()
+
+    @classmethod
+    def kinds(cls):
+        """The kinds of namespace ('dict', 'object', 'module', 'class')
+        every write to which, on this interpreter, moves the counter, while
+        reading does not."""
+        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+            return set()
+
+        class Probe:
+            pass
+        obj = Probe()
+        obj.a = 1
+        mod = types.ModuleType("fitrun_probe")
+        mod.a = 1
+        Probe.a = 1
+        probes = (
+            ("dict", {"a": 1}, (
+                lambda d: d.__setitem__("a", 2), lambda d: d.__setitem__("b", 3), lambda d: d.__delitem__("b"),
+                lambda d: d.update(a=4), lambda d: d.setdefault("c", 5), lambda d: d.pop("c"),
+                lambda d: d.popitem(), lambda d: d.clear())),
+            ("object", obj.__dict__, (
+                lambda _: setattr(obj, "a", 2), lambda _: setattr(obj, "b", 2), lambda _: delattr(obj, "b"))),
+            ("module", mod.__dict__, (
+                lambda _: setattr(mod, "a", 2), lambda _: setattr(mod, "b", 2), lambda _: delattr(mod, "b"))),
+            ("class", gc.get_referents(type.__dict__["__dict__"].__get__(Probe))[0], (
+                lambda _: setattr(Probe, "a", 2), lambda _: setattr(Probe, "b", 2), lambda _: delattr(Probe, "b"))))
+        return {kind for kind, d, writes in probes if type(d) is dict and cls._moves(d, writes)}
+
+    @classmethod
+    def _moves(cls, d, writes):
+        try:
+            versions = cls([d])
+            for write in writes:
+                if versions.read() != versions.seen:
+                    return False  # moved without a write
+                write(d)
+                now = versions.read()
+                if now == versions.seen:
+                    return False
+                versions.seen = now
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return False
+        return True
+
+
+def _namespace_kind(name):
+    """The kind of a namespace by its _namespaces name: 'module NAME',
+    'class NAME', 'object NAME'; anything else is a plain dict."""
+    kind = name.split(" ", 1)[0]
+    return kind if kind in ("module", "class", "object") else "dict"
+
+
 _chain = __import__("itertools").chain.from_iterable
-_values = __import__("operator").methodcaller("values")
 _mro_of = type.__dict__["__mro__"].__get__
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code, whose namespace can change
 
@@ -1242,13 +1352,21 @@ def _first_change(d, keys, values, dict=dict, zip=zip):
     return "reordered"
 
 
-def _rlimit_ids():
-    return [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
-
-
 def _catchable_signals():
     return [n for n in range(1, signal.NSIG) if n not in (signal.SIGKILL, signal.SIGSTOP)
             and signal.getsignal(n) is not None]
+
+
+def _status_field(text, key):
+    """The number after key (b"\\nVmRSS:") in a /proc/PID/status text, or 0."""
+    at = text.find(key)
+    if at < 0:
+        return 0
+    end = text.find(b"\n", at + 1)
+    try:
+        return int(text[at + len(key):end if end >= 0 else len(text)].split()[0])
+    except (ValueError, IndexError):
+        return 0
 
 
 class ReusedProcess:
@@ -1266,20 +1384,17 @@ class ReusedProcess:
             return -1
 
     def status(self):
-        """(resident KiB, peak resident KiB, threads) from /proc."""
-        rss = hwm = threads = 0
+        """(resident KiB, peak resident KiB, threads) from /proc: one
+        open, read and close after every job."""
         try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1])
-                    elif line.startswith("VmHWM:"):
-                        hwm = int(line.split()[1])
-                    elif line.startswith("Threads:"):
-                        threads = int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return rss, hwm, threads
+            fd = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                text = os.read(fd, 16384)
+            finally:
+                os.close(fd)
+        except OSError:
+            return 0, 0, 0
+        return _status_field(text, b"\nVmRSS:"), _status_field(text, b"\nVmHWM:"), _status_field(text, b"\nThreads:")
 
     def end(self):
         """Kill it (and its process group), reap it; returns (wstatus, rusage)."""
