@@ -75,12 +75,17 @@ static void test_discard(void **state)
     int p[2];
     nb_pipe(p);
     put(p[1], 'x', 60000);
-    assert_int_equal(py_fd_discard(p[0], 1), 2); /* the bound: more may be there */
-    assert_int_equal(py_fd_discard(p[0], 0), 0);
+    size_t dropped = 0;
+    assert_int_equal(py_fd_discard(p[0], 1, &dropped), 2); /* the bound: more may be there */
+    assert_int_equal(py_fd_discard(p[0], 0, &dropped), 0);
+    assert_int_equal(dropped, 60000);
     assert_true(empty(p[0]));
+    assert_int_equal(py_fd_discard(p[0], 0, &dropped), 0); /* nothing there: nothing dropped */
+    assert_int_equal(dropped, 60000);
     put(p[1], 'y', 10);
     close(p[1]);
-    assert_int_equal(py_fd_discard(p[0], 0), 1); /* its bytes, then EOF */
+    assert_int_equal(py_fd_discard(p[0], 0, &dropped), 1); /* its bytes, then EOF */
+    assert_int_equal(dropped, 60010);
     close(p[0]);
 }
 

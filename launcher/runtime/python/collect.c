@@ -34,13 +34,15 @@ void py_stream_open(struct stream *st, int fd, size_t limit)
  * worth of the default size; the event comes again for the rest. */
 #define DISCARD_READS 4
 
-int py_fd_discard(int fd, unsigned max_reads)
+int py_fd_discard(int fd, unsigned max_reads, size_t *dropped)
 {
     char scratch[65536];
     for (unsigned n = 0; !max_reads || n < max_reads;) {
         ssize_t r = read(fd, scratch, sizeof scratch);
         if (r > 0) {
             n++;
+            if (dropped)
+                *dropped += (size_t)r;
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -55,7 +57,7 @@ int py_fd_discard(int fd, unsigned max_reads)
 int py_stream_read(struct stream *st)
 {
     if (st->over) /* its bytes are known to be too many: keep none of the rest */
-        return py_fd_discard(st->fd, DISCARD_READS) == 1;
+        return py_fd_discard(st->fd, DISCARD_READS, NULL) == 1;
     for (;;) {
         if (st->len == st->cap) {
             /* Room for limit + 1 bytes at most: one byte beyond the limit
@@ -93,7 +95,7 @@ int py_stream_drain(struct stream *st)
 {
     int r = py_stream_read(st);
     if (r == 2 || (r == 0 && st->over))
-        r = py_fd_discard(st->fd, 0);
+        r = py_fd_discard(st->fd, 0, NULL);
     return r == 1;
 }
 

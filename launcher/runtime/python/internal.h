@@ -278,10 +278,10 @@ int py_stream_read(struct stream *st);
 /* Read to EAGAIN (all writers are done: bounded by what the pipe holds),
  * what is over the limit discarded. 1 at EOF, else 0. */
 int py_stream_drain(struct stream *st);
-/* Read and discard up to max_reads reads (0: no bound) of what fd holds.
- * 0 at EAGAIN, 1 at EOF (or an error that ends it), 2 when the bound
- * was reached first. */
-int py_fd_discard(int fd, unsigned max_reads);
+/* Read and discard up to max_reads reads (0: no bound) of what fd holds;
+ * *dropped (if not NULL) += the bytes. 0 at EAGAIN, 1 at EOF (or an error
+ * that ends it), 2 when the bound was reached first. */
+int py_fd_discard(int fd, unsigned max_reads, size_t *dropped);
 void py_stream_close(struct fr_runtime *rt, struct stream *st);
 /* Release buffers beyond a small size after a job. */
 void py_stream_trim(struct stream *st);

@@ -89,8 +89,9 @@ bool py_slot_pipes_ok(const struct pyslot *s)
 int py_slot_pipes_drain(struct pyslot *s, bool streams)
 {
     const struct slot_pipes *sp = &s->pipes;
-    int eof = py_fd_discard(sp->job_r, 0) == 1;
+    int eof = py_fd_discard(sp->job_r, 0, NULL) == 1;
     if (streams)
-        eof |= (py_fd_discard(sp->rep, 0) == 1) | (py_fd_discard(sp->out, 0) == 1) | (py_fd_discard(sp->err, 0) == 1);
+        eof |= (py_fd_discard(sp->rep, 0, NULL) == 1) | (py_fd_discard(sp->out, 0, NULL) == 1) |
+               (py_fd_discard(sp->err, 0, NULL) == 1);
     return eof ? -1 : 0;
 }

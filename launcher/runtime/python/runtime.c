@@ -501,17 +501,20 @@ static void stream_event(struct fr_runtime *rt, int slot, struct stream *st, enu
         kill_child(rt, slot, why);
 }
 
-/* Bytes in a worker's own pipe between its jobs: nothing of its can
- * write then (internal.h); should anything, it is no job's, and dropped. */
+/* A worker's own pipe between its jobs: usually an event of the job that
+ * just ended, read to EAGAIN since (its EXITED came first in the same
+ * turn). Nothing of a job can write now (internal.h); should anything,
+ * it is no job's, and dropped. */
 static void idle_pipe_event(struct fr_runtime *rt, int slot, int fd)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     if (fd != s->pipes.out && fd != s->pipes.err && fd != s->pipes.rep)
         return;
-    int r = py_fd_discard(fd, 4);
+    size_t dropped = 0;
+    int r = py_fd_discard(fd, 4, &dropped);
     if (r == 1) {
         py_slot_pipes_close(rt, s);
-    } else if (!s->stray_warned) {
+    } else if (dropped && !s->stray_warned) {
         s->stray_warned = true;
         fr_warn("python worker %d: bytes in its pipes between jobs: dropped", slot);
     }
