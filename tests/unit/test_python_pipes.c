@@ -146,6 +146,33 @@ static void test_drain_goes_over(void **state)
     free(st.buf);
 }
 
+/* A prediction may put its end in packet mode (O_DIRECT): each write is
+ * a packet, and a read gives one packet at most. Draining still reads
+ * them all, kept up to the cap. */
+static void test_drain_packets(void **state)
+{
+    (void)state;
+    int p[2];
+    nb_pipe(p);
+    assert_int_equal(fcntl(p[1], F_SETFL, O_DIRECT | O_NONBLOCK), 0);
+    struct stream st = {.fd = -1};
+    py_stream_open(&st, p[0], 10);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(write(p[1], "abcd", 4), 4);
+    assert_int_equal(py_stream_read(&st), 0); /* one packet: more later */
+    assert_int_equal(st.len, 4);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(write(p[1], "efgh", 4), 4);
+    assert_int_equal(py_stream_drain(&st), 0);
+    assert_true(st.over);
+    assert_int_equal(st.len, 10);
+    assert_memory_equal(st.buf, "abcdabcdab", 10);
+    assert_true(empty(p[0]));
+    close(p[1]);
+    close(p[0]);
+    free(st.buf);
+}
+
 /* Between jobs: what a child left unread of its job, and (when no EXITED
  * read them) what its streams hold, is dropped; EOF is -1. */
 static void test_slot_drain(void **state)
@@ -190,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_discard),
         cmocka_unit_test(test_stream_cap_then_discard),
         cmocka_unit_test(test_drain_goes_over),
+        cmocka_unit_test(test_drain_packets),
         cmocka_unit_test(test_slot_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -271,9 +271,9 @@ int py_job_flush(struct fr_runtime *rt, struct pyslot *s);
 
 /* ---- collect.c ---- */
 void py_stream_open(struct stream *st, int fd, size_t limit);
-/* Read what is there. Returns 1 at EOF, 0 for more later, 2 when it went
- * over the limit in this call. A stream already over discards what it
- * reads (a bounded amount per call: more later). */
+/* Read what is there (up to a short read). Returns 1 at EOF, 0 for more
+ * later, 2 when it went over the limit in this call. A stream already
+ * over discards what it reads (a bounded amount per call: more later). */
 int py_stream_read(struct stream *st);
 /* Read to EAGAIN (all writers are done: bounded by what the pipe holds),
  * what is over the limit discarded. 1 at EOF, else 0. */
