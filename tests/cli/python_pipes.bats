@@ -7,7 +7,8 @@
 # mode left on them; a signal handler or a thread still writing after it
 # returned; a job its child never read to the end), the next predictions
 # of the same worker (workers = 1) get exactly their own results, under
-# fork and under reuse isolation. Real /usr/bin/python3 workers, real fitrun.
+# fork and under reuse isolation. With processes allowed, pipes stay per
+# job. Real /usr/bin/python3 workers, real fitrun.
 
 load python_common
 
@@ -152,4 +153,24 @@ attacked() {
         [ "$(jq -r 'select(.id == "unread") | .status' "$D/out.jsonl")" = memory ]
         [ "$(jq -c 'select(.id == "victim") | [.status, .outputs, .stdout]' "$D/out.jsonl")" = "$(jq -cn --arg out "$VICTIM_OUT" '["ok", [[[1,2]]], $out + "\n"]')" ]
     done
+}
+
+# A sandbox that lets a prediction create processes keeps pipes per job:
+# a descendant that outlives the prediction's process would otherwise
+# write into the next one's pipes (the worker kills the process group,
+# but a per-job pipe does not depend on it).
+@test "python pipes: with processes allowed each job has pipes of its own, framed the same way" {
+    python_profile "$D/p.ini" 1 4s 512M
+    sed -i 's/^preset = python$/preset = python\nallow = fork, vfork, clone, clone3, wait4\nprocesses = 8/' "$D/p.ini"
+    {
+        job forker $'import os, time\ndef transform(g):\n    if os.fork() == 0:\n        for i in range(100):\n            os.write(1, b"LEAK")\n            time.sleep(0.01)\n        os._exit(0)\n    return g\n'
+        job victim "$VICTIM" '[[[1, 2]]]'
+        /usr/bin/python3 -c 'import json; print(json.dumps({"id": "large", "code": "def transform(g):\n    return len(g)\n", "inputs": ["a" * 300000]}))'
+    } > "$D/jobs.jsonl"
+    run_jobs
+    echo "$stderr"
+    [ "$status" -eq 0 ]
+    [ "$(jq -c 'select(.id == "forker") | [.status, .outputs]' "$D/out.jsonl")" = '["ok",[[[1]]]]' ]
+    [ "$(jq -c 'select(.id == "victim") | [.status, .outputs, .stdout]' "$D/out.jsonl")" = "$(jq -cn --arg out "$VICTIM_OUT" '["ok", [[[1,2]]], $out + "\n"]')" ]
+    [ "$(jq -c 'select(.id == "large") | .outputs' "$D/out.jsonl")" = '[300000]' ]
 }
