@@ -23,11 +23,11 @@ import fitrun_runtime as fr  # noqa: E402
 
 
 def measure(loops, prelude_globals):
-    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr.prelude_builtins(prelude_globals))
+    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins(prelude_globals)))
     gc.freeze()
-    lines = [f"python {sys.version.split()[0]}: namespaces {len(base.spaces)}, names {len(base.keys)}, "
-             f"classes {len(base.classes)}, modules {len(base.module_list)}, "
-             f"data compared by content {len(base.data)}"]
+    lines = [f"python {sys.version.split()[0]}: namespaces {len(base.ns.spaces)}, names {len(base.ns.keys)}, "
+             f"classes {len(base.ns.classes)}, modules {len(base.ns.module_list)}, "
+             f"data compared by content {len(base.ns.data)}"]
     for _ in range(3):
         t = time.perf_counter()
         for _ in range(loops):

@@ -434,6 +434,53 @@ class Hostile(Base):
         self.assertEqual((f["status"], f["outputs"]), ("ok", [2]), f)
 
 
+def _load_runtime():
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location("fitrun_runtime", dr.RUNTIME)
+    fr = importlib.util.module_from_spec(spec)
+    sys.modules["fitrun_runtime"] = fr
+    spec.loader.exec_module(fr)
+    return fr
+
+
+def _in_forked_reused_shape(between, scenario):
+    """As a reused process starts: the namespaces taken in one process (the
+    zygote), between() run there, then a fork (its at-fork handlers run),
+    and in the child, laid out as _in_reused_shape lays it out, its
+    _Baseline over those namespaces; returns scenario(fr, baseline)'s
+    lines."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import gc
+            fr = _load_runtime()
+            ns = fr._Namespaces(fr.prelude_builtins({}))
+            gc.freeze()
+            between()
+            child = os.fork()
+            if child == 0:
+                try:
+                    os.dup2(w, fr.REUSE_CHAN_FD)
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    for fd in range(fr.REUSE_CHAN_FD):
+                        os.dup2(null, fd)
+                    text = "\n".join(scenario(fr, fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, ns)))
+                except BaseException as e:
+                    text = f"failed: {type(e).__name__}: {e}"
+                os.write(fr.REUSE_CHAN_FD, text.encode())
+                os._exit(0)
+            os.waitpid(child, 0)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out.split("\n")
+
+
 def _in_reused_shape(scenario, walk=False):
     """Run scenario(fr, baseline) in a forked child laid out as a reused
     process lays itself out (/dev/null on fds 0-5, its socket on fd 6: here
@@ -446,19 +493,14 @@ def _in_reused_shape(scenario, walk=False):
     if pid == 0:
         try:
             import gc
-            import importlib.util
-            import sys
-            spec = importlib.util.spec_from_file_location("fitrun_runtime", dr.RUNTIME)
-            fr = importlib.util.module_from_spec(spec)
-            sys.modules["fitrun_runtime"] = fr
-            spec.loader.exec_module(fr)
+            fr = _load_runtime()
             os.dup2(w, fr.REUSE_CHAN_FD)
             null = os.open(os.devnull, os.O_RDONLY)
             for fd in range(fr.REUSE_CHAN_FD):
                 os.dup2(null, fd)
-            base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr.prelude_builtins({}))
+            base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins({})))
             if walk:
-                base.versions = None
+                base.ns.versions = None
             gc.freeze()
             text = "\n".join(scenario(fr, base))
         except BaseException as e:
@@ -516,7 +558,7 @@ class ReuseCheck(unittest.TestCase):
         import sys
         every = sys.version_info < (3, 13)
         out = _in_reused_shape(lambda fr, base: [" ".join(sorted(fr._DictVersions.kinds())),
-                                                 str(base.versions is not None), str(len(base.loose) > 0)])
+                                                 str(base.ns.versions is not None), str(len(base.ns.loose) > 0)])
         self.assertEqual(out, ["class dict module" + (" object" if every else ""), "True", str(not every)])
 
     def test_every_poisoning_is_found_on_both_paths(self):
@@ -531,12 +573,12 @@ class ReuseCheck(unittest.TestCase):
     def test_a_write_put_back_is_checked_then_fast_again(self):
         def scenario(fr, base):
             import json
-            out = [base.check(), str(base.versions.read() == base.versions.seen)]
+            out = [base.check(), str(base.ns.versions.read() == base.ns.versions.seen)]
             dumps = json.dumps
             json.dumps = None
             json.dumps = dumps  # the same object again: intact, but the counter moved
-            out += [str(base.versions.read() == base.versions.seen), base.check(),
-                    str(base.versions.read() == base.versions.seen)]
+            out += [str(base.ns.versions.read() == base.ns.versions.seen), base.check(),
+                    str(base.ns.versions.read() == base.ns.versions.seen)]
             _poison_json_dumps()  # after the reference moved on: still found
             out.append(base.check())
             return out
@@ -555,6 +597,23 @@ class ReuseCheck(unittest.TestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
             return ["end"]
         self.assertEqual(_in_reused_shape(scenario), ["|read|Tresource.setrlimitend"])
+
+    def test_a_process_forked_after_the_namespaces_were_taken_starts_clean(self):
+        # Taken in the zygote; every fork rewrites threading's namespace
+        # (its at-fork handler), and the worker may import: the process
+        # takes those as its start, and still finds a later poisoning.
+        import threading  # noqa: F401  (its at-fork handler is what moves)
+
+        def scenario(fr, base):
+            out = [base.check(), base.check()]
+            _poison_json_dumps()
+            return out + [base.check()]
+        for name, between in (("fork only", lambda: None),
+                              ("a module imported before the fork", lambda: __import__("colorsys"))):
+            with self.subTest(name):
+                out = _in_forked_reused_shape(between, scenario)
+                self.assertEqual(out[:2], ["", ""], out)
+                self.assertTrue(out[2].startswith("poisoned: module json was changed"), out)
 
     def test_status_fields_of_a_reused_process(self):
         # What its worker reads from /proc/PID/status after every job.
