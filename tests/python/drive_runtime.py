@@ -38,6 +38,7 @@ RUNTIME = os.path.join(SRC, "launcher", "runtime", "python", "fitrun_runtime.py"
 PYTHON = "/usr/bin/python3"
 
 MSG_RUN = struct.Struct("=cxxxI")
+JOB_FRAME = struct.Struct("=I")  # the job's length, before it
 MSG_STARTED = struct.Struct("=cxxxIiq")  # b"S", seq, pid, cpu_base_ns
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")
 REPORT_SLACK = 16 << 10
@@ -110,7 +111,8 @@ class Prediction:
             for fd in (job_r, rep_w, out_w, err_w):
                 os.close(fd)
         forward = {k: job[k] for k in ("id", "code", "inputs", "entry") if k in job}  # never "expected"
-        self.pending = json.dumps(forward).encode()
+        data = json.dumps(forward).encode()
+        self.pending = JOB_FRAME.pack(len(data)) + data  # framed, as fitrun sends it
         self.bufs = {self.out_r: bytearray(), self.err_r: bytearray(), self.rep_r: bytearray()}
         self.caps = {self.out_r: rt.output_cap, self.err_r: rt.output_cap,
                      self.rep_r: rt.result_cap + REPORT_SLACK}

@@ -1,7 +1,7 @@
 /* channel.c — a worker's channel (SOCK_SEQPACKET, native byte order, no
- * padding; fitrun_runtime.py's MSG_* structs): RUN out with the child's
- * four pipe ends, STARTED, EXITED and FAILED in. docs/python-runtime.md
- * has the layouts. */
+ * padding; fitrun_runtime.py's MSG_* structs): PIPES and RUN out (with
+ * the child's four pipe ends, or RUN without), STARTED, EXITED and FAILED
+ * in. docs/python-runtime.md has the layouts. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,27 +23,47 @@ static int64_t rd64(const char *p)
     return v;
 }
 
-int py_send_run(int chan, uint32_t seq, const int fds[4])
+/* A message of len bytes with nfds (0 or 4) descriptors. */
+static int send_with_fds(int chan, const char *m, size_t len, const int *fds, int nfds)
 {
-    char m[PY_MSG_RUN_LEN] = {'R'};
-    memcpy(m + 4, &seq, sizeof seq);
     union {
         char buf[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
     } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {m, sizeof m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+    struct iovec iov = {(void *)m, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds != 0 && nfds != 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (nfds) {
+        memset(&u, 0, sizeof u);
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof u.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+    }
     ssize_t w;
     do
         w = sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (w < 0 && errno == EINTR);
-    return w == (ssize_t)sizeof m ? 0 : -1;
+    return w == (ssize_t)len ? 0 : -1;
+}
+
+int py_send_run(int chan, uint32_t seq, const int *fds, int nfds)
+{
+    char m[PY_MSG_RUN_LEN] = {'R'};
+    memcpy(m + 4, &seq, sizeof seq);
+    return send_with_fds(chan, m, sizeof m, fds, nfds);
+}
+
+int py_send_pipes(int chan, const int fds[4])
+{
+    const char m[PY_MSG_PIPES_LEN] = {'P'};
+    return send_with_fds(chan, m, sizeof m, fds, 4);
 }
 
 void py_msg_decode(const char *m, size_t len, struct py_msg *out)

@@ -30,8 +30,39 @@ void py_stream_open(struct stream *st, int fd, size_t limit)
     st->over = false;
 }
 
-int py_stream_read(struct stream *st)
+/* What one call reads of a stream over its limit at most: four pipes'
+ * worth of the default size; the event comes again for the rest. */
+#define DISCARD_READS 4
+
+int py_fd_discard(int fd, unsigned max_reads, size_t *dropped)
 {
+    char scratch[65536];
+    for (unsigned n = 0; !max_reads || n < max_reads;) {
+        ssize_t r = read(fd, scratch, sizeof scratch);
+        if (r > 0) {
+            n++;
+            if (dropped)
+                *dropped += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        return 1;
+    }
+    return 2;
+}
+
+/* to_eagain: read until the pipe says EAGAIN (draining); else a short
+ * read ends it too (the pipe had no more then; a later write is a later
+ * event), saving the read that would say EAGAIN. Not when draining: a
+ * packet-mode pipe (O_DIRECT, which a prediction may set on its end)
+ * gives one packet per read, short or not. */
+static int stream_read(struct stream *st, bool to_eagain)
+{
+    if (st->over) /* its bytes are known to be too many: keep none of the rest */
+        return py_fd_discard(st->fd, to_eagain ? 0 : DISCARD_READS, NULL) == 1;
     for (;;) {
         if (st->len == st->cap) {
             /* Room for limit + 1 bytes at most: one byte beyond the limit
@@ -47,7 +78,8 @@ int py_stream_read(struct stream *st)
             st->buf = nb;
             st->cap = want;
         }
-        ssize_t r = read(st->fd, st->buf + st->len, st->cap - st->len);
+        size_t room = st->cap - st->len;
+        ssize_t r = read(st->fd, st->buf + st->len, room);
         if (r > 0) {
             st->len += (size_t)r;
             if (st->len > st->limit) {
@@ -55,6 +87,8 @@ int py_stream_read(struct stream *st)
                 st->over = true;
                 return 2;
             }
+            if ((size_t)r < room && !to_eagain)
+                return 0;
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -63,6 +97,19 @@ int py_stream_read(struct stream *st)
             return 0;
         return 1; /* EOF, or an error that ends the stream */
     }
+}
+
+int py_stream_read(struct stream *st)
+{
+    return stream_read(st, false);
+}
+
+int py_stream_drain(struct stream *st)
+{
+    int r = stream_read(st, true);
+    if (r == 2)
+        r = stream_read(st, true); /* over now: the rest is discarded */
+    return r == 1;
 }
 
 void py_stream_close(struct fr_runtime *rt, struct stream *st)

@@ -57,6 +57,11 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     int fl = fcntl(sv[0], F_GETFL);
     if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0)
         goto fail;
+    /* Its own pipes, if any, are its first message: before the zygote
+     * hears of the channel, so that a failure here leaves nothing behind. */
+    py_slot_pipes_close(rt, s);
+    if (py->persistent && py_slot_pipes_open(rt, slot, sv[0]) < 0)
+        goto fail;
     unsigned token = py->next_token++;
     /* The channel, then the slot's cgroup.procs files (fitrun/cgroup.h):
      * each prediction's child joins its slot's cgroups with them. */
@@ -69,6 +74,7 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     close(sv[1]);
     if (watch && fr_host_watch(rt->host, sv[0], EPOLLIN, slot) < 0) {
         int e = errno;
+        py_slot_pipes_close(rt, s);
         close(sv[0]);
         errno = e;
         return -1;
@@ -82,6 +88,7 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     return 0;
 fail:;
     int e = errno;
+    py_slot_pipes_close(rt, s);
     close(sv[0]);
     close(sv[1]);
     errno = e;

@@ -3,10 +3,12 @@
 One interpreter per run (the "zygote") is started by fitrun, runs the
 prelude once, builds the sandbox policy once (from the spec fitrun packed,
 plus this interpreter's own tree as what predictions may read), and then
-forks workers on request. A worker only forks: for each prediction fitrun
-hands it four pipe ends (the job to read, the report to write, stdout,
-stderr), the worker forks a child with them, and the child reads its own
-job, applies the sandbox, runs the code and writes its own report. The
+forks workers on request. A worker only forks: each prediction's child
+gets four pipe ends (the job to read, the report to write, stdout,
+stderr): the worker's own, which fitrun sends once when no process of a
+prediction can outlive it, or four fitrun sends with the prediction's RUN.
+The child reads its own job, applies the sandbox, runs the code and
+writes its own report. The
 worker never sees a job, an output or a line of output: it supervises the
 child (the sandbox's seccomp listener) and sends fitrun what the child
 cannot forge (wait status, rusage, the denied call). fitrun's C side
@@ -55,7 +57,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 3
+PROTOCOL = 4
 
 # File descriptors inside a prediction's child. Everything else is closed
 # before any of its code runs (the Landlock ruleset until apply closes it):
@@ -68,13 +70,15 @@ REUSE_CHAN_FD = 6           # reuse: the process's own socket to its worker (job
 CHILD_FIRST_FREE_FD = 7
 
 # Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
-MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS)
+MSG_PIPES = struct.Struct("=cxxx")               # b"P"; + the worker's own 4 pipe ends (RUN_FDS), once
+MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS), or none: the worker's own
 MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
                                                  # utime_us, stime_us, max_rss_kb, wall_us, fork_us;
                                                  # then why the process was replaced (UTF-8, reuse only)
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
+JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 4           # a spawn request: the channel, then its slot's cgroup.procs files (<= 3)
 
 MESSAGE_CAP = 1000          # characters kept of an exception's text
@@ -508,10 +512,7 @@ class Runner:
             _layout_fds(((null, CHILD_STDIN), (out_w, CHILD_STDOUT), (err_w, CHILD_STDERR),
                          (report_w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD), (job_r, CHILD_JOB_FD)),
                         self.sandbox.fd())
-            # fitrun made the pipes non-blocking for its own ends; the file
-            # descriptions of ours are separate, and this code blocks.
-            for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
-                os.set_blocking(fd, True)
+            _reset_write_ends(fcntl.fcntl)
         except BaseException:
             os._exit(EXIT_CHILD_SETUP)
         def start():
@@ -570,10 +571,13 @@ class Runner:
         """Never returns: the long-lived process of a worker under reuse
         isolation. It applies the sandbox once (as slot `worker`), then
         runs one job per message from its worker: the message brings the
-        job's four pipe ends and a nonce; the process lays the ends out as
-        a fork child would have them, runs the job as a fork child does,
-        gives the ends up, checks and restores shared state (_Baseline) and
-        answers "done" with the nonce and its own reason to be replaced.
+        job's four pipe ends (its worker's own, or the RUN's) and a nonce;
+        the process lays the ends out as a fork child would have them, runs
+        the job as a fork child does, gives the ends up (/dev/null over
+        them, before "done": with its worker's own pipes, fitrun takes what
+        they hold at EXITED as all of the job's), checks and restores
+        shared state (_Baseline) and answers "done" with the nonce and its
+        own reason to be replaced.
         cgroup_fds: as for child(); the process stays in its slot's cgroups
         for all its jobs."""
         _join_cgroups(cgroup_fds, worker)
@@ -586,7 +590,7 @@ class Runner:
         except BaseException:
             os._exit(EXIT_CHILD_SETUP)
         apply_rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
-        recv_fds, write, dup2, close, set_blocking = socket.recv_fds, os.write, os.dup2, os.close, os.set_blocking
+        recv_fds, write, dup2, close, fcntl_ = socket.recv_fds, os.write, os.dup2, os.close, fcntl.fcntl
         # Between jobs /dev/null holds every descriptor below the socket, so
         # the pipe ends of the next job arrive above all the ones they go to.
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
@@ -613,8 +617,7 @@ class Runner:
                 for src, dst in zip(fds, (CHILD_JOB_FD, CHILD_REPORT_FD, CHILD_STDOUT, CHILD_STDERR)):
                     dup2(src, dst)
                     close(src)
-                for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD, CHILD_JOB_FD):
-                    set_blocking(fd, True)
+                _reset_write_ends(fcntl_)
             except BaseException:
                 os._exit(EXIT_CHILD_SETUP)
 
@@ -646,15 +649,41 @@ class Runner:
 
     @staticmethod
     def read_job():
-        """The job fitrun wrote on the job pipe: {"id", "code", "inputs"[, "entry"]}."""
-        chunks = []
-        while True:
-            chunk = os.read(CHILD_JOB_FD, READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        """The job fitrun wrote on the job pipe: its length (JOB_FRAME),
+        then {"id", "code", "inputs"[, "entry"]}. Reads exactly that, then
+        closes the pipe: no prediction ever holds it (with a worker's own
+        pipes, later jobs come on it)."""
+        size = JOB_FRAME.unpack(_read_exactly(CHILD_JOB_FD, JOB_FRAME.size))[0]
+        data = _read_exactly(CHILD_JOB_FD, size)
         os.close(CHILD_JOB_FD)
-        return json.loads(b"".join(chunks))
+        return json.loads(data)
+
+
+def _read_exactly(fd, n):
+    """n bytes of fd, which stays non-blocking: it is the file description
+    fitrun reads too (to discard what a child left unread), and fitrun must
+    never block on it. EOFError when it ends first."""
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = os.read(fd, min(n - len(buf), READ_CHUNK))
+        except BlockingIOError:
+            select.select([fd], [], [])
+            continue
+        if not chunk:
+            raise EOFError(f"the job pipe ended after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def _reset_write_ends(fcntl_):
+    """The report, stdout and stderr write ends as this job's code must
+    find them: blocking, and with no flag a previous job of the same pipes
+    left on their shared file descriptions (O_NONBLOCK, O_DIRECT: packet
+    mode, which would cut what fitrun reads; O_ASYNC, O_APPEND). fitrun's
+    read ends are descriptions of their own."""
+    for fd in (CHILD_STDOUT, CHILD_STDERR, CHILD_REPORT_FD):
+        fcntl_(fd, fcntl.F_SETFL, 0)
 
 
 def _join_cgroups(cgroup_fds, worker):
@@ -704,9 +733,11 @@ def _encode_report(rep):
 # Worker
 
 class Worker:
-    """Forks one child per RUN message and reports how it ended. It holds a
-    job's pipe ends only from the message to the fork, and never reads
-    from or writes to them."""
+    """Forks one child per RUN message and reports how it ended. The job's
+    pipe ends come with the RUN (the worker holds them from the message to
+    the fork) or are the worker's own, sent once with PIPES when no process
+    of a prediction can outlive it (every child gets them). Either way the
+    worker never reads from or writes to them."""
 
     def __init__(self, runner, worker, chan, cgroup_fds=()):
         self.runner = runner
@@ -715,6 +746,7 @@ class Worker:
         self.cgroup_fds = tuple(cgroup_fds)  # each child's slot cgroups (cgroup.procs)
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self.pipes = None  # the child ends of the worker's own pipes (PIPES), if any
 
     def serve(self):
         while True:
@@ -722,8 +754,12 @@ class Worker:
             if not msg:
                 return 0  # fitrun closed the channel: the run is over
             try:
-                if len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
+                if msg == MSG_PIPES.pack(b"P") and len(fds) == RUN_FDS and self.pipes is None:
+                    self.pipes, fds = fds, []
+                elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
                     self.run(MSG_RUN.unpack(msg)[1], fds)
+                elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and not fds and self.pipes is not None:
+                    self.run(MSG_RUN.unpack(msg)[1], self.pipes)
                 else:
                     self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
             finally:
@@ -732,6 +768,15 @@ class Worker:
                         os.close(fd)
                     except OSError:
                         pass
+
+    def release(self, fds):
+        """After the job went to its process: close a RUN's own pipe ends
+        (so that fitrun sees EOF when the child is done with them), never
+        the worker's."""
+        if fds is not self.pipes:
+            for fd in fds:
+                os.close(fd)
+            fds.clear()
 
     def failed(self, seq, why):
         self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
@@ -753,9 +798,7 @@ class Worker:
                                   self.cgroup_fds)  # never returns
             t_fork = time.monotonic_ns()
             theirs.close()
-            for fd in fds:  # the child has them; from now on only it and fitrun do
-                os.close(fd)
-            fds.clear()
+            self.release(fds)  # the child has them
             self.reap(seq, pid, ours, t0, t_fork)
         finally:
             ours.close()
@@ -1516,9 +1559,7 @@ class ReuseWorker(Worker):
             socket.send_fds(p.sock, [b"J" + nonce], fds)
         except OSError:
             pass  # it died: the wait below says how
-        for fd in fds:
-            os.close(fd)
-        fds.clear()
+        self.release(fds)
         violation, done, taint = self.wait(p, nonce)
         if done is None:  # it ended (killed, violation, crash, exit)
             status, ru = p.end()

@@ -7,21 +7,32 @@
  *     │                                                     │ fork per slot
  *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k (supervises)
  *     │                                                     │ fork per job, own socket
- *     └──job, report, stdout, stderr pipes (per job)─────── child: reads its job, applies
- *                                                           the sandbox as slot k (its
- *                                                           listener to the worker), runs
+ *     └──job, report, stdout, stderr pipes (per slot or per job)── child: reads its job,
+ *                                                           applies the sandbox as slot k
+ *                                                           (its listener to the worker), runs
  *                                                           the prediction, writes its report
  *
- * Per prediction, fitrun creates four pipes and sends the child's ends to
- * the worker with a RUN message; the worker forks the child with them and
- * closes its copies. fitrun writes the job (byte spans of the job line,
- * never "expected") and reads the report and the streams itself, under
- * their caps. The worker sends STARTED (the child's pid and a pidfd, so
- * fitrun can read its CPU clock and kill it race-free) and EXITED (wait
- * status, rusage, and the denied call it read from the sandbox's listener,
- * which the child gave up before any of its code ran). So the worker never
- * holds another
- * prediction's code, inputs, outputs or prints, and a child can only ever
+ * The pipes (pipes.c). When no process of a prediction can outlive it (the
+ * policy lets none create processes: fr_policy_info.processes is false),
+ * fitrun creates them once per worker and sends the child's ends with a
+ * PIPES message right behind the worker's channel; the worker hands them to
+ * each of its children and RUN carries none. The end of a job's bytes is
+ * then the worker's EXITED, which no prediction can forge: its process is
+ * dead (fork) or has put /dev/null over the ends and checked that no
+ * thread of it runs on (reuse), so what the pipes hold then is all of it;
+ * fitrun reads it to EAGAIN and discards what the child left unread of its
+ * job. Otherwise (a prediction may leave a process behind that still holds
+ * an end) fitrun creates four pipes per prediction and sends the child's
+ * ends with RUN; the worker closes its copies after the fork. Either way
+ * the job is framed (u32 length, native, then the JSON: byte spans of the
+ * job line, never "expected"), and fitrun reads the report and the
+ * streams itself, under their caps.
+ *
+ * The worker sends STARTED (the child's pid and a pidfd, so fitrun can
+ * read its CPU clock and kill it race-free) and EXITED (wait status,
+ * rusage, and the denied call it read from the sandbox's listener, which
+ * the child gave up before any of its code ran). So the worker never reads
+ * a prediction's code, inputs, outputs or prints, and a child can only ever
  * write its own report, which decides nothing the child could not decide
  * by its own code (its outputs, that it raised).
  *
@@ -29,8 +40,9 @@
  * (the spec the interpreter builds its sandbox from), zygote.c (its start
  * and end), control.c (its control socket: workers on request), startup.c
  * (what the start-up is said to be), channel.c (a worker channel's
- * messages), job.c (check, send), collect.c (streams, report, facts),
- * runtime.c (the ops: a job's life in a slot). */
+ * messages), pipes.c (a worker's own pipes), job.c (check, send),
+ * collect.c (streams, report, facts), runtime.c (the ops: a job's life in
+ * a slot). */
 #ifndef FITRUN_PYTHON_INTERNAL_H
 #define FITRUN_PYTHON_INTERNAL_H
 
@@ -77,7 +89,8 @@
 
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
-#define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds */
+#define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+#define PY_MSG_PIPES_LEN 4    /* 'P', 3 pad; + the 4 child ends of the worker's own pipes */
 #define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
 #define PY_MSG_EXITED_LEN                                                                                              \
     56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
@@ -87,9 +100,9 @@
 /* Bytes of EXITED's reason at most. */
 #define PY_REPLACED_MAX 400
 
-/* A pipe fitrun reads, up to a cap. */
+/* A pipe fitrun reads, up to a cap; beyond it, what comes is discarded. */
 struct stream {
-    int fd; /* -1 once at EOF (or given up) */
+    int fd; /* -1 once at EOF (or given up); a worker's own pipe: -1 between jobs */
     char *buf;
     size_t len, cap; /* bytes kept, bytes allocated */
     size_t limit;    /* more than this = over */
@@ -106,19 +119,28 @@ struct exit_facts {
 
 enum py_kill { PY_KILL_NONE = 0, PY_KILL_CPU, PY_KILL_WALL, PY_KILL_OUTPUT, PY_KILL_RESULT };
 
+/* fitrun's ends of a worker's own pipes (persistent mode); -1 = none. */
+struct slot_pipes {
+    int job_w, job_r; /* job_r: the child's end too, read only to discard what a child left unread */
+    int rep, out, err;
+};
+
 struct pyslot {
     /* the worker */
-    int chan;       /* our end of its channel; -1 = none */
-    pid_t pid;      /* 0 until its "spawned" event */
-    int pidfd;      /* for signals (not our child: its pid could be reused); -1 = none */
-    unsigned token; /* spawn token of the current worker */
+    int chan;                /* our end of its channel; -1 = none */
+    pid_t pid;               /* 0 until its "spawned" event */
+    int pidfd;               /* for signals (not our child: its pid could be reused); -1 = none */
+    unsigned token;          /* spawn token of the current worker */
+    struct slot_pipes pipes; /* persistent mode: the current worker's, created with its channel */
+    bool stray_warned;       /* bytes came between its jobs (said once per worker) */
     /* the job in flight */
     const struct fr_job *job; /* NULL = idle */
     uint32_t seq;
     uint64_t begin_ns;
     int job_w;            /* our end of the job pipe; -1 once all sent */
     bool job_watched;     /* job_w is registered (the pipe was full) */
-    struct iovec iov[12]; /* what is left to send: spans of job->text */
+    uint32_t frame;       /* the job's length, sent before it */
+    struct iovec iov[12]; /* what is left to send: the frame, then spans of job->text */
     int iovcnt, iovpos;
     struct stream out, err, rep;
     pid_t child;                /* from STARTED; 0 = not yet */
@@ -147,6 +169,7 @@ struct pyrt {
     char interpreter[PATH_MAX]; /* the profile's, PATH-resolved when it is a command name */
     uint64_t result_cap;        /* [sandbox] result */
     bool reuse;                 /* [runtime] isolation = reuse: a job's process may live on */
+    bool persistent;            /* pipes per worker, not per job (no prediction can create processes) */
 };
 
 static inline struct pyrt *PY(struct fr_runtime *rt)
@@ -212,24 +235,53 @@ struct py_msg {
 /* What the message of len bytes at m says (kind, seq, well_formed and the
  * fields of its kind; fd and len are py_recv's). */
 void py_msg_decode(const char *m, size_t len, struct py_msg *out);
-/* RUN for job seq with the child's four pipe ends. 0 or -1 (errno). */
-int py_send_run(int chan, uint32_t seq, const int fds[4]);
+/* RUN for job seq with the child's four pipe ends (nfds 4), or with none
+ * (nfds 0: the worker's own pipes). 0 or -1 (errno). */
+int py_send_run(int chan, uint32_t seq, const int *fds, int nfds);
+/* PIPES: the child's ends of a worker's own pipes (job read end, report,
+ * stdout, stderr write ends). 0 or -1 (errno). */
+int py_send_pipes(int chan, const int fds[4]);
 /* The next message (1), none waiting (0), or the worker is gone (-1: EOF
  * or an error). buf (n bytes) holds the message. */
 int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
 
+/* ---- pipes.c ---- */
+/* Persistent mode: the pipes of the worker just given channel chan in
+ * slot s, their child ends sent with PIPES; fitrun's read ends watched.
+ * 0, or -1 (errno) with nothing left open. */
+int py_slot_pipes_open(struct fr_runtime *rt, int slot, int chan);
+/* Close fitrun's ends (the worker is gone or going); the slot's job, if
+ * any, keeps what its streams read. */
+void py_slot_pipes_close(struct fr_runtime *rt, struct pyslot *s);
+bool py_slot_pipes_ok(const struct pyslot *s);
+/* Between jobs: discard what the pipes hold (a job's leftovers: the
+ * unread rest of its job; with streams, what its child wrote). Returns -1
+ * when a pipe is at EOF (the worker is gone), else 0. */
+int py_slot_pipes_drain(struct pyslot *s, bool streams);
+
 /* ---- job.c ---- */
 int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);
-/* The job line for the child: spans of job->text into s->iov. */
+/* The job for the child, framed: its length (u32, native), then spans of
+ * job->text, into s->iov. */
 int py_job_spans(struct pyslot *s, const struct fr_job *job, char *err, size_t errlen);
-/* Write what the pipe takes. Returns 1 when all is sent (job_w closed),
- * 0 when more is left (EPOLLOUT watched), -1 on a real error. */
+/* Write what the pipe takes. Returns 1 when all is sent (job_w -1: closed,
+ * or a worker's own pipe unwatched), 0 when more is left (EPOLLOUT
+ * watched), -1 on a real error. */
 int py_job_flush(struct fr_runtime *rt, struct pyslot *s);
 
 /* ---- collect.c ---- */
 void py_stream_open(struct stream *st, int fd, size_t limit);
-/* Read what is there. Returns 1 at EOF, 0 for more later, 2 when over the limit. */
+/* Read what is there (up to a short read). Returns 1 at EOF, 0 for more
+ * later, 2 when it went over the limit in this call. A stream already
+ * over discards what it reads (a bounded amount per call: more later). */
 int py_stream_read(struct stream *st);
+/* Read to EAGAIN (all writers are done: bounded by what the pipe holds),
+ * what is over the limit discarded. 1 at EOF, else 0. */
+int py_stream_drain(struct stream *st);
+/* Read and discard up to max_reads reads (0: no bound) of what fd holds;
+ * *dropped (if not NULL) += the bytes. 0 at EAGAIN, 1 at EOF (or an error
+ * that ends it), 2 when the bound was reached first. */
+int py_fd_discard(int fd, unsigned max_reads, size_t *dropped);
 void py_stream_close(struct fr_runtime *rt, struct stream *st);
 /* Release buffers beyond a small size after a job. */
 void py_stream_trim(struct stream *st);

@@ -1,6 +1,8 @@
 /* job.c — a python job: checked before it is scheduled, then sent to its
- * prediction's child as spans of the job line, never "expected". */
+ * prediction's child, framed (its length, then spans of the job line, never
+ * "expected"). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -98,22 +100,36 @@ int py_job_spans(struct pyslot *s, const struct fr_job *job, char *err, size_t e
         snprintf(err, errlen, "python runtime: the job line cannot be cut into its fields");
         return -1;
     }
-    int n = 0;
+    int n = 1; /* iov[0]: the frame */
+    size_t len = 0;
     for (int i = 0; i < 4; i++) {
         if (!v[i])
             continue;
         s->iov[n++] = (struct iovec){(void *)heads[i], strlen(heads[i])};
         s->iov[n++] = (struct iovec){(void *)v[i]->value.p, v[i]->value.n};
+        len += strlen(heads[i]) + v[i]->value.n;
     }
     s->iov[n++] = (struct iovec){(void *)"}", 1};
+    len++;
+    if (len > UINT32_MAX) {
+        snprintf(err, errlen, "python runtime: the job is larger than 4 GiB");
+        return -1;
+    }
+    s->frame = (uint32_t)len;
+    s->iov[0] = (struct iovec){&s->frame, sizeof s->frame};
     s->iovcnt = n;
     s->iovpos = 0;
     return 0;
 }
 
+/* Nothing more to send: a per-job pipe is closed (EOF), a worker's own
+ * pipe stays for its next job, unwatched. */
 static void job_done(struct fr_runtime *rt, struct pyslot *s)
 {
-    if (s->job_watched)
+    if (PY(rt)->persistent) {
+        if (s->job_watched)
+            fr_host_unwatch(rt->host, s->job_w);
+    } else if (s->job_watched)
         fr_host_close(rt->host, s->job_w); /* our write end: no other descriptor has it */
     else
         close(s->job_w);

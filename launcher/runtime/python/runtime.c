@@ -34,6 +34,7 @@ static void init_slot(struct pyslot *s)
     memset(s, 0, sizeof *s);
     s->chan = s->pidfd = s->job_w = s->child_fd = s->timer = -1;
     s->out.fd = s->err.fd = s->rep.fd = -1;
+    s->pipes = (struct slot_pipes){-1, -1, -1, -1, -1};
 }
 
 /* ---- the end of a job ----------------------------------------------------- */
@@ -45,21 +46,39 @@ static void disarm(struct pyslot *s)
         timerfd_settime(s->timer, 0, &off, NULL);
 }
 
+/* A worker's own pipes after its job: nothing of the job is left in them
+ * (what its child left unread of its job; what it wrote, when no EXITED
+ * came to read it to the end). EOF: the worker is gone, its pipes with it. */
+static void pipes_reset(struct fr_runtime *rt, struct pyslot *s)
+{
+    if (s->job_watched)
+        fr_host_unwatch(rt->host, s->job_w);
+    s->job_w = -1;
+    s->job_watched = false;
+    s->out.fd = s->err.fd = s->rep.fd = -1;
+    if (py_slot_pipes_ok(s) && py_slot_pipes_drain(s, !s->exited) < 0)
+        py_slot_pipes_close(rt, s);
+}
+
 /* Close everything of the job in slot s; the slot is idle afterwards. */
 static void job_reset(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
-    if (s->job_w >= 0) {
-        if (s->job_watched)
-            fr_host_close(rt->host, s->job_w);
-        else
-            close(s->job_w);
-        s->job_w = -1;
-        s->job_watched = false;
+    if (PY(rt)->persistent) {
+        pipes_reset(rt, s);
+    } else {
+        if (s->job_w >= 0) {
+            if (s->job_watched)
+                fr_host_close(rt->host, s->job_w);
+            else
+                close(s->job_w);
+            s->job_w = -1;
+            s->job_watched = false;
+        }
+        py_stream_close(rt, &s->out);
+        py_stream_close(rt, &s->err);
+        py_stream_close(rt, &s->rep);
     }
-    py_stream_close(rt, &s->out);
-    py_stream_close(rt, &s->err);
-    py_stream_close(rt, &s->rep);
     py_stream_trim(&s->out);
     py_stream_trim(&s->err);
     py_stream_trim(&s->rep);
@@ -107,6 +126,7 @@ static void end_worker(struct fr_runtime *rt, int slot, bool replace)
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
     py_drop_channel(rt, s);
+    py_slot_pipes_close(rt, s);
     py_kill_worker(py, s);
     if (replace && !py->stopping && py_spawn_worker(rt, slot, true) < 0)
         fr_host_fail(rt->host, "python runtime: cannot replace worker %d: %s", slot, strerror(errno));
@@ -173,14 +193,22 @@ static void kill_child(struct fr_runtime *rt, int slot, enum py_kill why)
 }
 
 /* EXITED: nothing more comes from the child, whatever is still buffered in
- * its pipes is there now. */
+ * its pipes is there now. A worker's own pipes are read to EAGAIN (no
+ * writer is left: that is all of the job's), per-job pipes once more. */
 static void finish(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     struct stream *streams[] = {&s->out, &s->err, &s->rep};
+    bool gone = false;
     for (int i = 0; i < 3; i++)
-        if (streams[i]->fd >= 0 && py_stream_read(streams[i]) != 0)
+        if (streams[i]->fd < 0)
+            continue;
+        else if (PY(rt)->persistent)
+            gone |= py_stream_drain(streams[i]) != 0;
+        else if (py_stream_read(streams[i]) != 0)
             py_stream_close(rt, streams[i]);
+    if (gone)
+        py_slot_pipes_close(rt, s); /* EOF: the worker went; its channel's EOF replaces it */
     struct fr_raw raw;
     char msg[512];
     py_collect(rt, s, &raw, msg, sizeof msg);
@@ -287,6 +315,12 @@ static int start_inner(struct fr_runtime *rt, int nslots, char *err, size_t errl
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* The worker kills its prediction's process group; only a prediction
+     * that may create processes can leave one outside it, still holding a
+     * pipe end: then each job gets pipes of its own. */
+    struct fr_policy_info info;
+    fr_policy_info(cfg->policy, &info);
+    py->persistent = !info.processes;
     py->nslots = nslots;
     py->ctl = -1;
     py->next_token = 1;
@@ -348,11 +382,7 @@ out:
 static int py_start(struct fr_runtime *rt, int nslots, char *err, size_t errlen)
 {
     if (start_inner(rt, nslots, err, errlen) == 0) {
-        /* The worker kills its prediction's process group; only a prediction
-         * that may create processes can leave one outside it. */
-        struct fr_policy_info info;
-        fr_policy_info(rt->cfg->policy, &info);
-        rt->contained = !info.processes;
+        rt->contained = PY(rt)->persistent;
         return 0;
     }
     py_stop(rt);
@@ -369,16 +399,25 @@ static void close_pipes(int p[4][2])
 
 enum { P_JOB, P_REPORT, P_OUT, P_ERR };
 
-static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, char *err, size_t errlen)
+/* The job's pipes: the worker's own (RUN carries none), or four new ones
+ * whose child ends go with RUN. The job is sent; -1 with err, the slot idle. */
+static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    if (s->chan < 0 && py_spawn_worker(rt, slot, true) < 0) {
-        snprintf(err, errlen, "python worker %d cannot be started: %s", slot, strerror(errno));
-        return -1;
+    if (py->persistent) {
+        s->seq++;
+        if (py_send_run(s->chan, s->seq, NULL, 0) < 0) {
+            snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
+            replace_worker(rt, slot);
+            return -1;
+        }
+        s->job_w = s->pipes.job_w;
+        s->out.fd = s->pipes.out;
+        s->err.fd = s->pipes.err;
+        s->rep.fd = s->pipes.rep;
+        return 0;
     }
-    if (py_job_spans(s, job, err, errlen) < 0)
-        return -1;
     /* Both ends non-blocking: ours must be; the child makes its own
      * blocking again (separate file descriptions). */
     int p[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
@@ -390,21 +429,18 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
         }
     s->seq++;
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
-    if (py_send_run(s->chan, s->seq, theirs) < 0) {
+    if (py_send_run(s->chan, s->seq, theirs, 4) < 0) {
         snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
         close_pipes(p);
         replace_worker(rt, slot);
         return -1;
     }
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
         close(theirs[i]);
-    }
-    s->job = job;
-    s->begin_ns = fr_now_ns();
     s->job_w = p[P_JOB][1];
-    py_stream_open(&s->rep, p[P_REPORT][0], py->result_cap + PY_REPORT_SLACK);
-    py_stream_open(&s->out, p[P_OUT][0], rt->cfg->output_cap);
-    py_stream_open(&s->err, p[P_ERR][0], rt->cfg->output_cap);
+    s->rep.fd = p[P_REPORT][0];
+    s->out.fd = p[P_OUT][0];
+    s->err.fd = p[P_ERR][0];
     struct stream *streams[] = {&s->out, &s->err, &s->rep};
     for (int i = 0; i < 3; i++)
         if (fr_host_watch(rt->host, streams[i]->fd, EPOLLIN, slot) < 0) {
@@ -414,9 +450,33 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
                 streams[j]->fd = -1;
             }
             replace_worker(rt, slot); /* its child must not run unwatched */
-            job_reset(rt, slot);
             return -1;
         }
+    return 0;
+}
+
+static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, char *err, size_t errlen)
+{
+    struct pyrt *py = PY(rt);
+    struct pyslot *s = &py->slots[slot];
+    /* A worker whose pipes went (EOF: it died) is replaced before its job. */
+    if (s->chan >= 0 && py->persistent && !py_slot_pipes_ok(s))
+        replace_worker(rt, slot);
+    if (s->chan < 0 && py_spawn_worker(rt, slot, true) < 0) {
+        snprintf(err, errlen, "python worker %d cannot be started: %s", slot, strerror(errno));
+        return -1;
+    }
+    if (py_job_spans(s, job, err, errlen) < 0)
+        return -1;
+    s->job = job;
+    s->begin_ns = fr_now_ns();
+    if (send_run(rt, slot, err, errlen) < 0) {
+        job_reset(rt, slot);
+        return -1;
+    }
+    py_stream_open(&s->rep, s->rep.fd, py->result_cap + PY_REPORT_SLACK);
+    py_stream_open(&s->out, s->out.fd, rt->cfg->output_cap);
+    py_stream_open(&s->err, s->err.fd, rt->cfg->output_cap);
     if (py_job_flush(rt, s) < 0) {
         snprintf(err, errlen, "python runtime: sending the job to the prediction: %s", strerror(errno));
         replace_worker(rt, slot);
@@ -431,11 +491,33 @@ static void stream_event(struct fr_runtime *rt, int slot, struct stream *st, enu
     int r = py_stream_read(st);
     if (r == 0)
         return;
-    py_stream_close(rt, st);
+    if (r < 0)
+        fr_warn("python runtime: reading the prediction of worker %d: %s", slot, strerror(errno));
+    if (!PY(rt)->persistent)
+        py_stream_close(rt, st);
+    else if (r != 2) /* EOF: the worker went; its channel's EOF replaces it */
+        py_slot_pipes_close(rt, &PY(rt)->slots[slot]);
     if (r == 2)
         kill_child(rt, slot, why);
-    else if (r < 0)
-        fr_warn("python runtime: reading the prediction of worker %d: %s", slot, strerror(errno));
+}
+
+/* A worker's own pipe between its jobs: usually an event of the job that
+ * just ended, read to EAGAIN since (its EXITED came first in the same
+ * turn). Nothing of a job can write now (internal.h); should anything,
+ * it is no job's, and dropped. */
+static void idle_pipe_event(struct fr_runtime *rt, int slot, int fd)
+{
+    struct pyslot *s = &PY(rt)->slots[slot];
+    if (fd != s->pipes.out && fd != s->pipes.err && fd != s->pipes.rep)
+        return;
+    size_t dropped = 0;
+    int r = py_fd_discard(fd, 4, &dropped);
+    if (r == 1) {
+        py_slot_pipes_close(rt, s);
+    } else if (dropped && !s->stray_warned) {
+        s->stray_warned = true;
+        fr_warn("python worker %d: bytes in its pipes between jobs: dropped", slot);
+    }
 }
 
 static void timer_event(struct fr_runtime *rt, int slot)
@@ -466,7 +548,7 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
     else if (fd == s->chan)
         channel_event(rt, slot);
     else if (!s->job)
-        return;
+        idle_pipe_event(rt, slot, fd);
     else if (fd == s->job_w) {
         if (py_job_flush(rt, s) < 0)
             fr_warn("python runtime: sending job %s: %s", s->job->id, strerror(errno));
@@ -507,6 +589,7 @@ static void py_stop(struct fr_runtime *rt)
         if (s->job)
             job_reset(rt, i);
         py_drop_channel(rt, s);
+        py_slot_pipes_close(rt, s);
         if (s->timer >= 0) {
             fr_host_unwatch(rt->host, s->timer);
             close(s->timer);
