@@ -132,26 +132,22 @@ attacked() {
 # limit): what it left unread is dropped, not taken for the next job's
 # frame (the next child would wait for a job of 0x61616161 bytes).
 @test "python pipes: a job larger than the pipe, and a job its child never read to the end" {
+    # id, its input's size, the memory limit, what it gives (outputs, or the status)
+    local cases=("large 300000 512M [300000]" "unread $((60 << 20)) 40M \"memory\"")
+    local iso c id size limit want
     for iso in fork reuse; do
-        python_profile "$D/p.ini" 1 4s 512M "isolation = $iso"
-        {
-            /usr/bin/python3 -c 'import json; print(json.dumps({"id": "large", "code": "def transform(g):\n    return len(g)\n", "inputs": ["a" * 300000]}))'
-            job victim "$VICTIM" '[[[1, 2]]]'
-        } > "$D/jobs.jsonl"
-        run_jobs
-        [ "$status" -eq 0 ]
-        [ "$(jq -c 'select(.id == "large") | .outputs' "$D/out.jsonl")" = '[300000]' ]
-        [ "$(jq -c 'select(.id == "victim") | [.status, .outputs, .stdout]' "$D/out.jsonl")" = "$(jq -cn --arg out "$VICTIM_OUT" '["ok", [[[1,2]]], $out + "\n"]')" ]
-
-        python_profile "$D/p.ini" 1 4s 40M "isolation = $iso"
-        {
-            /usr/bin/python3 -c 'import json; print(json.dumps({"id": "unread", "code": "def transform(g):\n    return len(g)\n", "inputs": ["a" * (60 << 20)]}))'
-            job victim "$VICTIM" '[[[1, 2]]]'
-        } > "$D/jobs.jsonl"
-        run_jobs
-        [ "$status" -eq 0 ]
-        [ "$(jq -r 'select(.id == "unread") | .status' "$D/out.jsonl")" = memory ]
-        [ "$(jq -c 'select(.id == "victim") | [.status, .outputs, .stdout]' "$D/out.jsonl")" = "$(jq -cn --arg out "$VICTIM_OUT" '["ok", [[[1,2]]], $out + "\n"]')" ]
+        for c in "${cases[@]}"; do
+            read -r id size limit want <<<"$c"
+            python_profile "$D/p.ini" 1 4s "$limit" "isolation = $iso"
+            {
+                /usr/bin/python3 -c 'import json, sys; print(json.dumps({"id": sys.argv[1], "code": "def transform(g):\n    return len(g)\n", "inputs": ["a" * int(sys.argv[2])]}))' "$id" "$size"
+                job victim "$VICTIM" '[[[1, 2]]]'
+            } > "$D/jobs.jsonl"
+            run_jobs
+            [ "$status" -eq 0 ]
+            [ "$(jq -c --arg id "$id" 'select(.id == $id) | if .status == "ok" then .outputs else .status end' "$D/out.jsonl")" = "$want" ]
+            [ "$(jq -c 'select(.id == "victim") | [.status, .outputs, .stdout]' "$D/out.jsonl")" = "$(jq -cn --arg out "$VICTIM_OUT" '["ok", [[[1,2]]], $out + "\n"]')" ]
+        done
     done
 }
 

@@ -444,6 +444,24 @@ def _load_runtime():
     return fr
 
 
+def _lay_out_as_reused(fr, w):
+    """A reused process's descriptors: /dev/null on 0-5, its socket on 6
+    (here w, the pipe the answer goes back on)."""
+    os.dup2(w, fr.REUSE_CHAN_FD)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in range(fr.REUSE_CHAN_FD):
+        os.dup2(null, fd)
+
+
+def _answer(r, w, pid):
+    """The lines a forked test child wrote before it exited."""
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out.split("\n")
+
+
 def _in_forked_reused_shape(between, scenario):
     """As a reused process starts: the namespaces taken in one process (the
     zygote), between() run there, then a fork (its at-fork handlers run),
@@ -462,10 +480,7 @@ def _in_forked_reused_shape(between, scenario):
             child = os.fork()
             if child == 0:
                 try:
-                    os.dup2(w, fr.REUSE_CHAN_FD)
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    for fd in range(fr.REUSE_CHAN_FD):
-                        os.dup2(null, fd)
+                    _lay_out_as_reused(fr, w)
                     text = "\n".join(scenario(fr, fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, ns)))
                 except BaseException as e:
                     text = f"failed: {type(e).__name__}: {e}"
@@ -474,11 +489,7 @@ def _in_forked_reused_shape(between, scenario):
             os.waitpid(child, 0)
         finally:
             os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        out = f.read()
-    os.waitpid(pid, 0)
-    return out.split("\n")
+    return _answer(r, w, pid)
 
 
 def _in_reused_shape(scenario, walk=False):
@@ -494,10 +505,7 @@ def _in_reused_shape(scenario, walk=False):
         try:
             import gc
             fr = _load_runtime()
-            os.dup2(w, fr.REUSE_CHAN_FD)
-            null = os.open(os.devnull, os.O_RDONLY)
-            for fd in range(fr.REUSE_CHAN_FD):
-                os.dup2(null, fd)
+            _lay_out_as_reused(fr, w)
             base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins({})))
             if walk:
                 base.ns.versions = None
@@ -507,11 +515,7 @@ def _in_reused_shape(scenario, walk=False):
             text = f"failed: {type(e).__name__}: {e}"
         os.write(6, text.encode())
         os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        out = f.read()
-    os.waitpid(pid, 0)
-    return out.split("\n")
+    return _answer(r, w, pid)
 
 
 def _poison_json_dumps():
