@@ -97,8 +97,8 @@ sys.exit(0 if any(sys.argv[1] in n for n in notes) else "no note with %r in %r" 
     printf '\033]0;owned\007\n' > "$ROOT/$LEAF/memory.max"
     run timeout 10 env -i "$FITRUN" detect --sysroot "$ROOT"
     [ "$status" -eq 0 ]
-    printf '%s' "$output" > table.txt
+    printf '%s' "$output" > "$BATS_TEST_TMPDIR/table.txt"
     [[ $output == *"memory.max: garbage '"'\x1b]0;owned\x07'"': ignored"* ]]
-    ! grep -q $'\033' table.txt || false
-    ! grep -q $'\007' table.txt || false
+    ! grep -q $'\033' "$BATS_TEST_TMPDIR/table.txt" || false
+    ! grep -q $'\007' "$BATS_TEST_TMPDIR/table.txt" || false
 }
