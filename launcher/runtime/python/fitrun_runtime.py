@@ -983,8 +983,7 @@ class _Namespaces:
         self.counted = [i for i, (k, _) in enumerate(by_kind) if k in kinds]  # which namespace each counter is
         self.versions = _DictVersions([self.real[i] for i in self.counted] + [sys.modules]) if counted else None
         self.loose = [d for k, d in by_kind if k not in kinds] if counted else []
-        self.loose_keys = list(_chain(self.loose))
-        self.loose_values = list(_chain(map(dict.values, self.loose)))
+        self._take_loose()
         self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
         self.mros = list(map(_mro_of, self.classes))
         self.user_modules = list(_user_modules(self.module_list))
@@ -1013,16 +1012,13 @@ class _Namespaces:
             for v in dict.values(self.real[j]):
                 if _held_namespace(v)[1] is not None and id(v) not in self.owners:
                     return self._take()
-        starts = [0]
-        for n in self.sizes:
-            starts.append(starts[-1] + n)
+        starts = list(_accumulate(self.sizes, initial=0))  # where each namespace's entries begin
         for j in reversed(moved):  # from the last: the earlier ones' places stay put
             a, b = starts[j], starts[j] + self.sizes[j]
             self.keys[a:b] = list(self.spaces[j])
             self.values[a:b] = list(dict.values(self.real[j]))
             self.sizes[j] = len(self.spaces[j])
-        self.loose_keys = list(_chain(self.loose))
-        self.loose_values = list(_chain(map(dict.values, self.loose)))
+        self._take_loose()
         self.data = _user_data(self.user_modules)
         versions.seen = now
 
@@ -1059,28 +1055,35 @@ class _Namespaces:
                 return f"poisoned: {name} was changed in place"
         return ""
 
+    def _take_loose(self):
+        self.loose_keys = list(_chain(self.loose))
+        self.loose_values = list(_chain(map(dict.values, self.loose)))
+
     def _same_loose(self):
         """The namespaces the write counters do not cover, unchanged."""
+        return self._same_entries(self.loose, self.loose, self.loose_keys, self.loose_values)
+
+    def _same_entries(self, spaces, dicts, keys, values):
+        """Do the namespaces (spaces: what their keys are read through;
+        dicts: the dicts themselves, for their values) still hold exactly
+        these keys and values, by identity?"""
         len_, all_, map_, is_, list_, chain, values_of, _ = self.bound
-        keys = list_(chain(self.loose))
-        values = list_(chain(map_(values_of, self.loose)))
-        return len_(keys) == len_(self.loose_keys) and len_(values) == len_(self.loose_values) and \
-            all_(map_(is_, keys, self.loose_keys)) and all_(map_(is_, values, self.loose_values))
+        now_keys = list_(chain(spaces))
+        now_values = list_(chain(map_(values_of, dicts)))
+        return len_(now_keys) == len_(keys) and len_(now_values) == len_(values) and \
+            all_(map_(is_, now_keys, keys)) and all_(map_(is_, now_values, values))
 
     def _check_namespaces(self):
         """sys.modules and every namespace, entry by entry, by identity:
         '' or 'poisoned: what'."""
-        len_, all_, map_, is_, list_, chain, values_of, _ = self.bound
+        len_, all_, map_, is_, _, _, _, _ = self.bound
         modules, module_list = self.modules, self.module_list
         if len_(modules) < len_(module_list):
             return "poisoned: sys.modules lost entries"
         if not all_(map_(is_, modules.values(), self.module_objects)) or \
                 not all_(map_(is_, modules, self.module_names)):
             return "poisoned: sys.modules entries were replaced or removed"
-        keys = list_(chain(self.spaces))
-        values = list_(chain(map_(values_of, self.real)))
-        if len_(keys) != len_(self.keys) or not all_(map_(is_, keys, self.keys)) or \
-                not all_(map_(is_, values, self.values)):
+        if not self._same_entries(self.spaces, self.real, self.keys, self.values):
             return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
         return ""
 
@@ -1283,6 +1286,7 @@ def _namespace_kind(name):
 
 
 _chain = __import__("itertools").chain.from_iterable
+_accumulate = __import__("itertools").accumulate
 _mro_of = type.__dict__["__mro__"].__get__
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code, whose namespace can change
 
