@@ -36,6 +36,19 @@ own_dir() {
     echo "$mnt${own%/}"
 }
 
+# start_run SLOT OPTION...: `fitrun run --quiet OPTION... --jobs jobs.jsonl
+# --out out.jsonl` in the background ($pid; $mem, its memory cgroup tree);
+# returns once a process is in slot SLOT's cgroup (or after 5 s).
+start_run() {
+    local slot=$1
+    shift
+    "$FITRUN" run --quiet "$@" --jobs jobs.jsonl --out out.jsonl &
+    pid=$!
+    PIDS+=("$pid")
+    mem=$(own_dir memory)/fitrun-$pid
+    for _ in $(seq 100); do grep -q . "$mem/jobs/worker-$slot/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
+}
+
 # trees PID: the fitrun-PID directories that exist, one a line.
 trees() {
     local c
@@ -115,11 +128,7 @@ rf() {
 
 @test "exec: limits are in the slot's cgroup while a job runs; nothing is left after a normal exit" {
     job a sleep 2 > jobs.jsonl
-    "$FITRUN" run --quiet --workers 1 --memory 64M --set sandbox.processes=3 --jobs jobs.jsonl --out out.jsonl &
-    pid=$!
-    PIDS+=("$pid")
-    mem=$(own_dir memory)/fitrun-$pid
-    for _ in $(seq 100); do grep -q . "$mem/jobs/worker-0/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
+    start_run 0 --workers 1 --memory 64M --set sandbox.processes=3
     [ "$(cat "$mem/jobs/worker-0/memory.limit_in_bytes")" = $((64 << 20)) ]
     [ "$(cat "$(own_dir pids)/fitrun-$pid/jobs/worker-0/pids.max")" = 4 ] # 3 + the sandbox's relay
     grep -qx "$pid" "$mem/launcher/cgroup.procs"
@@ -177,11 +186,7 @@ rf() {
 @test "SIGKILL: the next run kills what the dead run left and removes its cgroups" {
     job a sleep 30 > jobs.jsonl
     job b sleep 30 >> jobs.jsonl
-    "$FITRUN" run --quiet --workers 2 --jobs jobs.jsonl --out out.jsonl &
-    pid=$!
-    PIDS+=("$pid")
-    mem=$(own_dir memory)/fitrun-$pid
-    for _ in $(seq 100); do grep -q . "$mem/jobs/worker-1/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
+    start_run 1 --workers 2
     grep -q . "$mem/jobs/worker-1/cgroup.procs"
     left=$(cat "$mem"/jobs/worker-*/cgroup.procs)
     kill -KILL "$pid"
@@ -198,11 +203,7 @@ rf() {
 
 @test "a run beside a live run leaves the live run's cgroups alone" {
     job a sleep 2 > jobs.jsonl
-    "$FITRUN" run --quiet --workers 1 --jobs jobs.jsonl --out out.jsonl &
-    pid=$!
-    PIDS+=("$pid")
-    mem=$(own_dir memory)/fitrun-$pid
-    for _ in $(seq 100); do grep -q . "$mem/jobs/worker-0/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
+    start_run 0 --workers 1
     grep -q . "$mem/jobs/worker-0/cgroup.procs"
     job b true > next.jsonl
     run -0 --separate-stderr "$FITRUN" run --workers 1 --jobs next.jsonl --out next.out
