@@ -25,17 +25,9 @@
 # and without qemu: SKIP, exit 0.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SRC=${FITRUN_SRC:-$(cd "$HERE/../.." && pwd)}
-SHARED=${FITRUN_SHARED:-$SRC/../shared}
-FITRUN=${FITRUN:-$SRC/build/fitrun}
-VM=$SHARED/tools/cgroup-v2-vm
-
-if [ "$(id -u)" != 0 ] && ! command -v qemu-system-x86_64 > /dev/null; then
-    echo "SKIP v2vm cgroups: not root and qemu-system-x86 is not installed"
-    exit 0
-fi
-[ -x "$VM" ] || { echo "FAIL v2vm cgroups: $VM not found"; exit 1; }
+# shellcheck source=common.bash
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+v2vm_require cgroups
 
 P=$(mktemp -d /tmp/fitrun-test-v2vm-cgroups.XXXXXX)
 trap 'rm -rf "$P"' EXIT

@@ -17,11 +17,8 @@
 #      FITRUN_TEST_KEEP_TMP=1 keeps the result folders.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SRC=${FITRUN_SRC:-$(cd "$HERE/../.." && pwd)}
-SHARED=${FITRUN_SHARED:-$SRC/../shared}
-FITRUN=${FITRUN:-$SRC/build/fitrun}
-VM=$SHARED/tools/cgroup-v2-vm
+# shellcheck source=common.bash
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 EXEC=$SRC/tests/containers/exec           # jobs, profile, expectations (shared with the container matrix)
 PY=/usr/bin/python3
 CHECK=("$PY" "$SRC/tests/containers/check.py")
@@ -31,12 +28,7 @@ MIB=$((1 << 20))
 say() { printf '%s\n' "$*"; }
 elapsed() { awk -v a="$1" -v b="${2:-$EPOCHREALTIME}" 'BEGIN { printf "%.1f", b - a }'; }
 
-if [ "$(id -u)" != 0 ] && ! command -v qemu-system-x86_64 >/dev/null; then
-    say "SKIP v2vm run: not root and qemu-system-x86 is not installed (the VM tool needs one of them)"
-    exit 0
-fi
-[ -x "$FITRUN" ] || { say "FAIL v2vm run: no fitrun binary at $FITRUN (build first)"; exit 1; }
-[ -x "$VM" ] || { say "FAIL v2vm run: $VM not found"; exit 1; }
+v2vm_require run
 
 TMP=$(mktemp -d /tmp/fitrun-test-v2vm-run.XXXXXX)
 cleanup() {
