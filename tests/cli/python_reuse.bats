@@ -134,6 +134,18 @@ check_poison() {
     check_poison sysmod 'poisoned: sys.modules entries were replaced or removed'
 }
 
+@test "python reuse: a prediction cannot open its own memory to write a namespace past its write counter" {
+    # The check's fast path trusts the dicts' version tags: a write into a
+    # dict's memory that bypasses the dict would not move them. The ways
+    # there without ctypes (which trips the tripwire): /proc/self/mem, and
+    # the same file through /proc/PID.
+    poison_jobs memwrite $'import os\ndef transform(g):\n    out = []\n    for path in ("/proc/self/mem", f"/proc/{os.getpid()}/mem", "/proc/thread-self/mem"):\n        for mode in (os.O_RDWR, os.O_WRONLY):\n            try:\n                os.close(os.open(path, mode))\n                out.append("opened " + path)\n            except OSError as e:\n                out.append(type(e).__name__)\n    return out\n'
+    run_with "$D/p.ini" "$D/reuse.jsonl"
+    [ "$status" -eq 0 ]
+    [ "$(r "$D/reuse.jsonl" memwrite '[.status, (.outputs[0] | map(select(startswith("opened"))))]')" = '["ok",[]]' ] || { r "$D/reuse.jsonl" memwrite .; false; }
+    [ "$(r "$D/reuse.jsonl" after-memwrite .status)" = '"ok"' ]
+}
+
 @test "python reuse: a value that claims to equal the original is still a change" {
     poison_jobs eq $'import fitrun_prelude\nclass Liar:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\n    def __call__(self, x):\n        return 0\nfitrun_prelude.helper = Liar()\ndef transform(g):\n    return g\n'
     check_poison eq 'poisoned: module fitrun_prelude was changed \(helper replaced\)'
