@@ -246,3 +246,23 @@ PY
     [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
     [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
 }
+
+@test "SIGKILL with results held for the file: --resume runs the jobs whose results were lost, and only those" {
+    for i in $(seq 1 3000); do job "f$i" echo "$i"; done > fast.jsonl
+    "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none --workers 2 --out part.jsonl --quiet &
+    local pid=$!
+    wait_for test -s part.jsonl
+    sleep 0.3
+    kill -KILL "$pid"
+    wait "$pid" || true
+    kept=$(wc -l < part.jsonl) # complete lines; a torn last one is cut
+    [ "$kept" -ge 1 ] && [ "$kept" -lt 3000 ]
+
+    run -0 --separate-stderr "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none \
+        --workers 2 --out part.jsonl --resume
+    [[ $stderr == *"resuming part.jsonl: $kept results kept"* ]]
+    [[ $stderr == *"done: $((3000 - kept)) results in"* ]]
+    [ "$(wc -l < part.jsonl)" -eq 3000 ]
+    [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
+    [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
+}
