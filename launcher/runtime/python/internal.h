@@ -6,6 +6,7 @@
  *     │    packed policy (a sealed memfd, fd 4) ──────────  │ builds the policy once
  *     │                                                     │ fork per slot
  *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k (supervises)
+ *     ├──status socket k (SOCK_SEQPACKET, passed with it)── worker k (STARTED only)
  *     │                                                     │ fork per job, own socket
  *     └──job, report, stdout, stderr pipes (per slot or per job)── child: reads its job,
  *                                                           applies the sandbox as slot k
@@ -29,7 +30,9 @@
  * streams itself, under their caps.
  *
  * The worker sends STARTED (the child's pid and a pidfd, so fitrun can
- * read its CPU clock and kill it race-free) and EXITED (wait status,
+ * read its CPU clock and kill it race-free) on its status socket, which
+ * fitrun does not watch: a job wakes fitrun once, for its EXITED, and
+ * fitrun takes STARTED when it needs the child (status.c). EXITED (wait status,
  * rusage, and the denied call it read from the sandbox's listener, which
  * the child gave up before any of its code ran). So the worker never reads
  * a prediction's code, inputs, outputs or prints, and a child can only ever
@@ -58,10 +61,11 @@
 
 #define PY_SCRIPT "fitrun_runtime.py"
 #define PY_CONTROL_FD 3
-#define PY_POLICY_FD 4
-/* A spawn request's descriptors: the worker's channel, then one
- * cgroup.procs per cgroup hierarchy of its slot (fitrun/cgroup.h). */
-#define PY_SPAWN_FDS_MAX (1 + FR_CG_HIER_MAX) /* the packed sandbox policy (a sealed memfd), read once */
+#define PY_POLICY_FD 4 /* the packed sandbox policy (a sealed memfd), read once */
+/* A spawn request's descriptors: the worker's channel, its status
+ * socket, then one cgroup.procs per cgroup hierarchy of its slot
+ * (fitrun/cgroup.h). */
+#define PY_SPAWN_FDS_MAX (2 + FR_CG_HIER_MAX)
 /* Deepest nesting of an input, expected or output value (a scalar is 0,
  * [1] is 1). Deeper inputs are `invalid`; deeper outputs are
  * UnserializableOutput. Far below what CPython's json module decodes. */
@@ -83,6 +87,10 @@
 /* After killing a child (or asking for a worker's report), how long the
  * worker's EXITED may take before the worker itself is killed. */
 #define PY_ABORT_GRACE_MS 1000
+/* A job's wake-up (status.c): this long after RUN, fitrun takes its
+ * STARTED (watching its CPU clock from then on) and watches its report
+ * pipe. Most predictions end well before, having woken fitrun once. */
+#define PY_WAKE_MS 20
 /* A worker abandoned before its pid was known: killed as soon as its
  * "spawned" event names it. */
 #define PY_MAX_DOOMED 64
@@ -128,6 +136,8 @@ struct slot_pipes {
 struct pyslot {
     /* the worker */
     int chan;                /* our end of its channel; -1 = none */
+    int status;              /* our end of its status socket (STARTED); -1 = none */
+    bool status_watched;     /* watched until a STARTED it is waited for comes */
     pid_t pid;               /* 0 until its "spawned" event */
     int pidfd;               /* for signals (not our child: its pid could be reused); -1 = none */
     unsigned token;          /* spawn token of the current worker */
@@ -147,7 +157,9 @@ struct pyslot {
     int child_fd;               /* its pidfd; -1 = not yet */
     enum py_kill kill;          /* why we killed the child (or will, once STARTED names it) */
     enum fr_abort_reason abort; /* the pool's abort being honoured; 0 = none */
-    int timer;                  /* timerfd: grace after a kill; -1 = none yet */
+    int timer;                  /* timerfd: the job's wake-up (status.c), then grace after a kill; -1 = none yet */
+    bool awake;                 /* the job's wake-up happened: its report pipe is watched, STARTED taken */
+    unsigned leftover;          /* PY_PIPE_* bits: pipes EXITED found bytes in that the job does not read */
     bool exited;
     struct exit_facts facts;
     char type[PY_TYPE_MAX]; /* error_type decoded from the report */
@@ -245,6 +257,25 @@ int py_send_pipes(int chan, const int fds[4]);
  * or an error). buf (n bytes) holds the message. */
 int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
 
+/* ---- status.c ---- */
+/* Take the job's STARTED from the status socket: with use, the child is
+ * the slot's (child, child_fd, its CPU clock watched) and, when no
+ * STARTED is there yet, the socket is watched until it comes; without,
+ * what is there is dropped (the job is over). True when the child is
+ * known. */
+bool py_take_started(struct fr_runtime *rt, int slot, bool use);
+void py_status_close(struct fr_runtime *rt, struct pyslot *s);
+/* (Re)arm the slot's timer to fire once in ms (made and watched on first
+ * use); an earlier setting is dropped, with an expiry not yet read. */
+int py_timer_arm(struct fr_runtime *rt, int slot, uint64_t ms);
+/* Just after RUN: the report pipe unwatched, the wake-up armed. */
+int py_job_asleep(struct fr_runtime *rt, int slot);
+/* The job's wake-up (its timer, a kill): STARTED taken, the report pipe
+ * watched. Once per job. */
+void py_job_wake(struct fr_runtime *rt, int slot);
+/* The job is over: the report pipe watched again, STARTED dropped. */
+void py_job_idle(struct fr_runtime *rt, int slot);
+
 /* ---- pipes.c ---- */
 /* Persistent mode: the pipes of the worker just given channel chan in
  * slot s, their child ends sent with PIPES; fitrun's read ends watched.
@@ -254,10 +285,18 @@ int py_slot_pipes_open(struct fr_runtime *rt, int slot, int chan);
  * any, keeps what its streams read. */
 void py_slot_pipes_close(struct fr_runtime *rt, struct pyslot *s);
 bool py_slot_pipes_ok(const struct pyslot *s);
-/* Between jobs: discard what the pipes hold (a job's leftovers: the
- * unread rest of its job; with streams, what its child wrote). Returns -1
- * when a pipe is at EOF (the worker is gone), else 0. */
-int py_slot_pipes_drain(struct pyslot *s, bool streams);
+/* Which of the worker's pipes hold bytes or are at EOF, in one poll(2):
+ * PY_PIPE_* bits; PY_PIPES_ALL when poll fails. */
+#define PY_PIPE_JOB 1u
+#define PY_PIPE_REPORT 2u
+#define PY_PIPE_OUT 4u
+#define PY_PIPE_ERR 8u
+#define PY_PIPES_ALL 15u
+unsigned py_slot_pipes_ready(const struct pyslot *s);
+/* Between jobs: discard what the pipes in `which` (PY_PIPE_* bits) hold
+ * (a job's leftovers: the unread rest of its job, what its child wrote).
+ * Returns -1 when one is at EOF (the worker is gone), else 0. */
+int py_slot_pipes_drain(struct pyslot *s, unsigned which);
 
 /* ---- job.c ---- */
 int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);
