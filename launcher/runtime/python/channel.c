@@ -53,9 +53,9 @@ static int send_with_fds(int chan, const char *m, size_t len, const int *fds, in
     return w == (ssize_t)len ? 0 : -1;
 }
 
-int py_send_run(int chan, uint32_t seq, const int *fds, int nfds)
+int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds)
 {
-    char m[PY_MSG_RUN_LEN] = {'R'};
+    char m[PY_MSG_RUN_LEN] = {'R', (char)(unsigned char)flags};
     memcpy(m + 4, &seq, sizeof seq);
     return send_with_fds(chan, m, sizeof m, fds, nfds);
 }

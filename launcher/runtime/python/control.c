@@ -87,6 +87,7 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     py_status_close(rt, s);
     s->chan = sv[0];
     s->status = st[0];
+    s->fresh = false; /* a new worker starts a new process anyway */
     s->pid = 0;
     if (s->pidfd >= 0)
         close(s->pidfd);

@@ -71,7 +71,8 @@ CHILD_FIRST_FREE_FD = 7
 
 # Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
 MSG_PIPES = struct.Struct("=cxxx")               # b"P"; + the worker's own 4 pipe ends (RUN_FDS), once
-MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS), or none: the worker's own
+MSG_RUN = struct.Struct("=cBxxI")                # b"R", flags (RUN_*), seq; + 4 fds (RUN_FDS), or none:
+                                                 # the worker's own
 MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd;
                                                  # on the worker's status socket, not its channel
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
@@ -79,6 +80,7 @@ MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation
                                                  # then why the process was replaced (UTF-8, reuse only)
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
+RUN_FRESH = 1               # reuse: end the process that ran the previous job first (fitrun killed it)
 JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
                             # cgroup.procs files (<= 3)
@@ -763,9 +765,9 @@ class Worker:
                 if msg == MSG_PIPES.pack(b"P") and len(fds) == RUN_FDS and self.pipes is None:
                     self.pipes, fds = fds, []
                 elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
-                    self.run(MSG_RUN.unpack(msg)[1], fds)
+                    self.run(*MSG_RUN.unpack(msg)[2:0:-1], fds)
                 elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and not fds and self.pipes is not None:
-                    self.run(MSG_RUN.unpack(msg)[1], self.pipes)
+                    self.run(*MSG_RUN.unpack(msg)[2:0:-1], self.pipes)
                 else:
                     self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
             finally:
@@ -787,7 +789,7 @@ class Worker:
     def failed(self, seq, why):
         self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
 
-    def run(self, seq, fds):
+    def run(self, seq, flags, fds):
         # This prediction's own socket: its child sends the filter's listener
         # on it, once, then closes its end; the worker's channel to fitrun is
         # never in the child.
@@ -1544,10 +1546,15 @@ class ReuseWorker(Worker):
             ours.recv(16)
         return ReusedProcess(pid, pidfd, ours, listener)
 
-    def run(self, seq, fds):
+    def run(self, seq, flags, fds):
         t0 = time.monotonic_ns()
         fork_us = 0
         p = self.proc
+        if p is not None and flags & RUN_FRESH:
+            # fitrun killed it for its previous job (a limit), maybe after
+            # that job's "done": it is dying, whatever its pidfd says yet.
+            p.end()
+            p = self.proc = None
         if p is not None and _exited(p.pidfd):
             p.reap()
             p = self.proc = None

@@ -97,7 +97,12 @@
 
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
-#define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+#define PY_MSG_RUN_LEN 8      /* 'R', u8 flags, 2 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+/* RUN's flags. FRESH (reuse): end the process that ran the slot's previous
+ * job before this one. fitrun killed that process for a limit, and the
+ * kill may have come after the process said it was done, so its worker
+ * may not know yet that it is dying. */
+#define PY_RUN_FRESH 1
 #define PY_MSG_PIPES_LEN 4    /* 'P', 3 pad; + the 4 child ends of the worker's own pipes */
 #define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
 #define PY_MSG_EXITED_LEN                                                                                              \
@@ -136,6 +141,7 @@ struct slot_pipes {
 struct pyslot {
     /* the worker */
     int chan;                /* our end of its channel; -1 = none */
+    bool fresh;              /* the next RUN says PY_RUN_FRESH */
     int status;              /* our end of its status socket (STARTED); -1 = none */
     bool status_watched;     /* watched until a STARTED it is waited for comes */
     pid_t pid;               /* 0 until its "spawned" event */
@@ -249,7 +255,7 @@ struct py_msg {
 void py_msg_decode(const char *m, size_t len, struct py_msg *out);
 /* RUN for job seq with the child's four pipe ends (nfds 4), or with none
  * (nfds 0: the worker's own pipes). 0 or -1 (errno). */
-int py_send_run(int chan, uint32_t seq, const int *fds, int nfds);
+int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds);
 /* PIPES: the child's ends of a worker's own pipes (job read end, report,
  * stdout, stderr write ends). 0 or -1 (errno). */
 int py_send_pipes(int chan, const int fds[4]);

@@ -374,11 +374,12 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
     struct pyslot *s = &py->slots[slot];
     if (py->persistent) {
         s->seq++;
-        if (py_send_run(s->chan, s->seq, NULL, 0) < 0) {
+        if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, NULL, 0) < 0) {
             snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
             replace_worker(rt, slot);
             return -1;
         }
+        s->fresh = false;
         s->job_w = s->pipes.job_w;
         s->out.fd = s->pipes.out;
         s->err.fd = s->pipes.err;
@@ -396,12 +397,13 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
         }
     s->seq++;
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
-    if (py_send_run(s->chan, s->seq, theirs, 4) < 0) {
+    if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, theirs, 4) < 0) {
         snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
         close_pipes(p);
         replace_worker(rt, slot);
         return -1;
     }
+    s->fresh = false;
     for (int i = 0; i < 4; i++)
         close(theirs[i]);
     s->job_w = p[P_JOB][1];
