@@ -1,14 +1,16 @@
 /* test_python_status.c — a job's STARTED taken from its worker's status
  * socket (launcher/runtime/python/status.c), on a real socketpair with
  * real pidfds, through a host that records what the runtime asks of it:
- * taken when needed, waited for (watched) when not there yet, dropped at
- * the job's end; a pending kill reaches the child as STARTED names it. */
+ * taken when needed, waited for (watched) when not there yet; the slot's
+ * pidfd kept while its process lives on, the STARTEDs then read in
+ * batches; a pending kill reaches the child as STARTED names it. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -71,7 +73,8 @@ static int setup(void **state)
     assert_non_null(f);
     assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
     f->host = (struct fake_host){.base = {&ops}, .watched_fd = -1};
-    f->slot = (struct pyslot){.chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1};
+    f->slot = (struct pyslot){
+        .chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1, .proc_fd = -1};
     f->slot.job = &f->job;
     f->slot.seq = 3;
     f->py = (struct pyrt){.nslots = 1, .slots = &f->slot};
@@ -84,38 +87,43 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    if (f->slot.child_fd >= 0)
-        close(f->slot.child_fd);
-    close(f->slot.status);
+    py_status_close(&f->rt, &f->slot);
     close(f->theirs);
     free(f);
     return 0;
 }
 
-/* The worker's STARTED for job seq: pid, its CPU base, and a pidfd of pid. */
-static void send_started(int sock, uint32_t seq, pid_t pid, int64_t base)
+/* The worker's STARTED for job seq: pid, its CPU base and, with_fd, a
+ * pidfd of pid. */
+static void send_started(int sock, uint32_t seq, pid_t pid, int64_t base, bool with_fd)
 {
     char m[PY_MSG_STARTED_LEN] = {'S'};
     int32_t p = pid;
     memcpy(m + 4, &seq, 4);
     memcpy(m + 8, &p, 4);
     memcpy(m + 12, &base, 8);
-    int fd = pidfd_open(pid, 0);
-    assert_true(fd >= 0);
+    struct iovec iov = {m, sizeof m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {m, sizeof m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    int fd = -1;
+    if (with_fd) {
+        fd = pidfd_open(pid, 0);
+        assert_true(fd >= 0);
+        memset(&u, 0, sizeof u);
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof u.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
     assert_int_equal(sendmsg(sock, &mh, 0), (ssize_t)sizeof m);
-    close(fd);
+    if (fd >= 0)
+        close(fd);
 }
 
 static bool socket_empty(int fd)
@@ -128,40 +136,75 @@ static void test_waited_for_then_taken(void **state)
 {
     struct fixture *f = *state;
     /* Not there yet: the socket is watched until it comes. */
-    assert_false(py_take_started(&f->rt, 0, true));
+    assert_false(py_take_started(&f->rt, 0));
     assert_int_equal(f->host.watched_fd, f->slot.status);
     assert_true(f->slot.status_watched);
-    /* An older job's (its EXITED came without it being read) is dropped. */
-    send_started(f->theirs, 2, getpid(), 5);
-    send_started(f->theirs, 3, getpid(), 1500);
-    assert_true(py_take_started(&f->rt, 0, true));
+    /* An earlier job's, with the process's pidfd, then this job's. */
+    send_started(f->theirs, 2, getpid(), 5, true);
+    send_started(f->theirs, 3, getpid(), 1500, false);
+    assert_true(py_take_started(&f->rt, 0));
     assert_int_equal(f->slot.child, getpid());
-    assert_true(f->slot.child_fd >= 0);
+    assert_true(f->slot.proc_fd >= 0);
+    assert_int_equal(f->slot.child_fd, f->slot.proc_fd);
     assert_int_equal(f->host.cpu_pid, getpid());
     assert_int_equal(f->host.cpu_base, 1500);
     assert_int_equal(f->host.watched_fd, -1); /* no longer watched */
     assert_false(f->slot.status_watched);
     /* Taken once: asking again reads nothing. */
-    send_started(f->theirs, 3, getpid(), 7);
-    assert_true(py_take_started(&f->rt, 0, true));
+    send_started(f->theirs, 3, getpid(), 7, false);
+    assert_true(py_take_started(&f->rt, 0));
     assert_int_equal(f->host.cpu_base, 1500);
+    assert_false(socket_empty(f->slot.status));
 }
 
-static void test_dropped_at_the_end(void **state)
+static void test_a_pid_without_its_pidfd_is_not_taken(void **state)
 {
     struct fixture *f = *state;
-    send_started(f->theirs, 3, getpid(), 1);
-    assert_false(py_take_started(&f->rt, 0, false));
+    send_started(f->theirs, 3, getpid(), 1, false);
+    assert_false(py_take_started(&f->rt, 0));
     assert_int_equal(f->slot.child_fd, -1);
-    assert_int_equal(f->host.cpu_pid, 0); /* the CPU clock is not watched */
-    assert_int_equal(f->host.watched_fd, -1);
+    assert_int_equal(f->host.cpu_pid, 0);
+    assert_true(f->slot.status_watched); /* still waiting */
+}
+
+/* A job's end under reuse: a process that lives on keeps its pidfd, and
+ * its STARTEDs are read every PY_STATUS_BATCH jobs, all in one call. */
+static void test_read_in_batches_while_the_process_lives_on(void **state)
+{
+    struct fixture *f = *state;
+    f->py.reuse = true;
+    send_started(f->theirs, 3, getpid(), 0, true);
+    f->slot.exited = true; /* its EXITED: no replacement reason */
+    py_status_end(&f->rt, 0); /* the pidfd was new: read now */
+    assert_true(f->slot.proc_fd >= 0);
     assert_true(socket_empty(f->slot.status));
-    /* With no job, whatever is there goes. */
-    f->slot.job = NULL;
-    send_started(f->theirs, 4, getpid(), 1);
-    send_started(f->theirs, 5, getpid(), 1);
-    assert_false(py_take_started(&f->rt, 0, false));
+    int proc = f->slot.proc_fd;
+    for (uint32_t seq = 4; seq < 4 + PY_STATUS_BATCH; seq++) {
+        f->slot.seq = seq;
+        send_started(f->theirs, seq, getpid(), 0, false);
+        py_status_end(&f->rt, 0);
+        assert_int_equal(f->slot.proc_fd, proc);
+        if (seq < 3 + PY_STATUS_BATCH)
+            assert_false(socket_empty(f->slot.status));
+    }
     assert_true(socket_empty(f->slot.status));
+    assert_int_equal(f->slot.queued, 0);
+    /* Replaced after a job: its pidfd goes. */
+    strcpy(f->slot.facts.replaced, "max_predictions: 1000 predictions run");
+    py_status_end(&f->rt, 0);
+    assert_int_equal(f->slot.proc_fd, -1);
+    assert_int_equal(fcntl(proc, F_GETFD), -1);
+}
+
+/* Under fork every job's process is new: read and closed at its end. */
+static void test_fork_reads_every_end(void **state)
+{
+    struct fixture *f = *state;
+    f->slot.exited = true;
+    send_started(f->theirs, 3, getpid(), 0, true);
+    py_status_end(&f->rt, 0);
+    assert_true(socket_empty(f->slot.status));
+    assert_int_equal(f->slot.proc_fd, -1);
 }
 
 static void test_a_pending_kill_reaches_the_child(void **state)
@@ -174,8 +217,8 @@ static void test_a_pending_kill_reaches_the_child(void **state)
         _exit(0);
     }
     f->slot.kill = PY_KILL_CPU; /* decided before STARTED was read */
-    send_started(f->theirs, 3, child, 0);
-    assert_true(py_take_started(&f->rt, 0, true));
+    send_started(f->theirs, 3, child, 0, true);
+    assert_true(py_take_started(&f->rt, 0));
     int ws;
     assert_int_equal(waitpid(child, &ws, 0), child);
     assert_true(WIFSIGNALED(ws));
@@ -186,7 +229,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_waited_for_then_taken, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dropped_at_the_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_pid_without_its_pidfd_is_not_taken, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_in_batches_while_the_process_lives_on, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_reads_every_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_pending_kill_reaches_the_child, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1468,6 +1468,7 @@ class ReusedProcess:
     def __init__(self, pid, pidfd, sock, listener):
         self.pid, self.pidfd, self.sock, self.listener = pid, pidfd, sock, listener
         self.count = 0
+        self.announced = False  # its pidfd went to fitrun (with its first STARTED)
 
     def cpu_ns(self):
         """The process's CPU clock (all its threads), or -1 once it is gone."""
@@ -1567,11 +1568,14 @@ class ReuseWorker(Worker):
             fork_us = (time.monotonic_ns() - t0) // 1000
         nonce = os.urandom(16)
         base = p.cpu_ns()
-        pidfd = os.pidfd_open(p.pid)
-        try:
-            socket.send_fds(self.status, [MSG_STARTED.pack(b"S", seq, p.pid, max(base, 0))], [pidfd])
-        finally:
-            os.close(pidfd)
+        # The process's pidfd goes to fitrun once, with its first STARTED:
+        # fitrun keeps it for the process's later jobs.
+        started = MSG_STARTED.pack(b"S", seq, p.pid, max(base, 0))
+        if p.announced:
+            self.status.send(started)
+        else:
+            socket.send_fds(self.status, [started], [p.pidfd])
+            p.announced = True
         try:
             socket.send_fds(p.sock, [b"J" + nonce], fds)
         except OSError:

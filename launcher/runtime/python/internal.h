@@ -91,6 +91,9 @@
  * STARTED (watching its CPU clock from then on) and watches its report
  * pipe. Most predictions end well before, having woken fitrun once. */
 #define PY_WAKE_MS 20
+/* Reuse: the STARTEDs of a process's later jobs are read in batches of
+ * this many (status.c). */
+#define PY_STATUS_BATCH 32
 /* A worker abandoned before its pid was known: killed as soon as its
  * "spawned" event names it. */
 #define PY_MAX_DOOMED 64
@@ -144,6 +147,9 @@ struct pyslot {
     bool fresh;              /* the next RUN says PY_RUN_FRESH */
     int status;              /* our end of its status socket (STARTED); -1 = none */
     bool status_watched;     /* watched until a STARTED it is waited for comes */
+    int proc_fd;             /* pidfd of the process that runs its jobs (status.c); -1 = none known */
+    pid_t proc_pid;
+    unsigned queued;         /* STARTEDs maybe on the status socket, not read */
     pid_t pid;               /* 0 until its "spawned" event */
     int pidfd;               /* for signals (not our child: its pid could be reused); -1 = none */
     unsigned token;          /* spawn token of the current worker */
@@ -160,7 +166,7 @@ struct pyslot {
     int iovcnt, iovpos;
     struct stream out, err, rep;
     pid_t child;                /* from STARTED; 0 = not yet */
-    int child_fd;               /* its pidfd; -1 = not yet */
+    int child_fd;               /* its pidfd (proc_fd: not the job's to close); -1 = not yet */
     enum py_kill kill;          /* why we killed the child (or will, once STARTED names it) */
     enum fr_abort_reason abort; /* the pool's abort being honoured; 0 = none */
     int timer;                  /* timerfd: the job's wake-up (status.c), then grace after a kill; -1 = none yet */
@@ -262,14 +268,23 @@ int py_send_pipes(int chan, const int fds[4]);
 /* The next message (1), none waiting (0), or the worker is gone (-1: EOF
  * or an error). buf (n bytes) holds the message. */
 int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
+/* The status socket's messages, up to max (at most PY_STATUS_BATCH_MAX)
+ * in one recvmmsg(2), each in its bufs[i]: how many (0: none waiting), or
+ * -1 (EOF or an error: the worker is gone). */
+#define PY_STATUS_MSG_MAX 64
+#define PY_STATUS_BATCH_MAX 64
+int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX], int max);
 
 /* ---- status.c ---- */
-/* Take the job's STARTED from the status socket: with use, the child is
- * the slot's (child, child_fd, its CPU clock watched) and, when no
- * STARTED is there yet, the socket is watched until it comes; without,
- * what is there is dropped (the job is over). True when the child is
+/* Take the job's STARTED from the status socket: the child is the slot's
+ * (child, child_fd, its CPU clock watched) and, when no STARTED is there
+ * yet, the socket is watched until it comes. True when the child is
  * known. */
-bool py_take_started(struct fr_runtime *rt, int slot, bool use);
+bool py_take_started(struct fr_runtime *rt, int slot);
+/* The job is over: its STARTED is read now or later (status.c), and the
+ * slot's pidfd closed unless its process runs the next job. */
+void py_status_end(struct fr_runtime *rt, int slot);
+/* The worker is gone: its status socket and the slot's pidfd closed. */
 void py_status_close(struct fr_runtime *rt, struct pyslot *s);
 /* (Re)arm the slot's timer to fire once in ms (made and watched on first
  * use); an earlier setting is dropped, with an expiry not yet read. */

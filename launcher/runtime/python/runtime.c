@@ -31,7 +31,7 @@
 static void init_slot(struct pyslot *s)
 {
     memset(s, 0, sizeof *s);
-    s->chan = s->status = s->pidfd = s->job_w = s->child_fd = s->timer = -1;
+    s->chan = s->status = s->pidfd = s->job_w = s->child_fd = s->timer = s->proc_fd = -1;
     s->out.fd = s->err.fd = s->rep.fd = -1;
     s->pipes = (struct slot_pipes){-1, -1, -1, -1, -1};
 }
@@ -79,16 +79,15 @@ static void job_reset(struct fr_runtime *rt, int slot)
     py_stream_trim(&s->rep);
     if (s->child_fd >= 0) {
         fr_host_watch_cpu_pidfd(rt->host, slot, 0, -1);
-        close(s->child_fd);
-        s->child_fd = -1;
+        s->child_fd = -1; /* the slot's pidfd: py_status_end decides */
     }
     free(s->message);
     s->message = NULL;
     s->child = 0;
     s->kill = PY_KILL_NONE;
     s->abort = 0;
-    s->exited = false;
     py_job_idle(rt, slot); /* its timer is left to fire idle, or to be re-armed by the next job */
+    s->exited = false;
     s->job = NULL;
 }
 
@@ -531,7 +530,7 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
     if (fd == s->timer)
         timer_event(rt, slot);
     else if (fd == s->status)
-        py_take_started(rt, slot, s->job != NULL);
+        py_take_started(rt, slot);
     else if (fd == s->chan)
         channel_event(rt, slot);
     else if (!s->job)
