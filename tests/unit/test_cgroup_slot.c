@@ -86,13 +86,14 @@ static void burn(unsigned us)
 enum work { NOTHING, BURN, EAT, WAIT_THEN_BURN };
 
 /* A child in the slot's cgroups that does w and exits; WAIT_THEN_BURN
- * first waits for a byte on *go (the write end is returned there). */
+ * returns once it is in them, and waits for a byte on *go (the write end
+ * is returned there) before it burns. */
 static pid_t child(enum work w, int *go)
 {
-    int fds[FR_CG_HIER_MAX], p[2] = {-1, -1};
+    int fds[FR_CG_HIER_MAX], p[2] = {-1, -1}, joined[2] = {-1, -1};
     int n = fr_cgroup_slot_fds(tree, 0, fds, FR_CG_HIER_MAX);
     if (w == WAIT_THEN_BURN)
-        assert_int_equal(pipe(p), 0);
+        assert_true(pipe(p) == 0 && pipe(joined) == 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -101,7 +102,8 @@ static pid_t child(enum work w, int *go)
         char c;
         if (w == WAIT_THEN_BURN) {
             close(p[1]);
-            if (read(p[0], &c, 1) != 1)
+            close(joined[0]);
+            if (write(joined[1], "j", 1) != 1 || read(p[0], &c, 1) != 1)
                 _exit(1);
         }
         if (w == BURN || w == WAIT_THEN_BURN)
@@ -118,7 +120,11 @@ static pid_t child(enum work w, int *go)
         _exit(0);
     }
     if (w == WAIT_THEN_BURN) {
+        char c;
         close(p[0]);
+        close(joined[1]);
+        assert_int_equal(read(joined[0], &c, 1), 1);
+        close(joined[0]);
         *go = p[1];
     }
     return pid;
