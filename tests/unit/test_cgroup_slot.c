@@ -281,10 +281,8 @@ static void test_oom_kill_is_its_jobs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_idle_slot_next_job_own_cpu),
-        cmocka_unit_test(test_not_idle_between_jobs_is_no_jobs),
-        cmocka_unit_test(test_occupied_slot_rereads),
-        cmocka_unit_test(test_pids_allowance_follows_leftovers),
+        cmocka_unit_test(test_idle_slot_next_job_own_cpu), cmocka_unit_test(test_not_idle_between_jobs_is_no_jobs),
+        cmocka_unit_test(test_occupied_slot_rereads),      cmocka_unit_test(test_pids_allowance_follows_leftovers),
         cmocka_unit_test(test_oom_kill_is_its_jobs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
