@@ -9,9 +9,11 @@
  * (interleaved: background load hits every mode alike):
  *   bare     fork, the child _exits, waitpid (the peer: any
  *            fork-per-prediction design pays it)
- *   cgroup   fr_cgroup_slot_begin, fork, the child joins the slot's
- *            cgroups (fr_cgroup_join) and _exits, waitpid, fr_cgroup_slot_end
- *            (OOM counter, peak, CPU read; v2 cgroup.kill)
+ *   cgroup   fr_cgroup_slot_begin (the peak restarted; the other
+ *            baselines are the previous cycle's end: the slot was left
+ *            empty), fork, the child joins the slot's cgroups
+ *            (fr_cgroup_join) and _exits, waitpid, fr_cgroup_slot_end
+ *            (OOM counter, peak, CPU and pids.current read; v2 cgroup.kill)
  * Per mode, median and p90 of the cycle in microseconds, and "extra" =
  * the difference of medians: the cost of cgroups per prediction. The
  * child writes one byte to a pipe before it exits, in both modes, so the
@@ -69,7 +71,7 @@ static uint64_t cycle(int m, struct fr_cgroup_tree *t)
     if (m == CGROUP) {
         struct fr_cgroup_usage u;
         fr_cgroup_slot_kill(t, 0);
-        fr_cgroup_slot_end(t, 0, &u);
+        fr_cgroup_slot_end(t, 0, true, &u); /* nothing joins before the next begin */
     }
     return now_ns() - t0;
 }

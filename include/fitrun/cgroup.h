@@ -145,8 +145,12 @@ struct fr_cgroup_usage {
 void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot);
 /* After the job's process was reaped (and what was left of it killed with
  * fr_cgroup_slot_kill, unless its process lives on for the next job): read
- * what its cgroups counted since fr_cgroup_slot_begin. */
-void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, struct fr_cgroup_usage *u);
+ * what its cgroups counted since fr_cgroup_slot_begin. idle: no process
+ * joins the slot's cgroups before its next fr_cgroup_slot_begin (none
+ * lives on, none is started for the slot in between): where the cgroups
+ * are empty now, the counters just read are the next job's baselines and
+ * that begin does not read them again. */
+void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, bool idle, struct fr_cgroup_usage *u);
 /* Kill every process in slot's cgroup now (v2 cgroup.kill; a no-op on
  * v1, where the process group and the subreaper do it). */
 void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot);

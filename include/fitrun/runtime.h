@@ -53,7 +53,14 @@
  * (fr_host_session()). So a job's escaped descendants die at the latest
  * when its session is released. A python worker should itself be a
  * subreaper for its job children and kill their whole tree before it
- * reports, so that per-job accounting stays with the worker. */
+ * reports, so that per-job accounting stays with the worker.
+ *
+ * A slot's cgroups (fitrun/cgroup.h). A job's processes join them after
+ * ops->begin. Between a completion and the slot's next begin a runtime
+ * puts no process there, except the job's own that runs the next job
+ * (lives_on) and the one started in its place (replaced): the pool takes
+ * the next job's baselines from this job's counters otherwise
+ * (fr_raw_slot_idle). */
 #ifndef FITRUN_RUNTIME_H
 #define FITRUN_RUNTIME_H
 
@@ -137,7 +144,8 @@ struct fr_raw {
     size_t outputs_len;
     long error_line; /* > 0: "error_line", the line of the job's code that raised */
     /* python, isolation = reuse: why the process that ran this job was
-     * replaced after it ("worker_replaced", UTF-8); NULL = it was not. */
+     * replaced after it ("worker_replaced", UTF-8); NULL = it was not.
+     * Its replacement may join the slot's cgroups before the next job. */
     const char *replaced;
     /* python, isolation = reuse: the job's process was not replaced and
      * runs the slot's next job, so the pool leaves its cgroup's processes
@@ -151,6 +159,13 @@ static inline void fr_raw_init(struct fr_raw *raw)
     memset(raw, 0, sizeof *raw);
     raw->status = -1;
     raw->violation_nr = -1;
+}
+
+/* Does no process join the slot's cgroups between this completion and
+ * the slot's next begin (the contract above)? */
+static inline bool fr_raw_slot_idle(const struct fr_raw *raw)
+{
+    return !raw->lives_on && !raw->replaced;
 }
 
 struct fr_runtime;

@@ -97,11 +97,14 @@ struct cg_slot {
     int cpu;                       /* v1 cpuacct.usage (ns), v2 cpu.stat (usage_usec); -1 = none */
     bool cpu_ns;                   /* cpu counts ns (v1), else us */
     int kill;                      /* v2 cgroup.kill; -1 = none */
-    int pids_cur;                  /* pids.current, pids.max: the job's allowance on top of what is */
-    int pids_max;                  /* still leaving (fr_cgroup_slot_begin); -1 = none */
+    int pids_cur;                  /* pids.current: tasks in the cgroup (the pids controller); -1 = none */
+    int pids_max;                  /* pids.max: the job's allowance on top of what is still leaving
+                                      (fr_cgroup_slot_begin); -1 = no limit */
     uint64_t pids_base, pids_left; /* the allowance; what was left at the last begin */
     bool oom0_ok, cpu0_ok, peak0_ok;
     uint64_t oom0, cpu0, peak0; /* at the job's start */
+    bool idle;                  /* the last end left the cgroup empty, to stay so until the next begin:
+                                   oom0 and cpu0 are already the next job's baselines (slot.c) */
     char events_path[FR_SOURCE_MAX + 64];
 };
 

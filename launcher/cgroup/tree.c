@@ -128,8 +128,11 @@ static int open_slot_files(struct fr_cgroup_tree *t, int i, int k, char *err, si
         s->peak = open_in(dir, peak, O_RDWR);
         s->peak_reset = s->peak >= 0;
     }
-    if ((h->ctls & FR_CG_PIDS) && t->lim.pids) {
+    /* pids.current also says when the cgroup is empty (slot.c), with or
+     * without a limit. */
+    if (h->ctls & FR_CG_PIDS)
         s->pids_cur = open_in(dir, "pids.current", O_RDONLY);
+    if ((h->ctls & FR_CG_PIDS) && t->lim.pids) {
         s->pids_max = open_in(dir, "pids.max", O_WRONLY);
         s->pids_base = t->lim.pids;
     }

@@ -116,7 +116,7 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
      * job's (results.c). */
     if (!raw->lives_on)
         fr_cgroup_slot_kill(h->o->cgroups, s);
-    fr_cgroup_slot_end(h->o->cgroups, s, &sl->cg);
+    fr_cgroup_slot_end(h->o->cgroups, s, fr_raw_slot_idle(raw), &sl->cg);
     /* A worker that died mid-job may have been the OOM killer's victim
      * (python: the worker, not its child). Its kill must not be left as
      * credit for the next job that dies of an unrelated SIGKILL, so a crash

@@ -79,6 +79,10 @@ static void loop(struct fr_host *h)
         pool_intake(h, readable);
         readable = false;
         pool_dispatch(h);
+        /* Refill what dispatch took from the queue now, not after an
+         * epoll_wait that would return at once for it (a regular file's
+         * room makes the timeout 0). */
+        pool_intake(h, false);
         if (finished(h))
             return;
         pool_input_interest(h);

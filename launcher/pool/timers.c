@@ -22,8 +22,10 @@ void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t b
     sl->cpu_pid = pid;
     sl->cpu_pidfd = pidfd;
     sl->cpu_base_ns = base_ns > 0 ? base_ns : 0;
-    /* It cannot use more than ncpus CPU-seconds per second. */
-    sl->cpu_check_ns = sat_add(fr_now_ns(), ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
+    /* Nothing of the job can use more than ncpus CPU-seconds per second
+     * since the job began: timed from then, not from now, so that a
+     * runtime that names the process late loses no check. */
+    sl->cpu_check_ns = sat_add(sl->start_ns, ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
 }
 
 /* CPU time of a process (all its threads), in ns; -1 when it is gone. */

@@ -93,6 +93,28 @@ attacked() {
     done
 }
 
+# fitrun kills a reused process at a limit (here the result's), which may
+# land after the process said it was done and its worker kept it for the
+# next job: that job must not run in the dying process (it was killed with
+# it, in about one run in five, before RUN could ask for a fresh one).
+# Eight attacks in one run, each followed by a victim.
+@test "python pipes: a reused process fitrun killed at a limit does not run the next job" {
+    python_profile "$D/p.ini" 1 4s 512M "isolation = reuse"
+    for i in 1 2 3 4 5 6 7 8; do
+        job "attack$i" $'def transform(g):\n    return "z" * (2 << 20)\n'
+        job "victim$i" "$VICTIM" "[[[$i]]]"
+    done > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    jq -c 'del(.stdout)' "$D/out.jsonl"
+    [ "$(jq -r 'select(.id | startswith("attack")) | .error_type' "$D/out.jsonl" | sort -u)" = ResultLimit ]
+    # Each attack's process is gone after it, whoever noticed first.
+    [ "$(jq -r 'select(.id | startswith("attack")) | .worker_replaced | split(":")[0]' "$D/out.jsonl" | sort -u | grep -cv '^ended$\|^killed$')" -eq 0 ]
+    for i in 1 2 3 4 5 6 7 8; do
+        [ "$(jq -c --arg id "victim$i" 'select(.id == $id) | [.status, .outputs, .worker_replaced]' "$D/out.jsonl")" = "[\"ok\",[[[$i]]],null]" ]
+    done
+}
+
 # Packet mode (O_DIRECT) on a pipe's write end makes each write a packet; a
 # read shorter than a packet drops its rest. The write ends' file
 # descriptions are the worker's, shared by its children: a flag left on

@@ -37,9 +37,10 @@ SRC = os.environ.get("FITRUN_SRC") or os.path.dirname(os.path.dirname(HERE))
 RUNTIME = os.path.join(SRC, "launcher", "runtime", "python", "fitrun_runtime.py")
 PYTHON = "/usr/bin/python3"
 
-MSG_RUN = struct.Struct("=cxxxI")
+MSG_RUN = struct.Struct("=cBxxI")  # b"R", flags, seq
+RUN_FRESH = 1  # reuse: end the process of the previous job first
 JOB_FRAME = struct.Struct("=I")  # the job's length, before it
-MSG_STARTED = struct.Struct("=cxxxIiq")  # b"S", seq, pid, cpu_base_ns
+MSG_STARTED = struct.Struct("=cxxxIiq")  # b"S", seq, pid, cpu_base_ns: on the status socket
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")
 REPORT_SLACK = 16 << 10
 SIGPROF, SIGXCPU, SIGKILL, SIGSYS = 27, 24, 9, 31
@@ -98,7 +99,7 @@ def _policy_builds(path):
 class Prediction:
     """One job in flight in a worker: the pipes fitrun would hold."""
 
-    def __init__(self, rt, slot, job):
+    def __init__(self, rt, slot, job, flags=0):
         self.rt, self.slot, self.job = rt, slot, job
         self.t0 = time.monotonic()
         pipes = [os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) for _ in range(4)]
@@ -106,7 +107,7 @@ class Prediction:
         rt.seq += 1
         self.seq = rt.seq
         try:
-            socket.send_fds(rt.chans[slot], [MSG_RUN.pack(b"R", self.seq)], [job_r, rep_w, out_w, err_w])
+            socket.send_fds(rt.chans[slot], [MSG_RUN.pack(b"R", flags, self.seq)], [job_r, rep_w, out_w, err_w])
         finally:
             for fd in (job_r, rep_w, out_w, err_w):
                 os.close(fd)
@@ -162,20 +163,28 @@ class Prediction:
                     self.kill()
                 return True
 
+    def _status(self):
+        """STARTED from the worker's status socket; False when it is gone."""
+        msg, fds, _, _ = socket.recv_fds(self.rt.status[self.slot], 1 << 16, 1)
+        if msg[:1] != b"S" or not fds:
+            for fd in fds:
+                os.close(fd)
+            return False
+        _, seq, self.pid, _ = MSG_STARTED.unpack(msg)
+        self.pidfd = fds[0]
+        if self.exceeded or self.wall_expired:
+            self.kill()
+        return True
+
     def _channel(self):
         """One message from the worker; False when the worker is gone."""
         chan = self.rt.chans[self.slot]
         msg, fds, _, _ = socket.recv_fds(chan, 1 << 16, 1)
+        for fd in fds:
+            os.close(fd)
         if not msg:
-            for fd in fds:
-                os.close(fd)
             return False
-        if msg[:1] == b"S":
-            _, seq, self.pid, _ = MSG_STARTED.unpack(msg)
-            self.pidfd = fds[0]
-            if self.exceeded or self.wall_expired:
-                self.kill()
-        elif msg[:1] == b"E":
+        if msg[:1] == b"E":
             self.exit = MSG_EXITED.unpack(msg[:MSG_EXITED.size])
         elif msg[:1] == b"F":
             raise RuntimeError(f"worker {self.slot} could not start the prediction: {msg[8:]!r}")
@@ -185,12 +194,13 @@ class Prediction:
         """Facts of the finished prediction, or None when its worker died."""
         open_fds = [self.out_r, self.err_r, self.rep_r]
         chan = self.rt.chans[self.slot]
+        status = self.rt.status[self.slot]
         deadline = self.t0 + self.rt.wall_ms / 1000.0 if self.rt.wall_ms else None
         try:
             while self.exit is None:
                 self._send()
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                watched = [chan] + open_fds
+                watched = [chan] + ([status] if self.pidfd is None else []) + open_fds
                 r, w, _ = select.select(watched, [self.job_w] if self.job_w is not None else [], [], timeout)
                 if not r and not w and deadline is not None and time.monotonic() >= deadline:
                     self.wall_expired = True
@@ -200,6 +210,8 @@ class Prediction:
                     if fd is chan:
                         if not self._channel():
                             return None
+                    elif fd is status:
+                        self._status()
                     elif self._read(fd):
                         open_fds.remove(fd)
             for fd in open_fds:  # the child is gone: what it wrote is there
@@ -251,7 +263,7 @@ class Runtime:
 
     def __init__(self, prelude="", entry="transform", workers=2, *, sandbox_lib,
                  policy="preset=python;memory=1G", cpu_ms=2000, wall_ms=10000,
-                 output_cap=1 << 20, result_cap=1 << 20, python=PYTHON, env=None):
+                 output_cap=1 << 20, result_cap=1 << 20, python=PYTHON, env=None, isolation="fork"):
         if not sandbox_lib:
             raise ValueError("sandbox_lib: a library path, or 'none' by name")
         self.cpu_ms, self.wall_ms = cpu_ms, wall_ms
@@ -267,7 +279,8 @@ class Runtime:
                 "--prelude", prelude, "--entry", entry,
                 "--sandbox-lib", sandbox_lib, "--policy-fd", str(policy_fd),
                 "--cpu-backstop-ms", str(cpu_ms),
-                "--report-cap", str(result_cap + REPORT_SLACK), "--max-nesting", "100"]
+                "--report-cap", str(result_cap + REPORT_SLACK), "--max-nesting", "100",
+                "--isolation", isolation]
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()] + ([policy_fd] if policy_fd >= 0 else []),
                                      stdin=subprocess.DEVNULL, stdout=sys.stderr, env=env, start_new_session=True)
@@ -277,6 +290,7 @@ class Runtime:
         self.ready = self.event()
         self.startup_ms = (time.monotonic() - self.t0) * 1000.0
         self.chans = {}
+        self.status = {}  # each worker's status socket (STARTED)
         self.pids = {}
         if self.ready.get("event") != "ready":
             return
@@ -292,21 +306,25 @@ class Runtime:
 
     def spawn(self, slot):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        st_ours, st_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket.send_fds(self.ctrl, [json.dumps({"op": "spawn", "slot": slot, "worker": slot}).encode()],
-                        [theirs.fileno()])
+                        [theirs.fileno(), st_theirs.fileno()])
         theirs.close()
+        st_theirs.close()
         ev = self.event()
         while ev.get("event") == "worker_exit":  # a death notice that raced the reply
             ev = self.event()
         assert ev.get("event") == "spawned" and ev["slot"] == slot, ev
         if slot in self.chans:  # replacing a dead worker
             self.chans[slot].close()
+            self.status[slot].close()
         self.chans[slot] = ours
+        self.status[slot] = st_ours
         self.pids[slot] = ev["pid"]
         return ev["pid"]
 
-    def start(self, job, slot=0):
-        return Prediction(self, slot, job)
+    def start(self, job, slot=0, flags=0):
+        return Prediction(self, slot, job, flags)
 
     def run_one(self, job, slot=0):
         """Run one job in a worker; its facts, or None if the worker died."""
@@ -322,7 +340,7 @@ class Runtime:
         return results
 
     def close(self):
-        for chan in self.chans.values():
+        for chan in list(self.chans.values()) + list(self.status.values()):
             chan.close()
         try:
             self.ctrl.send(json.dumps({"op": "exit"}).encode())

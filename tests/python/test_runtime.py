@@ -217,7 +217,7 @@ class Results(Base):
         # RUN without its four descriptors: the worker says so (F) and waits
         # for the next one; it never reads a job itself.
         chan = self.rt.chans[0]
-        chan.send(dr.MSG_RUN.pack(b"R", 77))
+        chan.send(dr.MSG_RUN.pack(b"R", 0, 77))
         msg = chan.recv(1 << 16)
         self.assertEqual(msg[:1], b"F")
         self.assertIn(b"fds", msg)
@@ -245,7 +245,7 @@ class Results(Base):
 
     def test_ready_event_reports_startup(self):
         r = self.rt.ready
-        self.assertEqual(r["protocol"], 4)
+        self.assertEqual(r["protocol"], 5)
         for k in ("boot_ms", "prelude_ms", "selftest_ms"):
             self.assertGreaterEqual(r[k], 0, k)
         self.assertEqual(r["sandbox"], "on" if LIB else "off")
@@ -291,15 +291,33 @@ class Hooks(Base):
         self.assertEqual(self.rt.ready["hooks"], ["fitrun_input", "fitrun_output"])
 
 
+class Reuse(Base):
+    # Its policy as fitrun builds it for reuse: recvmsg takes the job's pipe ends.
+    kwargs = {"isolation": "reuse", "workers": 1, "policy": "preset=python;memory=1G;allow=recvmsg"}
+
+    def test_run_fresh_ends_the_process_of_the_previous_job_first(self):
+        # fitrun sets FRESH after killing the process at a limit, which may
+        # land after its "done": the next job must get a new process.
+        code = "import os\ndef transform(g):\n    return os.getpid()\n"
+        first = self.run1(code)
+        again = self.run1(code)
+        self.assertEqual((first["status"], again["status"]), ("ok", "ok"))
+        self.assertEqual(again["outputs"], first["outputs"])  # reused
+        fresh = self.rt.start(job(code), 0, dr.RUN_FRESH).wait()
+        self.assertEqual(fresh["status"], "ok")
+        self.assertNotEqual(fresh["outputs"], first["outputs"])
+        self.assertEqual(self.run1(code)["outputs"], fresh["outputs"])  # and that one is reused
+
+
 class WorkerDeath(Base):
     SLEEPER = "import time\nprint('started', flush=True)\ndef transform(g):\n    time.sleep(30)\n"
 
     def started(self, slot):
         """A sleeping prediction in `slot`, its STARTED received."""
         p = self.rt.start(job(self.SLEEPER), slot)
-        r, _, _ = select.select([self.rt.chans[slot]], [], [], 30)
+        r, _, _ = select.select([self.rt.status[slot]], [], [], 30)
         self.assertTrue(r, "no STARTED from the worker")
-        self.assertTrue(p._channel())
+        self.assertTrue(p._status())
         self.assertIsNotNone(p.pidfd)
         return p
 

@@ -3,7 +3,7 @@
  * and that an EXITED whose usage no kernel reports (a time or size below
  * 0) is not, nor a STARTED with a CPU base below 0; an EXITED's
  * replacement reason (isolation = reuse); then the raw facts py_collect
- * makes of an EXITED and a report. */
+ * makes of an EXITED and a report, and of a job fitrun killed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +136,27 @@ static void test_collect(void **state)
     py_collect(&rt, &s, &raw, msg, sizeof msg);
     assert_false(raw.lives_on);
     assert_string_equal(raw.replaced, "max_predictions: 3 predictions run");
+    assert_false(s.fresh);
+    free(s.message);
+    s.message = NULL;
+    /* fitrun killed it at a limit and its worker said it lives on (the
+     * kill came after "done"): it does not, and the next RUN says FRESH. */
+    s.facts.replaced[0] = '\0';
+    s.kill = PY_KILL_WALL;
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    assert_false(raw.lives_on);
+    assert_true(raw.wall_exceeded);
+    assert_string_equal(raw.replaced, "killed: fitrun killed it at the job's wall time limit");
+    assert_true(s.fresh);
+    free(s.message);
+    /* Not under fork isolation: a fork child is gone anyway. */
+    s.message = NULL;
+    s.fresh = false;
+    s.facts.replaced[0] = '\0';
+    py.reuse = false;
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    assert_null(raw.replaced);
+    assert_false(s.fresh);
     free(s.message);
 }
 

@@ -191,16 +191,23 @@ static void test_slot_drain(void **state)
     assert_int_equal(write(job[1], &frame, sizeof frame), (ssize_t)sizeof frame);
     put(job[1], '{', 1000); /* a job its child never read */
     put(out[1], 'o', 100);
-    assert_int_equal(py_slot_pipes_drain(&s, false), 0);
+    /* One poll says which hold bytes. */
+    assert_int_equal(py_slot_pipes_ready(&s), PY_PIPE_JOB | PY_PIPE_OUT);
+    assert_int_equal(py_slot_pipes_drain(&s, PY_PIPE_JOB), 0);
     assert_true(empty(job[0]));
-    assert_false(empty(out[0])); /* streams: only when asked (EXITED read them) */
+    assert_false(empty(out[0])); /* only the pipes asked for */
+    assert_int_equal(py_slot_pipes_ready(&s), PY_PIPE_OUT);
     put(out[1], 'o', 100);
     put(rep[1], '{', 100);
     put(err[1], 'e', 100);
-    assert_int_equal(py_slot_pipes_drain(&s, true), 0);
+    assert_int_equal(py_slot_pipes_ready(&s), PY_PIPE_REPORT | PY_PIPE_OUT | PY_PIPE_ERR);
+    assert_int_equal(py_slot_pipes_drain(&s, PY_PIPES_ALL), 0);
     assert_true(empty(out[0]) && empty(rep[0]) && empty(err[0]));
+    assert_int_equal(py_slot_pipes_ready(&s), 0);
     close(err[1]);
-    assert_int_equal(py_slot_pipes_drain(&s, true), -1);
+    assert_int_equal(py_slot_pipes_ready(&s), PY_PIPE_ERR); /* EOF is readable */
+    assert_int_equal(py_slot_pipes_drain(&s, PY_PIPE_OUT), 0);
+    assert_int_equal(py_slot_pipes_drain(&s, PY_PIPES_ALL), -1);
     for (int i = 0; i < 2; i++) {
         close(job[i]);
         close(rep[i]);

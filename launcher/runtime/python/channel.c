@@ -53,9 +53,9 @@ static int send_with_fds(int chan, const char *m, size_t len, const int *fds, in
     return w == (ssize_t)len ? 0 : -1;
 }
 
-int py_send_run(int chan, uint32_t seq, const int *fds, int nfds)
+int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds)
 {
-    char m[PY_MSG_RUN_LEN] = {'R'};
+    char m[PY_MSG_RUN_LEN] = {'R', (char)(unsigned char)flags};
     memcpy(m + 4, &seq, sizeof seq);
     return send_with_fds(chan, m, sizeof m, fds, nfds);
 }
@@ -98,6 +98,42 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
         out->why_len = len - 8;
         out->well_formed = true;
     }
+}
+
+int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX], int max)
+{
+    enum { BATCH = PY_STATUS_BATCH_MAX };
+    struct mmsghdr mm[BATCH];
+    struct iovec iov[BATCH];
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u[BATCH];
+    if (max > BATCH)
+        max = BATCH;
+    for (int i = 0; i < max; i++) {
+        iov[i] = (struct iovec){bufs[i], PY_STATUS_MSG_MAX};
+        mm[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1, .msg_control = u[i].buf,
+                                             .msg_controllen = sizeof u[i].buf}};
+    }
+    int n;
+    do
+        n = recvmmsg(sock, mm, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    if (n == 0 || mm[0].msg_len == 0)
+        return -1; /* EOF: the worker is gone */
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].fd = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c; c = CMSG_NXTHDR(&mm[i].msg_hdr, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
+                memcpy(&out[i].fd, CMSG_DATA(c), sizeof out[i].fd);
+        out[i].len = mm[i].msg_len;
+        py_msg_decode(bufs[i], out[i].len, &out[i]);
+    }
+    return n;
 }
 
 int py_recv(int chan, char *buf, size_t n, struct py_msg *out)

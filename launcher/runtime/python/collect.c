@@ -298,9 +298,28 @@ static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct str
     }
 }
 
+static const char *kill_name(enum py_kill k)
+{
+    switch (k) {
+    case PY_KILL_CPU: return "CPU time limit";
+    case PY_KILL_WALL: return "wall time limit";
+    case PY_KILL_OUTPUT: return "output limit";
+    case PY_KILL_RESULT: return "result limit";
+    case PY_KILL_NONE: break;
+    }
+    return "limit";
+}
+
 void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, char *msg, size_t msglen)
 {
-    const struct exit_facts *f = &s->facts;
+    struct exit_facts *f = &s->facts;
+    /* Reuse: fitrun killed the job's process for a limit, maybe after the
+     * process said it was done and its worker took it to live on. It is
+     * dying: the next RUN asks for a fresh one (PY_RUN_FRESH). */
+    if (PY(rt)->reuse && s->kill != PY_KILL_NONE && !f->replaced[0]) {
+        snprintf(f->replaced, sizeof f->replaced, "killed: fitrun killed it at the job's %s", kill_name(s->kill));
+        s->fresh = true;
+    }
     int ws = f->wstatus;
     fr_raw_init(raw);
     raw->kind = FR_RAW_FINISHED;

@@ -50,12 +50,14 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    int sv[2];
+    int sv[2], st[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return -1;
-    /* Only our end is non-blocking: the worker reads with blocking I/O. */
+    /* Only our ends are non-blocking: the worker reads with blocking I/O. */
     int fl = fcntl(sv[0], F_GETFL);
-    if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0)
+    if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st) < 0 || (fl = fcntl(st[0], F_GETFL)) < 0 ||
+        fcntl(st[0], F_SETFL, fl | O_NONBLOCK) < 0)
         goto fail;
     /* Its own pipes, if any, are its first message: before the zygote
      * hears of the channel, so that a failure here leaves nothing behind. */
@@ -63,23 +65,29 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     if (py->persistent && py_slot_pipes_open(rt, slot, sv[0]) < 0)
         goto fail;
     unsigned token = py->next_token++;
-    /* The channel, then the slot's cgroup.procs files (fitrun/cgroup.h):
-     * each prediction's child joins its slot's cgroups with them. */
-    int fds[PY_SPAWN_FDS_MAX] = {sv[1]};
-    int ncg = fr_cgroup_slot_fds(rt->cfg->cgroups, slot, fds + 1, PY_SPAWN_FDS_MAX - 1);
+    /* The channel, the status socket, then the slot's cgroup.procs files
+     * (fitrun/cgroup.h): each prediction's child joins its slot's cgroups
+     * with them. */
+    int fds[PY_SPAWN_FDS_MAX] = {sv[1], st[1]};
+    int ncg = fr_cgroup_slot_fds(rt->cfg->cgroups, slot, fds + 2, PY_SPAWN_FDS_MAX - 2);
     char msg[128];
     snprintf(msg, sizeof msg, "{\"op\":\"spawn\",\"slot\":%u,\"worker\":%d,\"cgroups\":%d}", token, slot, ncg);
-    if (ctl_send(py, msg, fds, 1 + ncg) < 0)
+    if (ctl_send(py, msg, fds, 2 + ncg) < 0)
         goto fail;
     close(sv[1]);
+    close(st[1]);
     if (watch && fr_host_watch(rt->host, sv[0], EPOLLIN, slot) < 0) {
         int e = errno;
         py_slot_pipes_close(rt, s);
         close(sv[0]);
+        close(st[0]);
         errno = e;
         return -1;
     }
+    py_status_close(rt, s);
     s->chan = sv[0];
+    s->status = st[0];
+    s->fresh = false; /* a new worker starts a new process anyway */
     s->pid = 0;
     if (s->pidfd >= 0)
         close(s->pidfd);
@@ -91,12 +99,17 @@ fail:;
     py_slot_pipes_close(rt, s);
     close(sv[0]);
     close(sv[1]);
+    if (st[0] >= 0) {
+        close(st[0]);
+        close(st[1]);
+    }
     errno = e;
     return -1;
 }
 
 void py_drop_channel(struct fr_runtime *rt, struct pyslot *s)
 {
+    py_status_close(rt, s);
     if (s->chan < 0)
         return;
     fr_host_unwatch(rt->host, s->chan);

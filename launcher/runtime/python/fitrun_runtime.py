@@ -57,7 +57,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 4
+PROTOCOL = 5
 
 # File descriptors inside a prediction's child. Everything else is closed
 # before any of its code runs (the Landlock ruleset until apply closes it):
@@ -71,15 +71,19 @@ CHILD_FIRST_FREE_FD = 7
 
 # Worker channel messages (SOCK_SEQPACKET; native byte order, no padding).
 MSG_PIPES = struct.Struct("=cxxx")               # b"P"; + the worker's own 4 pipe ends (RUN_FDS), once
-MSG_RUN = struct.Struct("=cxxxI")                # b"R", seq; + 4 fds (RUN_FDS), or none: the worker's own
-MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd
+MSG_RUN = struct.Struct("=cBxxI")                # b"R", flags (RUN_*), seq; + 4 fds (RUN_FDS), or none:
+                                                 # the worker's own
+MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd;
+                                                 # on the worker's status socket, not its channel
 MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
                                                  # utime_us, stime_us, max_rss_kb, wall_us, fork_us;
                                                  # then why the process was replaced (UTF-8, reuse only)
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
+RUN_FRESH = 1               # reuse: end the process that ran the previous job first (fitrun killed it)
 JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
-SPAWN_FDS_MAX = 4           # a spawn request: the channel, then its slot's cgroup.procs files (<= 3)
+SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
+                            # cgroup.procs files (<= 3)
 
 MESSAGE_CAP = 1000          # characters kept of an exception's text
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
@@ -739,10 +743,14 @@ class Worker:
     of a prediction can outlive it (every child gets them). Either way the
     worker never reads from or writes to them."""
 
-    def __init__(self, runner, worker, chan, cgroup_fds=()):
+    def __init__(self, runner, worker, chan, status, cgroup_fds=()):
         self.runner = runner
         self.worker = worker
         self.chan = chan
+        # STARTED goes here: fitrun reads it when it needs the child (to
+        # kill it, to read its CPU clock) or at EXITED, and is not woken
+        # for it.
+        self.status = status
         self.cgroup_fds = tuple(cgroup_fds)  # each child's slot cgroups (cgroup.procs)
         self.pid = os.getpid()
         self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -757,9 +765,9 @@ class Worker:
                 if msg == MSG_PIPES.pack(b"P") and len(fds) == RUN_FDS and self.pipes is None:
                     self.pipes, fds = fds, []
                 elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and len(fds) == RUN_FDS:
-                    self.run(MSG_RUN.unpack(msg)[1], fds)
+                    self.run(*MSG_RUN.unpack(msg)[2:0:-1], fds)
                 elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and not fds and self.pipes is not None:
-                    self.run(MSG_RUN.unpack(msg)[1], self.pipes)
+                    self.run(*MSG_RUN.unpack(msg)[2:0:-1], self.pipes)
                 else:
                     self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
             finally:
@@ -781,7 +789,7 @@ class Worker:
     def failed(self, seq, why):
         self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
 
-    def run(self, seq, fds):
+    def run(self, seq, flags, fds):
         # This prediction's own socket: its child sends the filter's listener
         # on it, once, then closes its end; the worker's channel to fitrun is
         # never in the child.
@@ -809,7 +817,7 @@ class Worker:
         try:
             # fitrun kills the child through this pidfd (CPU budget, wall
             # time, output caps): race-free, whatever becomes of the pid.
-            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, pid, 0)], [pidfd])
+            socket.send_fds(self.status, [MSG_STARTED.pack(b"S", seq, pid, 0)], [pidfd])
             violation = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
             _, status, ru = os.wait4(pid, 0)
         finally:
@@ -1460,6 +1468,7 @@ class ReusedProcess:
     def __init__(self, pid, pidfd, sock, listener):
         self.pid, self.pidfd, self.sock, self.listener = pid, pidfd, sock, listener
         self.count = 0
+        self.announced = False  # its pidfd went to fitrun (with its first STARTED)
 
     def cpu_ns(self):
         """The process's CPU clock (all its threads), or -1 once it is gone."""
@@ -1511,8 +1520,8 @@ class ReuseWorker(Worker):
     cannot forge: its death, the sandbox's listener, its CPU clock and
     /proc status, the tripwire's message, the nonce."""
 
-    def __init__(self, runner, worker, chan, cgroup_fds=()):
-        super().__init__(runner, worker, chan, cgroup_fds)
+    def __init__(self, runner, worker, chan, status, cgroup_fds=()):
+        super().__init__(runner, worker, chan, status, cgroup_fds)
         self.proc = None
         cfg = runner.cfg
         self.max_predictions = cfg.max_predictions
@@ -1538,10 +1547,15 @@ class ReuseWorker(Worker):
             ours.recv(16)
         return ReusedProcess(pid, pidfd, ours, listener)
 
-    def run(self, seq, fds):
+    def run(self, seq, flags, fds):
         t0 = time.monotonic_ns()
         fork_us = 0
         p = self.proc
+        if p is not None and flags & RUN_FRESH:
+            # fitrun killed it for its previous job (a limit), maybe after
+            # that job's "done": it is dying, whatever its pidfd says yet.
+            p.end()
+            p = self.proc = None
         if p is not None and _exited(p.pidfd):
             p.reap()
             p = self.proc = None
@@ -1554,11 +1568,14 @@ class ReuseWorker(Worker):
             fork_us = (time.monotonic_ns() - t0) // 1000
         nonce = os.urandom(16)
         base = p.cpu_ns()
-        pidfd = os.pidfd_open(p.pid)
-        try:
-            socket.send_fds(self.chan, [MSG_STARTED.pack(b"S", seq, p.pid, max(base, 0))], [pidfd])
-        finally:
-            os.close(pidfd)
+        # The process's pidfd goes to fitrun once, with its first STARTED:
+        # fitrun keeps it for the process's later jobs.
+        started = MSG_STARTED.pack(b"S", seq, p.pid, max(base, 0))
+        if p.announced:
+            self.status.send(started)
+        else:
+            socket.send_fds(self.status, [started], [p.pidfd])
+            p.announced = True
         try:
             socket.send_fds(p.sock, [b"J" + nonce], fds)
         except OSError:
@@ -1770,7 +1787,7 @@ class Zygote:
             finally:
                 os._exit(1)
 
-    def spawn(self, token, worker, chan_fd, cgroup_fds=()):
+    def spawn(self, token, worker, chan_fd, status_fd, cgroup_fds=()):
         zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -1782,8 +1799,9 @@ class Zygote:
                 for pidfd in self.workers:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
+                status = socket.socket(fileno=status_fd)
                 code = (ReuseWorker if self.cfg.isolation == "reuse" else Worker)(self.runner, worker, chan,
-                                                                                   cgroup_fds).serve()
+                                                                                   status, cgroup_fds).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:
@@ -1795,6 +1813,7 @@ class Zygote:
             finally:
                 os._exit(code)
         os.close(chan_fd)
+        os.close(status_fd)
         for fd in cgroup_fds:
             os.close(fd)
         self.workers[os.pidfd_open(pid)] = (token, pid)
@@ -1828,8 +1847,8 @@ class Zygote:
                     cmd = {}
                 op = cmd.get("op") if isinstance(cmd, dict) else None
                 if (op == "spawn" and isinstance(cmd.get("slot"), int) and isinstance(cmd.get("worker"), int)
-                        and isinstance(cmd.get("cgroups", 0), int) and len(fds) == 1 + cmd.get("cgroups", 0)):
-                    self.spawn(cmd["slot"], cmd["worker"], fds[0], fds[1:])
+                        and isinstance(cmd.get("cgroups", 0), int) and len(fds) == 2 + cmd.get("cgroups", 0)):
+                    self.spawn(cmd["slot"], cmd["worker"], fds[0], fds[1], fds[2:])
                 elif op == "exit":
                     for extra in fds:
                         os.close(extra)

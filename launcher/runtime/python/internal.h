@@ -6,6 +6,7 @@
  *     │    packed policy (a sealed memfd, fd 4) ──────────  │ builds the policy once
  *     │                                                     │ fork per slot
  *     ├──channel k (SOCK_SEQPACKET, passed by SCM_RIGHTS)── worker k (supervises)
+ *     ├──status socket k (SOCK_SEQPACKET, passed with it)── worker k (STARTED only)
  *     │                                                     │ fork per job, own socket
  *     └──job, report, stdout, stderr pipes (per slot or per job)── child: reads its job,
  *                                                           applies the sandbox as slot k
@@ -29,7 +30,9 @@
  * streams itself, under their caps.
  *
  * The worker sends STARTED (the child's pid and a pidfd, so fitrun can
- * read its CPU clock and kill it race-free) and EXITED (wait status,
+ * read its CPU clock and kill it race-free) on its status socket, which
+ * fitrun does not watch: a job wakes fitrun once, for its EXITED, and
+ * fitrun takes STARTED when it needs the child (status.c). EXITED (wait status,
  * rusage, and the denied call it read from the sandbox's listener, which
  * the child gave up before any of its code ran). So the worker never reads
  * a prediction's code, inputs, outputs or prints, and a child can only ever
@@ -58,10 +61,11 @@
 
 #define PY_SCRIPT "fitrun_runtime.py"
 #define PY_CONTROL_FD 3
-#define PY_POLICY_FD 4
-/* A spawn request's descriptors: the worker's channel, then one
- * cgroup.procs per cgroup hierarchy of its slot (fitrun/cgroup.h). */
-#define PY_SPAWN_FDS_MAX (1 + FR_CG_HIER_MAX) /* the packed sandbox policy (a sealed memfd), read once */
+#define PY_POLICY_FD 4 /* the packed sandbox policy (a sealed memfd), read once */
+/* A spawn request's descriptors: the worker's channel, its status
+ * socket, then one cgroup.procs per cgroup hierarchy of its slot
+ * (fitrun/cgroup.h). */
+#define PY_SPAWN_FDS_MAX (2 + FR_CG_HIER_MAX)
 /* Deepest nesting of an input, expected or output value (a scalar is 0,
  * [1] is 1). Deeper inputs are `invalid`; deeper outputs are
  * UnserializableOutput. Far below what CPython's json module decodes. */
@@ -83,13 +87,25 @@
 /* After killing a child (or asking for a worker's report), how long the
  * worker's EXITED may take before the worker itself is killed. */
 #define PY_ABORT_GRACE_MS 1000
+/* A job's wake-up (status.c): this long after RUN, fitrun takes its
+ * STARTED (watching its CPU clock from then on) and watches its report
+ * pipe. Most predictions end well before, having woken fitrun once. */
+#define PY_WAKE_MS 20
+/* Reuse: the STARTEDs of a process's later jobs are read in batches of
+ * this many (status.c). */
+#define PY_STATUS_BATCH 32
 /* A worker abandoned before its pid was known: killed as soon as its
  * "spawned" event names it. */
 #define PY_MAX_DOOMED 64
 
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
-#define PY_MSG_RUN_LEN 8      /* 'R', 3 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+#define PY_MSG_RUN_LEN 8      /* 'R', u8 flags, 2 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+/* RUN's flags. FRESH (reuse): end the process that ran the slot's previous
+ * job before this one. fitrun killed that process for a limit, and the
+ * kill may have come after the process said it was done, so its worker
+ * may not know yet that it is dying. */
+#define PY_RUN_FRESH 1
 #define PY_MSG_PIPES_LEN 4    /* 'P', 3 pad; + the 4 child ends of the worker's own pipes */
 #define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
 #define PY_MSG_EXITED_LEN                                                                                              \
@@ -128,6 +144,12 @@ struct slot_pipes {
 struct pyslot {
     /* the worker */
     int chan;                /* our end of its channel; -1 = none */
+    bool fresh;              /* the next RUN says PY_RUN_FRESH */
+    int status;              /* our end of its status socket (STARTED); -1 = none */
+    bool status_watched;     /* watched until a STARTED it is waited for comes */
+    int proc_fd;             /* pidfd of the process that runs its jobs (status.c); -1 = none known */
+    pid_t proc_pid;
+    unsigned queued;         /* STARTEDs maybe on the status socket, not read */
     pid_t pid;               /* 0 until its "spawned" event */
     int pidfd;               /* for signals (not our child: its pid could be reused); -1 = none */
     unsigned token;          /* spawn token of the current worker */
@@ -144,10 +166,12 @@ struct pyslot {
     int iovcnt, iovpos;
     struct stream out, err, rep;
     pid_t child;                /* from STARTED; 0 = not yet */
-    int child_fd;               /* its pidfd; -1 = not yet */
+    int child_fd;               /* its pidfd (proc_fd: not the job's to close); -1 = not yet */
     enum py_kill kill;          /* why we killed the child (or will, once STARTED names it) */
     enum fr_abort_reason abort; /* the pool's abort being honoured; 0 = none */
-    int timer;                  /* timerfd: grace after a kill; -1 = none yet */
+    int timer;                  /* timerfd: the job's wake-up (status.c), then grace after a kill; -1 = none yet */
+    bool awake;                 /* the job's wake-up happened: its report pipe is watched, STARTED taken */
+    unsigned leftover;          /* PY_PIPE_* bits: pipes EXITED found bytes in that the job does not read */
     bool exited;
     struct exit_facts facts;
     char type[PY_TYPE_MAX]; /* error_type decoded from the report */
@@ -237,13 +261,41 @@ struct py_msg {
 void py_msg_decode(const char *m, size_t len, struct py_msg *out);
 /* RUN for job seq with the child's four pipe ends (nfds 4), or with none
  * (nfds 0: the worker's own pipes). 0 or -1 (errno). */
-int py_send_run(int chan, uint32_t seq, const int *fds, int nfds);
+int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds);
 /* PIPES: the child's ends of a worker's own pipes (job read end, report,
  * stdout, stderr write ends). 0 or -1 (errno). */
 int py_send_pipes(int chan, const int fds[4]);
 /* The next message (1), none waiting (0), or the worker is gone (-1: EOF
  * or an error). buf (n bytes) holds the message. */
 int py_recv(int chan, char *buf, size_t n, struct py_msg *m);
+/* The status socket's messages, up to max (at most PY_STATUS_BATCH_MAX)
+ * in one recvmmsg(2), each in its bufs[i]: how many (0: none waiting), or
+ * -1 (EOF or an error: the worker is gone). */
+#define PY_STATUS_MSG_MAX 64
+#define PY_STATUS_BATCH_MAX 64
+int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX], int max);
+
+/* ---- status.c ---- */
+/* Take the job's STARTED from the status socket: the child is the slot's
+ * (child, child_fd, its CPU clock watched) and, when no STARTED is there
+ * yet, the socket is watched until it comes. True when the child is
+ * known. */
+bool py_take_started(struct fr_runtime *rt, int slot);
+/* The job is over: its STARTED is read now or later (status.c), and the
+ * slot's pidfd closed unless its process runs the next job. */
+void py_status_end(struct fr_runtime *rt, int slot);
+/* The worker is gone: its status socket and the slot's pidfd closed. */
+void py_status_close(struct fr_runtime *rt, struct pyslot *s);
+/* (Re)arm the slot's timer to fire once in ms (made and watched on first
+ * use); an earlier setting is dropped, with an expiry not yet read. */
+int py_timer_arm(struct fr_runtime *rt, int slot, uint64_t ms);
+/* Just after RUN: the report pipe unwatched, the wake-up armed. */
+int py_job_asleep(struct fr_runtime *rt, int slot);
+/* The job's wake-up (its timer, a kill): STARTED taken, the report pipe
+ * watched. Once per job. */
+void py_job_wake(struct fr_runtime *rt, int slot);
+/* The job is over: the report pipe watched again, STARTED dropped. */
+void py_job_idle(struct fr_runtime *rt, int slot);
 
 /* ---- pipes.c ---- */
 /* Persistent mode: the pipes of the worker just given channel chan in
@@ -254,10 +306,18 @@ int py_slot_pipes_open(struct fr_runtime *rt, int slot, int chan);
  * any, keeps what its streams read. */
 void py_slot_pipes_close(struct fr_runtime *rt, struct pyslot *s);
 bool py_slot_pipes_ok(const struct pyslot *s);
-/* Between jobs: discard what the pipes hold (a job's leftovers: the
- * unread rest of its job; with streams, what its child wrote). Returns -1
- * when a pipe is at EOF (the worker is gone), else 0. */
-int py_slot_pipes_drain(struct pyslot *s, bool streams);
+/* Which of the worker's pipes hold bytes or are at EOF, in one poll(2):
+ * PY_PIPE_* bits; PY_PIPES_ALL when poll fails. */
+#define PY_PIPE_JOB 1u
+#define PY_PIPE_REPORT 2u
+#define PY_PIPE_OUT 4u
+#define PY_PIPE_ERR 8u
+#define PY_PIPES_ALL 15u
+unsigned py_slot_pipes_ready(const struct pyslot *s);
+/* Between jobs: discard what the pipes in `which` (PY_PIPE_* bits) hold
+ * (a job's leftovers: the unread rest of its job, what its child wrote).
+ * Returns -1 when one is at EOF (the worker is gone), else 0. */
+int py_slot_pipes_drain(struct pyslot *s, unsigned which);
 
 /* ---- job.c ---- */
 int py_check(struct fr_runtime *rt, const struct fr_job *job, char *err, size_t errlen);

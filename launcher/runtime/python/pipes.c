@@ -9,6 +9,7 @@
  * unread, and must never block on it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -34,9 +35,11 @@ int py_slot_pipes_open(struct fr_runtime *rt, int slot, int chan)
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
     if (py_send_pipes(chan, theirs) < 0)
         goto fail;
+    /* The report pipe is watched only while a job is awake (status.c);
+     * registered now so that the worker's death (EPOLLHUP) is seen on it. */
     int watched = 0;
     for (int i = P_REPORT; i <= P_ERR; i++, watched++)
-        if (fr_host_watch(rt->host, p[i][0], EPOLLIN, slot) < 0)
+        if (fr_host_watch(rt->host, p[i][0], i == P_REPORT ? 0 : EPOLLIN, slot) < 0)
             goto unwatch;
     for (int i = P_REPORT; i <= P_ERR; i++) {
         close(p[i][1]);
@@ -86,12 +89,33 @@ bool py_slot_pipes_ok(const struct pyslot *s)
     return sp->job_w >= 0 && sp->job_r >= 0 && sp->rep >= 0 && sp->out >= 0 && sp->err >= 0;
 }
 
-int py_slot_pipes_drain(struct pyslot *s, bool streams)
+unsigned py_slot_pipes_ready(const struct pyslot *s)
 {
     const struct slot_pipes *sp = &s->pipes;
-    int eof = py_fd_discard(sp->job_r, 0, NULL) == 1;
-    if (streams)
-        eof |= (py_fd_discard(sp->rep, 0, NULL) == 1) | (py_fd_discard(sp->out, 0, NULL) == 1) |
-               (py_fd_discard(sp->err, 0, NULL) == 1);
+    struct pollfd p[4] = {{.fd = sp->job_r, .events = POLLIN},
+                          {.fd = sp->rep, .events = POLLIN},
+                          {.fd = sp->out, .events = POLLIN},
+                          {.fd = sp->err, .events = POLLIN}};
+    int n;
+    do
+        n = poll(p, 4, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return PY_PIPES_ALL; /* unknown: each is read to EAGAIN */
+    unsigned ready = 0;
+    for (int i = 0; i < 4; i++)
+        if (p[i].revents)
+            ready |= 1u << i;
+    return ready;
+}
+
+int py_slot_pipes_drain(struct pyslot *s, unsigned which)
+{
+    const struct slot_pipes *sp = &s->pipes;
+    const int fds[4] = {sp->job_r, sp->rep, sp->out, sp->err};
+    int eof = 0;
+    for (int i = 0; i < 4; i++)
+        if (which & (1u << i))
+            eof |= py_fd_discard(fds[i], 0, NULL) == 1;
     return eof ? -1 : 0;
 }

@@ -22,7 +22,6 @@
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,23 +31,17 @@
 static void init_slot(struct pyslot *s)
 {
     memset(s, 0, sizeof *s);
-    s->chan = s->pidfd = s->job_w = s->child_fd = s->timer = -1;
+    s->chan = s->status = s->pidfd = s->job_w = s->child_fd = s->timer = s->proc_fd = -1;
     s->out.fd = s->err.fd = s->rep.fd = -1;
     s->pipes = (struct slot_pipes){-1, -1, -1, -1, -1};
 }
 
 /* ---- the end of a job ----------------------------------------------------- */
 
-static void disarm(struct pyslot *s)
-{
-    struct itimerspec off = {0};
-    if (s->timer >= 0)
-        timerfd_settime(s->timer, 0, &off, NULL);
-}
-
 /* A worker's own pipes after its job: nothing of the job is left in them
- * (what its child left unread of its job; what it wrote, when no EXITED
- * came to read it to the end). EOF: the worker is gone, its pipes with it. */
+ * (what its child left unread of its job, which EXITED's poll found; all
+ * of them when no EXITED came to read them to the end). EOF: the worker
+ * is gone, its pipes with it. */
 static void pipes_reset(struct fr_runtime *rt, struct pyslot *s)
 {
     if (s->job_watched)
@@ -56,7 +49,9 @@ static void pipes_reset(struct fr_runtime *rt, struct pyslot *s)
     s->job_w = -1;
     s->job_watched = false;
     s->out.fd = s->err.fd = s->rep.fd = -1;
-    if (py_slot_pipes_ok(s) && py_slot_pipes_drain(s, !s->exited) < 0)
+    unsigned which = s->exited ? s->leftover : PY_PIPES_ALL;
+    s->leftover = 0;
+    if (which && py_slot_pipes_ok(s) && py_slot_pipes_drain(s, which) < 0)
         py_slot_pipes_close(rt, s);
 }
 
@@ -84,17 +79,16 @@ static void job_reset(struct fr_runtime *rt, int slot)
     py_stream_trim(&s->rep);
     if (s->child_fd >= 0) {
         fr_host_watch_cpu_pidfd(rt->host, slot, 0, -1);
-        close(s->child_fd);
-        s->child_fd = -1;
+        s->child_fd = -1; /* the slot's pidfd: py_status_end decides */
     }
     free(s->message);
     s->message = NULL;
     s->child = 0;
     s->kill = PY_KILL_NONE;
     s->abort = 0;
+    py_job_idle(rt, slot); /* its timer is left to fire idle, or to be re-armed by the next job */
     s->exited = false;
     s->job = NULL;
-    disarm(s);
 }
 
 static void complete(struct fr_runtime *rt, int slot, struct fr_raw *raw)
@@ -161,50 +155,39 @@ static void kill_job(struct fr_runtime *rt, int slot, enum py_kill why, bool rep
     complete(rt, slot, &raw);
 }
 
-static void arm_grace(struct fr_runtime *rt, int slot)
-{
-    struct pyslot *s = &PY(rt)->slots[slot];
-    if (s->timer < 0) {
-        s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (s->timer < 0 || fr_host_watch(rt->host, s->timer, EPOLLIN, slot) < 0) {
-            fr_warn("python runtime: grace timer for worker %d: %s", slot, strerror(errno));
-            if (s->timer >= 0)
-                close(s->timer);
-            s->timer = -1;
-            return;
-        }
-    }
-    struct itimerspec grace = {
-        .it_value = {.tv_sec = PY_ABORT_GRACE_MS / 1000, .tv_nsec = (PY_ABORT_GRACE_MS % 1000) * 1000000L}};
-    timerfd_settime(s->timer, 0, &grace, NULL);
-}
-
 /* Kill the job's child for `why` (the first reason stays): through its
- * pidfd now, or as soon as STARTED brings it. */
+ * pidfd now, or as soon as STARTED brings it (status.c); the slot's timer
+ * then counts the grace for its EXITED. */
 static void kill_child(struct fr_runtime *rt, int slot, enum py_kill why)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     if (s->kill != PY_KILL_NONE)
         return;
     s->kill = why;
+    py_job_wake(rt, slot);
     if (s->child_fd >= 0 && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
-    arm_grace(rt, slot);
+    if (py_timer_arm(rt, slot, PY_ABORT_GRACE_MS) < 0)
+        fr_warn("python runtime: grace timer for worker %d: %s", slot, strerror(errno));
 }
 
 /* EXITED: nothing more comes from the child, whatever is still buffered in
- * its pipes is there now. A worker's own pipes are read to EAGAIN (no
- * writer is left: that is all of the job's), per-job pipes once more. */
+ * its pipes is there now. A worker's own pipes that one poll finds
+ * readable are read to EAGAIN (no writer is left: that is all of the
+ * job's), per-job pipes once more. */
 static void finish(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     struct stream *streams[] = {&s->out, &s->err, &s->rep};
+    const unsigned bits[] = {PY_PIPE_OUT, PY_PIPE_ERR, PY_PIPE_REPORT};
+    unsigned ready = PY(rt)->persistent ? py_slot_pipes_ready(s) : 0;
+    s->leftover = ready & PY_PIPE_JOB;
     bool gone = false;
     for (int i = 0; i < 3; i++)
         if (streams[i]->fd < 0)
             continue;
         else if (PY(rt)->persistent)
-            gone |= py_stream_drain(streams[i]) != 0;
+            gone |= (ready & bits[i]) && py_stream_drain(streams[i]) != 0;
         else if (py_stream_read(streams[i]) != 0)
             py_stream_close(rt, streams[i]);
     if (gone)
@@ -216,21 +199,6 @@ static void finish(struct fr_runtime *rt, int slot)
 }
 
 /* ---- the worker's messages ------------------------------------------------ */
-
-static void started(struct fr_runtime *rt, int slot, const struct py_msg *m)
-{
-    struct pyslot *s = &PY(rt)->slots[slot];
-    if (m->fd < 0 || s->child_fd >= 0) {
-        if (m->fd >= 0)
-            close(m->fd);
-        return;
-    }
-    s->child = m->pid;
-    s->child_fd = m->fd;
-    fr_host_watch_cpu_since(rt->host, slot, s->child, s->child_fd, m->cpu_base_ns);
-    if (s->kill != PY_KILL_NONE && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-        fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
-}
 
 static void exited(struct fr_runtime *rt, int slot, const struct py_msg *m)
 {
@@ -245,9 +213,7 @@ static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     bool current = s->job && m->len >= 8 && m->seq == s->seq && m->well_formed;
-    if (current && m->kind == 'S')
-        started(rt, slot, m);
-    else if (current && m->kind == 'E')
+    if (current && m->kind == 'E')
         exited(rt, slot, m);
     else if (current && m->kind == 'F')
         crashed(rt, slot, "python worker %d could not start the prediction: %.*s", slot,
@@ -260,7 +226,7 @@ static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg
     } else
         fr_warn("python worker %d sent an unexpected message ('%c', %zu bytes): ignored", slot,
                 m->len ? (m->kind >= 0x20 && m->kind < 0x7f ? m->kind : '?') : '-', m->len);
-    if (m->fd >= 0 && !(current && m->kind == 'S'))
+    if (m->fd >= 0)
         close(m->fd);
 }
 
@@ -295,9 +261,9 @@ static void channel_event(struct fr_runtime *rt, int slot)
             return;
         }
         channel_message(rt, slot, &m);
-        /* One message per job state (STARTED, then EXITED): no need to
-         * ask again for one that cannot be there yet. */
-        if (m.kind == 'S' || m.kind == 'E')
+        /* One EXITED per job: no need to ask again for one that cannot
+         * be there yet. */
+        if (m.kind == 'E')
             return;
     }
 }
@@ -407,11 +373,12 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
     struct pyslot *s = &py->slots[slot];
     if (py->persistent) {
         s->seq++;
-        if (py_send_run(s->chan, s->seq, NULL, 0) < 0) {
+        if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, NULL, 0) < 0) {
             snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
             replace_worker(rt, slot);
             return -1;
         }
+        s->fresh = false;
         s->job_w = s->pipes.job_w;
         s->out.fd = s->pipes.out;
         s->err.fd = s->pipes.err;
@@ -429,12 +396,13 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
         }
     s->seq++;
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
-    if (py_send_run(s->chan, s->seq, theirs, 4) < 0) {
+    if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, theirs, 4) < 0) {
         snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
         close_pipes(p);
         replace_worker(rt, slot);
         return -1;
     }
+    s->fresh = false;
     for (int i = 0; i < 4; i++)
         close(theirs[i]);
     s->job_w = p[P_JOB][1];
@@ -455,11 +423,34 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
     return 0;
 }
 
+/* A worker's own pipe between its jobs: an event of stdout or stderr
+ * (usually of the job that just ended, read to EAGAIN since: its EXITED
+ * came first in the same turn), or the report pipe, which is unwatched
+ * then and checked before each job. Nothing of a job can write now
+ * (internal.h); should anything, it is no job's, and dropped. */
+static void drop_stray(struct fr_runtime *rt, int slot, int fd)
+{
+    struct pyslot *s = &PY(rt)->slots[slot];
+    if (fd < 0 || (fd != s->pipes.out && fd != s->pipes.err && fd != s->pipes.rep))
+        return;
+    size_t dropped = 0;
+    int r = py_fd_discard(fd, 4, &dropped);
+    if (r == 1) {
+        py_slot_pipes_close(rt, s);
+    } else if (dropped && !s->stray_warned) {
+        s->stray_warned = true;
+        fr_warn("python worker %d: bytes in its pipes between jobs: dropped", slot);
+    }
+}
+
 static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, char *err, size_t errlen)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    /* A worker whose pipes went (EOF: it died) is replaced before its job. */
+    /* Between jobs the report pipe is unwatched: checked now. A worker
+     * whose pipes went (EOF: it died) is replaced before its job. */
+    if (s->chan >= 0 && py->persistent)
+        drop_stray(rt, slot, s->pipes.rep);
     if (s->chan >= 0 && py->persistent && !py_slot_pipes_ok(s))
         replace_worker(rt, slot);
     if (s->chan < 0 && py_spawn_worker(rt, slot, true) < 0) {
@@ -483,6 +474,10 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
         job_reset(rt, slot);
         return -1;
     }
+    if (py_job_asleep(rt, slot) < 0) {
+        fr_warn("python runtime: worker %d: the job's timer: %s; watching it all now", slot, strerror(errno));
+        py_job_wake(rt, slot);
+    }
     return 0;
 }
 
@@ -501,32 +496,21 @@ static void stream_event(struct fr_runtime *rt, int slot, struct stream *st, enu
         kill_child(rt, slot, why);
 }
 
-/* A worker's own pipe between its jobs: usually an event of the job that
- * just ended, read to EAGAIN since (its EXITED came first in the same
- * turn). Nothing of a job can write now (internal.h); should anything,
- * it is no job's, and dropped. */
-static void idle_pipe_event(struct fr_runtime *rt, int slot, int fd)
-{
-    struct pyslot *s = &PY(rt)->slots[slot];
-    if (fd != s->pipes.out && fd != s->pipes.err && fd != s->pipes.rep)
-        return;
-    size_t dropped = 0;
-    int r = py_fd_discard(fd, 4, &dropped);
-    if (r == 1) {
-        py_slot_pipes_close(rt, s);
-    } else if (dropped && !s->stray_warned) {
-        s->stray_warned = true;
-        fr_warn("python worker %d: bytes in its pipes between jobs: dropped", slot);
-    }
-}
-
+/* The slot's timer: the job's wake-up (status.c), or, once its child was
+ * killed, the end of the grace for its EXITED. */
 static void timer_event(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
     uint64_t ticks;
-    while (read(s->timer, &ticks, sizeof ticks) < 0 && errno == EINTR)
-        ;
-    if (s->job && s->kill != PY_KILL_NONE) {
+    ssize_t r;
+    do
+        r = read(s->timer, &ticks, sizeof ticks);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 || !s->job)
+        return; /* re-armed since it fired (EAGAIN), or no job: nothing is due */
+    if (s->kill == PY_KILL_NONE) {
+        py_job_wake(rt, slot);
+    } else {
         fr_warn("python worker %d did not report job %s within %d ms of its kill: killing the worker", slot,
                 s->job->id ? s->job->id : "?", PY_ABORT_GRACE_MS);
         kill_job(rt, slot, s->kill, true);
@@ -545,10 +529,12 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
     struct pyslot *s = &py->slots[slot];
     if (fd == s->timer)
         timer_event(rt, slot);
+    else if (fd == s->status)
+        py_take_started(rt, slot);
     else if (fd == s->chan)
         channel_event(rt, slot);
     else if (!s->job)
-        idle_pipe_event(rt, slot, fd);
+        drop_stray(rt, slot, fd);
     else if (fd == s->job_w) {
         if (py_job_flush(rt, s) < 0)
             fr_warn("python runtime: sending job %s: %s", s->job->id, strerror(errno));
