@@ -91,13 +91,33 @@ static size_t unicode_escape_end(const struct scan *sc, size_t i)
     return lo >= 0xDC00 && lo <= 0xDFFF ? i + 6 : BAD;
 }
 
+/* Are the 8 bytes of v all plain string content: none a '"', '\\' or
+ * control character, nor (with hi = all high bits) a non-ASCII byte?
+ * Each test sets a byte's high bit for every byte it matches (and maybe
+ * for bytes after one it matches, which only sends the caller to its
+ * byte-by-byte path). */
+static bool plain8(uint64_t v, uint64_t hi)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = ones * 0x80;
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t t = ((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | (v & hi);
+    return !(t & highs);
+}
+
 /* s[i] == '"'. A key, in strict mode, holds no \u0000: jansson, which
  * reads result lines back, refuses such keys. */
 static size_t string_end(const struct scan *sc, size_t i, bool key)
 {
     const char *s = sc->s;
     size_t n = sc->n;
+    /* Non-ASCII bytes need a look only when UTF-8 is checked. */
+    uint64_t hi = sc->strict ? 0x8080808080808080u : 0;
     for (i++; i < n;) {
+        uint64_t v;
+        while (n - i >= 8 && (memcpy(&v, s + i, 8), plain8(v, hi)))
+            i += 8;
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c == '"')
             return i + 1;
@@ -323,13 +343,68 @@ static bool record_member(struct scan *sc, size_t k0, size_t k1, size_t v0, size
 
 /* ---- values ---------------------------------------------------------------- */
 
-/* s[i] is a one-digit number followed by ',' or ']': what every mode
- * accepts, at a level LINE's rule allows (depth: containers around the
- * array holding it). Most of an ARC grid; skipped without a call. */
-static bool digit_alone(const struct scan *sc, size_t i, int depth)
+/* s[i] starts a plain integer of at most INT64_SAFE_DIGITS digits (no
+ * fraction, no exponent) followed directly by ',' or ']': what number_end
+ * accepts in every mode (it always fits). Returns the index of that ','
+ * or ']', or 0 when s[i] starts anything else (number_end decides). */
+static size_t plain_int_end(const char *s, size_t i, size_t n)
 {
-    return i + 1 < sc->n && is_digit(sc->s[i]) && (sc->s[i + 1] == ',' || sc->s[i + 1] == ']') &&
-           (!sc->line || depth + 2 <= sc->max_depth);
+    /* One digit first, by branches alone (no index computed from the
+     * bytes): the next element's load need not wait for this one's. */
+    if (n - i >= 2 && is_digit(s[i]) && (s[i + 1] == ',' || s[i + 1] == ']'))
+        return i + 1;
+    size_t d = i + (i < n && s[i] == '-');
+    if (d >= n || !is_digit(s[d]))
+        return 0;
+    size_t k = d + 1;
+    if (s[d] != '0')
+        while (k < n && k - d < INT64_SAFE_DIGITS && is_digit(s[k]))
+            k++;
+    return k < n && (s[k] == ',' || s[k] == ']') ? k : 0;
+}
+
+/* Are p[0, 8) four one-digit elements, each followed by ',' ("0,1,2,3,")?
+ * Read as one little-endian word: digits in the even bytes, commas in the
+ * odd ones. (Elsewhere: never; the element-by-element path does it.) */
+static bool four_digits(const char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return (v & 0xFF00FF00FF00FF00u) == 0x2C002C002C002C00u && (v & 0x00F000F000F000F0u) == 0x0030003000300030u &&
+           !(((v & 0x000F000F000F000Fu) + 0x0006000600060006u) & 0x0010001000100010u);
+#else
+    (void)p;
+    return false;
+#endif
+}
+
+/* s[i] starts an element of an array: consume the elements that are
+ * plain integers followed directly by ',' (and whitespace) or ']' (most of
+ * an ARC grid), without a call per element. *count grows by the elements
+ * consumed; *end is set past the ']' when the array ended. Returns where
+ * the first other element starts. */
+static size_t plain_ints(const struct scan *sc, size_t i, size_t *count, size_t *end)
+{
+    const char *s = sc->s;
+    for (;;) {
+        if (sc->n - i >= 8 && four_digits(s + i)) {
+            do {
+                i += 8;
+                *count += 4;
+            } while (sc->n - i >= 8 && four_digits(s + i));
+            i = skip_ws(sc, i);
+        }
+        size_t e = plain_int_end(s, i, sc->n);
+        if (!e)
+            return i;
+        ++*count;
+        if (s[e] == ']') {
+            *end = e + 1;
+            return e + 1;
+        }
+        i = skip_ws(sc, e + 1);
+    }
 }
 
 /* s[i] is '[' or '{'; depth = containers around it. */
@@ -343,6 +418,8 @@ static size_t container_end(struct scan *sc, size_t i, int depth)
     if (depth + 1 > sc->deepest)
         sc->deepest = depth + 1;
     bool keys = sc->line && obj, top = keys && depth == 0 && sc->members;
+    /* Scalars in it count as a level in LINE mode (see value_end). */
+    bool ints = !obj && (!sc->line || depth + 2 <= sc->max_depth);
     size_t base = sc->nkeys, count = 0, end = BAD;
     i = skip_ws(sc, i + 1);
     if (i < sc->n && s[i] == close) {
@@ -350,6 +427,8 @@ static size_t container_end(struct scan *sc, size_t i, int depth)
         goto out;
     }
     for (;; count++) {
+        if (ints && ((i = plain_ints(sc, i, &count, &end)), end != BAD))
+            break;
         size_t k0 = i, k1 = 0;
         if (obj) {
             if (i >= sc->n || s[i] != '"' || (i = string_end(sc, i, true)) == BAD)
@@ -365,9 +444,7 @@ static size_t container_end(struct scan *sc, size_t i, int depth)
         size_t v0 = i;
         if (top)
             sc->deepest = 1;
-        if (!obj && digit_alone(sc, i, depth))
-            i++;
-        else if ((i = value_end(sc, i, depth + 1)) == BAD)
+        if ((i = value_end(sc, i, depth + 1)) == BAD)
             goto out;
         if (top && !record_member(sc, k0, k1, v0, i))
             goto out;

@@ -169,12 +169,15 @@ struct fr_host {
     long ncpus;
     struct fr_oom oom; /* OOM kills of our memory cgroup (oom.c) */
 
-    /* Result lines known in this loop iteration, written together by
-     * pool_flush_results() before the loop waits (or when it grows past
-     * POOL_RESULTS_BATCH). */
+    /* Result lines not written yet (results.c): to a pipe, socket or tty
+     * those of one loop iteration, written before the loop waits; to a
+     * regular file (out_hold) up to POOL_RESULTS_BATCH bytes or
+     * POOL_RESULTS_AGE_MS old, across iterations. */
     char *outbuf;
     size_t outlen, outcap;
-    bool out_broken; /* writing results failed: nothing more is written */
+    uint64_t out_since_ns; /* when the oldest held line was added */
+    bool out_hold;         /* the output is a regular file */
+    bool out_broken;       /* writing results failed: nothing more is written */
 
     bool stopping;
     int stop_signal;
@@ -216,9 +219,18 @@ void pool_say(struct fr_host *h, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- results.c: writing result lines ------------------------------------- */
 
-/* Write the result lines held back in this loop iteration (one write(2)
- * unless the output takes less at a time). */
+/* Write every held result line now (one write(2) unless the output takes
+ * less at a time): at the end of a run, whatever ended it. */
 void pool_flush_results(struct fr_host *h);
+/* Before the loop waits: write the held lines unless the output is a
+ * regular file and they are younger than POOL_RESULTS_AGE_MS. */
+void pool_flush_due(struct fr_host *h, uint64_t now);
+/* Decide how results are written: held across iterations when the output
+ * is a regular file. */
+void pool_results_setup(struct fr_host *h);
+/* When pool_flush_due will write the held lines; UINT64_MAX = nothing
+ * held back across a wait. */
+uint64_t pool_results_due(const struct fr_host *h);
 /* An `invalid` result for input line `line` (id may be NULL). */
 void pool_emit_invalid(struct fr_host *h, const char *id, long line, const char *type, const char *msg);
 /* The result of slot s's job, which ran to a verdict (FR_RAW_FINISHED). */

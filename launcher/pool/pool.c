@@ -19,10 +19,11 @@
  * more than a pipe's worth.
  *
  * Results are written with blocking write(2)s straight to the output fd
- * (no stdio buffer), the lines known in one iteration together, before the
- * loop waits: "flushed as soon as known" without a syscall per line. A
- * slow reader of `--out -` therefore slows the pool down instead of
- * growing a queue. */
+ * (no stdio buffer). To a pipe, socket or tty the lines known in one
+ * iteration go together, before the loop waits: "flushed as soon as known"
+ * without a syscall per line. A slow reader of `--out -` therefore slows
+ * the pool down instead of growing a queue. To a regular file they are
+ * held across iterations for a short while (results.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,8 +86,8 @@ static void loop(struct fr_host *h)
         if (finished(h))
             return;
         pool_input_interest(h);
-        pool_flush_results(h);
         uint64_t now = fr_now_ns();
+        pool_flush_due(h, now);
         int n = epoll_wait(h->epfd, evs, MAX_EVENTS, pool_next_timeout(h, now));
         if (n < 0 && errno != EINTR) {
             fr_host_fail(h, "epoll_wait: %s", strerror(errno));

@@ -1,12 +1,24 @@
 /* results.c — result lines out, the verdict deciding the status
- * (fitrun/verdict.h) and the runtime's facts filling the rest. The lines
- * known in one iteration of the pool's loop are written together, with one
- * write(2) straight to the output fd (no stdio), before the loop waits
- * again: a result is out the moment the loop would otherwise sleep, and a
- * busy loop pays one syscall for many results. */
+ * (fitrun/verdict.h) and the runtime's facts filling the rest. Lines are
+ * written with write(2) straight to the output fd (no stdio), whole lines
+ * in order, so a run killed mid-write leaves at most one torn line, at the
+ * end (resume.c cuts it).
+ *
+ * When they are written depends on who reads them. A pipe, socket or tty
+ * (`--out -` read live, the Python client) gets the lines known in one
+ * iteration of the pool's loop in one write(2) before the loop waits: a
+ * result is out the moment the loop would otherwise sleep. A regular file
+ * is read when the run ends (or by --resume), and one write(2) per result
+ * costs the launcher the filesystem's work each time (inode times, dirty
+ * marking): its lines are held across iterations and written once they
+ * fill POOL_RESULTS_BATCH bytes or the oldest is POOL_RESULTS_AGE_MS old,
+ * and at the end of the run whatever ended it (done, interrupt, error). A
+ * result still held when fitrun is SIGKILLed is lost like the jobs that
+ * were running: --resume runs its job again. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fitrun/common.h"
@@ -18,9 +30,18 @@ static uint64_t tv_ms(const struct timeval *tv)
     return (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
 }
 
-/* Held back beyond this, lines are written at once (a run of invalid
- * lines read in one iteration must not grow the buffer without bound). */
-#define POOL_RESULTS_BATCH (256u << 10)
+/* Held lines are written once they fill this (also bounds a run of
+ * invalid lines read in one iteration)... */
+#define POOL_RESULTS_BATCH (64u << 10)
+/* ...or once the oldest is this old (regular files only). */
+#define POOL_RESULTS_AGE_MS 100u
+
+void pool_results_setup(struct fr_host *h)
+{
+    struct stat st;
+    /* Unknown: write as for a reader that waits (the safe default). */
+    h->out_hold = fstat(h->o->out_fd, &st) == 0 && S_ISREG(st.st_mode);
+}
 
 void pool_flush_results(struct fr_host *h)
 {
@@ -41,7 +62,18 @@ void pool_flush_results(struct fr_host *h)
     }
 }
 
-/* Append line[0, len) to the iteration's batch. */
+uint64_t pool_results_due(const struct fr_host *h)
+{
+    return h->outlen && h->out_hold ? sat_add(h->out_since_ns, ms_to_ns(POOL_RESULTS_AGE_MS)) : UINT64_MAX;
+}
+
+void pool_flush_due(struct fr_host *h, uint64_t now)
+{
+    if (h->outlen && (!h->out_hold || now >= pool_results_due(h)))
+        pool_flush_results(h);
+}
+
+/* Append line[0, len) to the held lines. */
 static bool hold(struct fr_host *h, const char *line, size_t len)
 {
     if (h->outlen + len > h->outcap) {
@@ -54,6 +86,8 @@ static bool hold(struct fr_host *h, const char *line, size_t len)
         h->outbuf = b;
         h->outcap = cap;
     }
+    if (!h->outlen)
+        h->out_since_ns = fr_now_ns();
     memcpy(h->outbuf + h->outlen, line, len);
     h->outlen += len;
     return true;

@@ -1,7 +1,7 @@
 /* resume.c — what an existing results file already holds (--resume).
  *
- * Results are appended one write(2) per line, so a fitrun killed hard can
- * leave at most one torn line, at the end. It is cut off (ftruncate) so the
+ * Results are appended whole lines at a time, in order (results.c), so a
+ * fitrun killed hard can leave at most one torn line, at the end. It is cut off (ftruncate) so the
  * resumed run appends after a clean newline; the job it belonged to has no
  * complete result and runs again.
  *

@@ -75,6 +75,7 @@ int pool_setup(struct fr_host *h, char *err, size_t errlen)
         snprintf(err, errlen, "cannot watch %s: %s", h->o->in_name, strerror(errno));
         return -1;
     }
+    pool_results_setup(h);
     h->nslots = h->o->workers;
     /* Each running exec job holds about six descriptors here (pidfd, four
      * pipe ends, /dev/null shared); with hundreds of workers the usual soft

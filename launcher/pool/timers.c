@@ -1,7 +1,7 @@
 /* timers.c — the limits the pool enforces by the clock: each job's wall
  * deadline and, between the kernel's own RLIMIT_CPU backstops, its CPU
  * time read from the process's CPU clock; and the epoll timeout that
- * wakes the loop for the nearest of them. */
+ * wakes the loop for the nearest of them (or for held results, results.c). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +120,9 @@ int pool_next_timeout(const struct fr_host *h, uint64_t now)
     }
     if (h->stats.mode != FR_PROGRESS_NONE && h->nbusy && h->stats.next_ns < next)
         next = h->stats.next_ns;
+    uint64_t results = pool_results_due(h);
+    if (results < next)
+        next = results;
     if (next == UINT64_MAX)
         return -1;
     uint64_t ms = ms_between(now, next);

@@ -221,3 +221,48 @@ PY
     [ "$rc" -eq 143 ]
     [ ! -s err.txt ] || { cat err.txt; false; }
 }
+
+@test "results held for a results file are written at an interrupt: the summary's count is on disk, resume runs only the rest" {
+    # fast jobs: at any moment some finished results are still held back
+    for i in $(seq 1 3000); do job "f$i" echo "$i"; done > fast.jsonl
+    "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none --workers 2 --out part.jsonl 2> err.txt &
+    local pid=$!
+    wait_for test -s part.jsonl
+    sleep 0.3
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    said=$(sed -n 's/.*interrupted by SIGTERM: \([0-9]*\) results\{0,1\} in.*/\1/p' err.txt)
+    [ -n "$said" ] && [ "$said" -lt 3000 ]
+    [ "$(wc -l < part.jsonl)" -eq "$said" ]
+    [ "$(tail -c 1 part.jsonl | od -An -c | tr -d ' ')" = '\n' ]
+
+    run -0 --separate-stderr "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none \
+        --workers 2 --out part.jsonl --resume
+    [[ $stderr == *"resuming part.jsonl: $said results kept"* ]]
+    [[ $stderr == *"done: $((3000 - said)) results in"* ]]
+    [ "$(wc -l < part.jsonl)" -eq 3000 ]
+    [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
+    [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
+}
+
+@test "SIGKILL with results held for the file: --resume runs the jobs whose results were lost, and only those" {
+    for i in $(seq 1 3000); do job "f$i" echo "$i"; done > fast.jsonl
+    "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none --workers 2 --out part.jsonl --quiet &
+    local pid=$!
+    wait_for test -s part.jsonl
+    sleep 0.3
+    kill -KILL "$pid"
+    wait "$pid" || true
+    kept=$(wc -l < part.jsonl) # complete lines; a torn last one is cut
+    [ "$kept" -ge 1 ] && [ "$kept" -lt 3000 ]
+
+    run -0 --separate-stderr "$FITRUN" run --jobs fast.jsonl --preset none --set sandbox.processes=none \
+        --workers 2 --out part.jsonl --resume
+    [[ $stderr == *"resuming part.jsonl: $kept results kept"* ]]
+    [[ $stderr == *"done: $((3000 - kept)) results in"* ]]
+    [ "$(wc -l < part.jsonl)" -eq 3000 ]
+    [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
+    [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
+}

@@ -110,6 +110,38 @@ PY
     wait "$pid"
 }
 
+@test "--out to a pipe: each result is readable as soon as it is known, while a later job still runs" {
+    { job a echo 1; job b echo 2; job slow sleep 30; } > jobs.jsonl
+    coproc FR { exec "$FITRUN" run --jobs jobs.jsonl --out - --quiet --workers 2; }
+    local pid=$FR_PID line got=()
+    for _ in 1 2; do
+        IFS= read -r -t 10 line <&"${FR[0]}"
+        got+=("$(jq -r .id <<< "$line")")
+    done
+    [ "$(printf '%s\n' "${got[@]}" | sort | tr '\n' ' ')" = "a b " ]
+    kill -0 "$pid" # slow is still running
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+}
+
+@test "--out to a regular file: results are on disk shortly after they are known, while a later job still runs" {
+    { job a echo 1; job slow sleep 30; } > jobs.jsonl
+    # no CPU or wall clock to check: only the held result wakes the loop
+    "$FITRUN" run --jobs jobs.jsonl --out r.jsonl --quiet --workers 2 \
+        --set sandbox.cpu_time=none --set sandbox.wall_time=none &
+    local pid=$!
+    wait_for grep -q '"id":"a"' r.jsonl
+    kill -0 "$pid" # slow is still running
+    [ "$(wc -l < r.jsonl)" -eq 1 ]
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ "$(jq -r .id r.jsonl)" = a ]
+}
+
 @test "--ready-fd: no record when fitrun ends before it can take jobs; bad descriptors are refused" {
     printf 'raise SystemExit(3)\n' > bad.py
     printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = bad.py\n' > bad.ini

@@ -76,6 +76,22 @@ static void test_strict_values(void **state)
     assert_true(strict("{\"k\":\"\\u0000\",\"\\\\u0000\":1}")); /* a value, and a key "\\u0000" */
     /* What jansson already checked is only followed in SKIP mode. */
     assert_true(fr_json_whole("[1e999]", 7, 10, FR_JSON_SKIP));
+    /* Long strings and rows of digits, in both modes. */
+    const char *long_bad[] = {"\"abcdefghi\xffjklmnopqrstuvwxyz\"", "\"abcdefghijklmnop\xed\xa0\x80qrstuvwx\"",
+                              "[1,2,3,4,5,6,7,12345678901234567890]"};
+    for (size_t i = 0; i < sizeof long_bad / sizeof *long_bad; i++) {
+        if (strict(long_bad[i]))
+            fail_msg("accepted: %s", long_bad[i]);
+        assert_true(fr_json_whole(long_bad[i], strlen(long_bad[i]), 10, FR_JSON_SKIP));
+    }
+    const char *long_either[] = {"\"abcdefgh\x01ijklmnopqrstuvwxyz\"", "[0,1,2,3,4,5,6,7,]", "[0,1,2,3,4,5,6,7"};
+    for (size_t i = 0; i < sizeof long_either / sizeof *long_either; i++) {
+        if (strict(long_either[i]) || fr_json_whole(long_either[i], strlen(long_either[i]), 10, FR_JSON_SKIP))
+            fail_msg("accepted: %s", long_either[i]);
+    }
+    assert_true(strict("[[0,1,2,3,4,5,6,7,8,9],[0,1,2,3],[-1,10,0,1,2,3,4]]"));
+    assert_int_equal(fr_json_value("[0,1,2,3,4,5,6,7],", 18, 10, FR_JSON_STRICT), 17);
+    assert_int_equal(fr_json_value("\"abcdefghijklmnop\"x", 19, 10, FR_JSON_STRICT), 18);
 }
 
 static void test_members(void **state)
@@ -256,6 +272,46 @@ static void test_line_edges(void **state)
         "{\"a\":[[1],[2,3]]}",
         "{\"a\":[1}",
         "{\"a\":[1",
+        /* rows of digits, read four at a time, and what breaks a block */
+        "{\"a\":[0,1,2,3,4,5,6,7,8]}",
+        "{\"a\":[[0,1,2,3],[4,5,6,7],[8,9,0,1,2,3,4,5,6,7,8,9]]}",
+        "{\"a\":[0,1,2,3, 4,5,6,7,\n8]}",
+        "{\"a\":[0,1,2,3,]}",
+        "{\"a\":[0,1,2,3,4,5,6,7,]}",
+        "{\"a\":[0,1,2,3,\n]}",
+        "{\"a\":[0,1,2,3,01]}",
+        "{\"a\":[0,1,2,:,4]}",
+        "{\"a\":[0,1,/,3,4]}",
+        "{\"a\":[0,1,2,3/4]}",
+        "{\"a\":[0,1,2,3;4]}",
+        "{\"a\":[0,1,2,3,4,5,6,7}",
+        "{\"a\":[0,1,2,3,4,5,6,7",
+        "{\"a\":[0,1,2,3,4,5,6,7,",
+        "{\"a\":{\"k\":0,1,2,3,4}}",
+        "{\"a\":[0,1,2,3,4.5,6,7,8,9e1]}",
+        "{\"a\":[-0,0,-1,-12,12,120,-]}",
+        "{\"a\":[-0,0,-1,-12,12,120]}",
+        "{\"a\":[1-,2]}",
+        "{\"a\":[--1]}",
+        "{\"a\":[123456789012345678,-123456789012345678,1]}",
+        "{\"a\":[1234567890123456789,-1234567890123456789]}",
+        "{\"a\":[9223372036854775807,-9223372036854775808]}",
+        "{\"a\":[9223372036854775808]}",
+        "{\"a\":[12345678901234567890]}",
+        /* long strings, read eight bytes at a time, and what breaks a block */
+        "{\"s\":\"abcdefghijklmnopqrstuvwxyz0123456789\"}",
+        "{\"s\":\"abcdefghijklmnop\\\"qrstuvwxyz\"}",
+        "{\"s\":\"abcdefgh\x01ijklmnop\"}",
+        "{\"s\":\"abcdefgh\x1fijklmnop\"}",
+        "{\"s\":\"abcdefgh ijklmnop~\x7f\"}",
+        "{\"s\":\"abcdefghi\xffjklmnop\"}",
+        "{\"s\":\"abcdefghi\xc3\xa9jklmnop\xf0\x9f\x98\x80qrstuvw\"}",
+        "{\"s\":\"abcdefghijklmno\xc3\"}",
+        "{\"s\":\"abcdefghijklmnop\\u00e9qrstuvwx\"}",
+        "{\"s\":\"abcdefghijklmnop\\uZZZZqrstuvwx\"}",
+        "{\"s\":\"abcdefghijklmnopqrstuvwx",
+        "{\"s\":\"abcdefghijklmnopqrstuvw\\",
+        "{\"abcdefghijklmnop\":1,\"abcdefghijklmnop\":2}",
         "\xef\xbb\xbf{}",
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -264,14 +320,14 @@ static void test_line_edges(void **state)
     agree("{\"a\":1}\0", 8);
     /* Levels around jansson's limit (2048, the top value being 1). */
     for (int deep = 2045; deep <= 2050; deep++) {
-        for (int scalar = 0; scalar < 2; scalar++) {
-            size_t n = (size_t)deep * 2 + 16;
+        for (int scalar = 0; scalar < 3; scalar++) {
+            size_t n = (size_t)deep * 2 + 32;
             char *s = malloc(n), *p = s;
             p += sprintf(p, "{\"a\":");
             for (int i = 0; i < deep - 1; i++)
                 *p++ = '[';
             if (scalar)
-                *p++ = '1';
+                p += sprintf(p, scalar == 1 ? "1" : "0,1,2,3,4,5,6,7,8,10");
             for (int i = 0; i < deep - 1; i++)
                 *p++ = ']';
             *p++ = '}';
@@ -326,6 +382,8 @@ static void test_line_mutations(void **state)
         "[{\"k\":1,\"l\":2},{\"k\":3}]",
         "{\"ab\":1,\"a\\u0062\":2,\"a\\u00e9\":3,\"a\xc3\xa9\":4}",
         "{\"k\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"aa\":0}}",
+        "{\"g\":[[0,1,2,3,4,5,6,7,8,9],[9,8,7,6,5,4,3,2,1,0,1,2],[1,2,3,4,5,6,7,8]],\"n\":[10,-2,33,4,5,6]}",
+        "{\"code\":\"def transform(grid):\\n    return [row[::-1] for row in grid]\\n\",\"x\":\"0123456789abcdef\"}",
     };
     static const char alphabet[] =
         "{}[]\",:\\u0123456789abcdefABCDEF-+.eE \t\r\ntrufalsn\x80\xbf\xc3\xa9\xed\xa0\xf4\x90"
