@@ -193,6 +193,9 @@ struct fr_runtime_ops {
     /* Kill the job in `slot` (all its processes). Completion must follow:
      * from here, or from a later event. May be called more than once. */
     void (*abort)(struct fr_runtime *rt, int slot, enum fr_abort_reason why);
+    /* The time the runtime gave fr_host_wake_at() for `slot` has come, its
+     * job still running (also when it is being aborted). Optional. */
+    void (*wake)(struct fr_runtime *rt, int slot);
     /* After the last job (every slot idle): stop and reap long-lived
      * processes, unwatch and close everything, free rt->priv. */
     void (*stop)(struct fr_runtime *rt);
@@ -243,6 +246,7 @@ struct fr_host_ops {
     void (*session)(struct fr_host *h, int slot, pid_t sid);
     void (*reap)(struct fr_host *h);
     void (*watch_cpu)(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns);
+    void (*wake_at)(struct fr_host *h, int slot, uint64_t ns);
     void (*vfail)(struct fr_host *h, const char *fmt, va_list ap);
 };
 
@@ -310,6 +314,14 @@ static inline void fr_host_session(struct fr_host *h, int slot, pid_t sid)
 static inline void fr_host_reap(struct fr_host *h)
 {
     fr_host_ops_of(h)->reap(h);
+}
+
+/* Call ops->wake for the job in `slot` once CLOCK_MONOTONIC (fr_now_ns)
+ * reaches ns; a later call replaces the time, 0 cancels it, and the job's
+ * completion ends it. A deadline of the pool's loop: no system call. */
+static inline void fr_host_wake_at(struct fr_host *h, int slot, uint64_t ns)
+{
+    fr_host_ops_of(h)->wake_at(h, slot, ns);
 }
 
 /* Enforce the profile's cpu_time on `pid` (a process of the job in

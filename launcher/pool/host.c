@@ -154,5 +154,6 @@ const struct fr_host_ops pool_host_ops = {
     .session = host_session,
     .reap = host_reap,
     .watch_cpu = pool_watch_cpu,
+    .wake_at = pool_wake_at,
     .vfail = host_vfail,
 };

@@ -128,6 +128,7 @@ struct slot {
     uint64_t cpu_seen_ns;         /* the last CPU time read from it (since cpu_base_ns) */
     int64_t cpu_base_ns;          /* its clock when the job began: 0, or a reused process's earlier jobs */
     uint64_t cpu_check_ns;
+    uint64_t wake_ns;          /* the runtime's ops->wake is due (fr_host_wake_at); 0 = none */
     struct fr_cgroup_usage cg; /* what the slot's cgroups counted for the job (read at completion) */
 };
 
@@ -271,6 +272,7 @@ void pool_timers(struct fr_host *h, uint64_t now);
 int pool_next_timeout(const struct fr_host *h, uint64_t now);
 /* Watch pid's CPU clock for slot `slot` (pidfd confirms it; -1: our child). */
 void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t base_ns);
+void pool_wake_at(struct fr_host *h, int slot, uint64_t ns);
 
 /* ---- setup.c: the process state a run needs, and its restoration --------- */
 

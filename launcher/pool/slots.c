@@ -89,6 +89,7 @@ void pool_release(struct fr_host *h, int s, bool free_job)
     sl->sid = 0;
     sl->cpu_pid = 0;
     sl->cpu_pidfd = -1;
+    sl->wake_ns = 0;
     sl->aborted = 0;
     h->nbusy--;
 }

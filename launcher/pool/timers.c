@@ -1,7 +1,8 @@
 /* timers.c — the limits the pool enforces by the clock: each job's wall
  * deadline and, between the kernel's own RLIMIT_CPU backstops, its CPU
- * time read from the process's CPU clock; and the epoll timeout that
- * wakes the loop for the nearest of them (or for held results, results.c). */
+ * time read from the process's CPU clock; the runtime's own wake-ups
+ * (fr_host_wake_at); and the epoll timeout that wakes the loop for the
+ * nearest of them (or for held results, results.c). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,12 @@ void pool_watch_cpu(struct fr_host *h, int slot, pid_t pid, int pidfd, int64_t b
      * since the job began: timed from then, not from now, so that a
      * runtime that names the process late loses no check. */
     sl->cpu_check_ns = sat_add(sl->start_ns, ms_to_ns(h->o->cpu_ms) / (uint64_t)h->ncpus);
+}
+
+void pool_wake_at(struct fr_host *h, int slot, uint64_t ns)
+{
+    if (pool_valid_slot(h, slot))
+        h->slots[slot].wake_ns = ns;
 }
 
 /* CPU time of a process (all its threads), in ns; -1 when it is gone. */
@@ -69,11 +76,16 @@ static bool exited(int pidfd)
     return pidfd >= 0 && poll(&p, 1, 0) != 0;
 }
 
-/* Wall deadlines and CPU clocks. */
+/* Wall deadlines, CPU clocks and the runtime's wake-ups. */
 void pool_timers(struct fr_host *h, uint64_t now)
 {
     for (int s = 0; s < h->nslots; s++) {
         struct slot *sl = &h->slots[s];
+        if (sl->busy && sl->wake_ns && now >= sl->wake_ns) {
+            sl->wake_ns = 0;
+            if (h->rt.ops->wake)
+                h->rt.ops->wake(&h->rt, s);
+        }
         if (!sl->busy || sl->aborted)
             continue;
         if (sl->deadline_ns && now >= sl->deadline_ns) {
@@ -111,6 +123,8 @@ int pool_next_timeout(const struct fr_host *h, uint64_t now)
     uint64_t next = UINT64_MAX;
     for (int s = 0; s < h->nslots; s++) {
         const struct slot *sl = &h->slots[s];
+        if (sl->busy && sl->wake_ns && sl->wake_ns < next)
+            next = sl->wake_ns;
         if (!sl->busy || sl->aborted)
             continue;
         if (sl->deadline_ns && sl->deadline_ns < next)

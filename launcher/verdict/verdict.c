@@ -305,6 +305,12 @@ bool fr_py_equal(struct fr_json_span expected, struct fr_json_span output)
     struct cursor e = {expected.p, expected.p + expected.n}, o = {output.p, output.p + output.n};
     skip_ws(&e);
     skip_ws(&o);
+    /* The same text is the same value, and equal to itself: both texts are
+     * strict JSON (no NaN, which alone is unequal to itself in Python),
+     * and the expected one has no key twice. A correct prediction's
+     * outputs usually are the expected text byte for byte. */
+    if (e.end - e.p == o.end - o.p && !memcmp(e.p, o.p, (size_t)(e.end - e.p)))
+        return true;
     return equal(&e, &o);
 }
 

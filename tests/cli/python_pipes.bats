@@ -93,6 +93,25 @@ attacked() {
     done
 }
 
+# The report pipe is read at EXITED, or from the job's wake-up (20 ms after
+# RUN) as it fills: a result larger than the pipe waits for the wake-up,
+# then arrives whole, under either isolation; so does one just under it.
+@test "python pipes: a result larger than the pipe arrives whole, one smaller too" {
+    for iso in fork reuse; do
+        python_profile "$D/p.ini" 1 10s 512M "isolation = $iso"
+        {
+            job big $'def transform(g):\n    return "b" * 300000\n'
+            job small $'def transform(g):\n    return "s" * 60000\n'
+            job after $'def transform(g):\n    return g\n' '[[[7]]]'
+        } > "$D/jobs.jsonl"
+        run_jobs
+        [ "$status" -eq 0 ]
+        [ "$(jq -r 'select(.id == "big") | [.status, (.outputs[0] | length)] | @tsv' "$D/out.jsonl")" = "$(printf 'ok\t300000')" ]
+        [ "$(jq -r 'select(.id == "small") | [.status, (.outputs[0] | length)] | @tsv' "$D/out.jsonl")" = "$(printf 'ok\t60000')" ]
+        [ "$(jq -c 'select(.id == "after") | .outputs' "$D/out.jsonl")" = '[[[7]]]' ]
+    done
+}
+
 # fitrun kills a reused process at a limit (here the result's), which may
 # land after the process said it was done and its worker kept it for the
 # next job: that job must not run in the dying process (it was killed with

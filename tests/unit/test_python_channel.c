@@ -103,7 +103,7 @@ static void test_collect(void **state)
 
     struct pyrt py = {.result_cap = 1u << 20};
     struct fr_runtime rt = {.priv = &py};
-    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1, .exited = true};
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true};
     py_stream_open(&s.out, -1, 65536);
     py_stream_open(&s.err, -1, 65536);
     py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);

@@ -74,7 +74,7 @@ static int setup(void **state)
     assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
     f->host = (struct fake_host){.base = {&ops}, .watched_fd = -1};
     f->slot = (struct pyslot){
-        .chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1, .proc_fd = -1};
+        .chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1};
     f->slot.job = &f->job;
     f->slot.seq = 3;
     f->py = (struct pyrt){.nslots = 1, .slots = &f->slot};

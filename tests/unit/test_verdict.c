@@ -58,6 +58,11 @@ static void test_python_equality(void **state)
     assert_false(eq("{\"a\":1}", "{\"a\":1,\"b\":2}"));
     assert_false(eq("{\"a\":1,\"b\":2}", "{\"a\":1,\"a\":1}")); /* a duplicate key: no dict */
     assert_false(eq("[]", "{}"));
+    /* the same text: equal, as Python's == of what json.loads makes of it */
+    assert_true(eq("[[0,1],[1,0]]", "[[0,1],[1,0]]"));
+    assert_true(eq("{\"a\":[1,2.5e3,\"x\"],\"b\":null}", "{\"a\":[1,2.5e3,\"x\"],\"b\":null}"));
+    assert_true(eq(" [1] ", "[1]"));
+    assert_false(eq("[[0,1],[1,0]]", "[[0,1],[1,1]]"));
     assert_true(eq("{}", "{}"));
     /* whitespace, nesting, and a mismatch early in a long array */
     assert_true(eq(" [ [1, 2] , [3] ] ", "[[1,2],[3]]"));

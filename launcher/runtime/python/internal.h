@@ -169,7 +169,6 @@ struct pyslot {
     int child_fd;               /* its pidfd (proc_fd: not the job's to close); -1 = not yet */
     enum py_kill kill;          /* why we killed the child (or will, once STARTED names it) */
     enum fr_abort_reason abort; /* the pool's abort being honoured; 0 = none */
-    int timer;                  /* timerfd: the job's wake-up (status.c), then grace after a kill; -1 = none yet */
     bool awake;                 /* the job's wake-up happened: its report pipe is watched, STARTED taken */
     unsigned leftover;          /* PY_PIPE_* bits: pipes EXITED found bytes in that the job does not read */
     bool exited;
@@ -286,12 +285,10 @@ bool py_take_started(struct fr_runtime *rt, int slot);
 void py_status_end(struct fr_runtime *rt, int slot);
 /* The worker is gone: its status socket and the slot's pidfd closed. */
 void py_status_close(struct fr_runtime *rt, struct pyslot *s);
-/* (Re)arm the slot's timer to fire once in ms (made and watched on first
- * use); an earlier setting is dropped, with an expiry not yet read. */
-int py_timer_arm(struct fr_runtime *rt, int slot, uint64_t ms);
-/* Just after RUN: the report pipe unwatched, the wake-up armed. */
-int py_job_asleep(struct fr_runtime *rt, int slot);
-/* The job's wake-up (its timer, a kill): STARTED taken, the report pipe
+/* Just after RUN: the wake-up due PY_WAKE_MS after it (the pool's
+ * fr_host_wake_at; ops->wake calls py_job_wake). */
+void py_job_asleep(struct fr_runtime *rt, int slot);
+/* The job's wake-up (its time came, a kill): STARTED taken, the report pipe
  * watched. Once per job. */
 void py_job_wake(struct fr_runtime *rt, int slot);
 /* The job is over: the report pipe watched again, STARTED dropped. */

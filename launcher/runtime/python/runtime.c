@@ -31,7 +31,7 @@
 static void init_slot(struct pyslot *s)
 {
     memset(s, 0, sizeof *s);
-    s->chan = s->status = s->pidfd = s->job_w = s->child_fd = s->timer = s->proc_fd = -1;
+    s->chan = s->status = s->pidfd = s->job_w = s->child_fd = s->proc_fd = -1;
     s->out.fd = s->err.fd = s->rep.fd = -1;
     s->pipes = (struct slot_pipes){-1, -1, -1, -1, -1};
 }
@@ -86,7 +86,7 @@ static void job_reset(struct fr_runtime *rt, int slot)
     s->child = 0;
     s->kill = PY_KILL_NONE;
     s->abort = 0;
-    py_job_idle(rt, slot); /* its timer is left to fire idle, or to be re-armed by the next job */
+    py_job_idle(rt, slot);
     s->exited = false;
     s->job = NULL;
 }
@@ -156,8 +156,8 @@ static void kill_job(struct fr_runtime *rt, int slot, enum py_kill why, bool rep
 }
 
 /* Kill the job's child for `why` (the first reason stays): through its
- * pidfd now, or as soon as STARTED brings it (status.c); the slot's timer
- * then counts the grace for its EXITED. */
+ * pidfd now, or as soon as STARTED brings it (status.c); the slot's
+ * wake-up then ends the grace for its EXITED. */
 static void kill_child(struct fr_runtime *rt, int slot, enum py_kill why)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
@@ -167,8 +167,7 @@ static void kill_child(struct fr_runtime *rt, int slot, enum py_kill why)
     py_job_wake(rt, slot);
     if (s->child_fd >= 0 && pidfd_send_signal(s->child_fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         fr_warn("python runtime: cannot kill the prediction of worker %d: %s", slot, strerror(errno));
-    if (py_timer_arm(rt, slot, PY_ABORT_GRACE_MS) < 0)
-        fr_warn("python runtime: grace timer for worker %d: %s", slot, strerror(errno));
+    fr_host_wake_at(rt->host, slot, fr_now_ns() + (uint64_t)PY_ABORT_GRACE_MS * 1000000u);
 }
 
 /* EXITED: nothing more comes from the child, whatever is still buffered in
@@ -474,10 +473,7 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
         job_reset(rt, slot);
         return -1;
     }
-    if (py_job_asleep(rt, slot) < 0) {
-        fr_warn("python runtime: worker %d: the job's timer: %s; watching it all now", slot, strerror(errno));
-        py_job_wake(rt, slot);
-    }
+    py_job_asleep(rt, slot);
     return 0;
 }
 
@@ -496,18 +492,14 @@ static void stream_event(struct fr_runtime *rt, int slot, struct stream *st, enu
         kill_child(rt, slot, why);
 }
 
-/* The slot's timer: the job's wake-up (status.c), or, once its child was
- * killed, the end of the grace for its EXITED. */
-static void timer_event(struct fr_runtime *rt, int slot)
+/* The slot's wake-up (the pool's, fr_host_wake_at): the job's (status.c),
+ * or, once its child was killed, the end of the grace for its EXITED. */
+static void py_wake(struct fr_runtime *rt, int slot)
 {
-    struct pyslot *s = &PY(rt)->slots[slot];
-    uint64_t ticks;
-    ssize_t r;
-    do
-        r = read(s->timer, &ticks, sizeof ticks);
-    while (r < 0 && errno == EINTR);
-    if (r < 0 || !s->job)
-        return; /* re-armed since it fired (EAGAIN), or no job: nothing is due */
+    struct pyrt *py = PY(rt);
+    if (slot < 0 || slot >= py->nslots || !py->slots[slot].job)
+        return;
+    struct pyslot *s = &py->slots[slot];
     if (s->kill == PY_KILL_NONE) {
         py_job_wake(rt, slot);
     } else {
@@ -527,9 +519,7 @@ static void py_event(struct fr_runtime *rt, int slot, int fd, uint32_t events)
     if (slot < 0 || slot >= py->nslots)
         return;
     struct pyslot *s = &py->slots[slot];
-    if (fd == s->timer)
-        timer_event(rt, slot);
-    else if (fd == s->status)
+    if (fd == s->status)
         py_take_started(rt, slot);
     else if (fd == s->chan)
         channel_event(rt, slot);
@@ -576,10 +566,6 @@ static void py_stop(struct fr_runtime *rt)
             job_reset(rt, i);
         py_drop_channel(rt, s);
         py_slot_pipes_close(rt, s);
-        if (s->timer >= 0) {
-            fr_host_unwatch(rt->host, s->timer);
-            close(s->timer);
-        }
         if (s->pidfd >= 0)
             close(s->pidfd);
         free(s->out.buf);
@@ -610,5 +596,6 @@ const struct fr_runtime_ops fr_runtime_python_ops = {
     .begin = py_begin,
     .event = py_event,
     .abort = py_abort,
+    .wake = py_wake,
     .stop = py_stop,
 };

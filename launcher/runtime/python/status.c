@@ -27,7 +27,6 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "fitrun/common.h"
@@ -138,38 +137,11 @@ void py_status_close(struct fr_runtime *rt, struct pyslot *s)
     s->status_watched = false;
 }
 
-/* The slot's timerfd, made (and watched) on first use. */
-static int slot_timer(struct fr_runtime *rt, int slot)
+void py_job_asleep(struct fr_runtime *rt, int slot)
 {
     struct pyslot *s = &PY(rt)->slots[slot];
-    if (s->timer >= 0)
-        return 0;
-    s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (s->timer < 0)
-        return -1;
-    if (fr_host_watch(rt->host, s->timer, EPOLLIN, slot) < 0) {
-        int e = errno;
-        close(s->timer);
-        s->timer = -1;
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-int py_timer_arm(struct fr_runtime *rt, int slot, uint64_t ms)
-{
-    struct pyslot *s = &PY(rt)->slots[slot];
-    if (slot_timer(rt, slot) < 0)
-        return -1;
-    struct itimerspec t = {.it_value = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L}};
-    return timerfd_settime(s->timer, 0, &t, NULL);
-}
-
-int py_job_asleep(struct fr_runtime *rt, int slot)
-{
-    PY(rt)->slots[slot].awake = false;
-    return py_timer_arm(rt, slot, PY_WAKE_MS);
+    s->awake = false;
+    fr_host_wake_at(rt->host, slot, s->begin_ns + (uint64_t)PY_WAKE_MS * 1000000u);
 }
 
 void py_job_wake(struct fr_runtime *rt, int slot)
