@@ -81,8 +81,9 @@ static void loop(struct fr_host *h)
         pool_dispatch(h);
         /* Refill what dispatch took from the queue now, not after an
          * epoll_wait that would return at once for it (a regular file's
-         * room makes the timeout 0). */
+         * room makes the timeout 0), and start what a free slot can take. */
         pool_intake(h, false);
+        pool_dispatch(h);
         if (finished(h))
             return;
         pool_input_interest(h);
