@@ -73,8 +73,7 @@ static int setup(void **state)
     assert_non_null(f);
     assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
     f->host = (struct fake_host){.base = {&ops}, .watched_fd = -1};
-    f->slot = (struct pyslot){
-        .chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1};
+    f->slot = (struct pyslot){.chan = -1, .status = sv[0], .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1};
     f->slot.job = &f->job;
     f->slot.seq = 3;
     f->py = (struct pyrt){.nslots = 1, .slots = &f->slot};
@@ -174,7 +173,7 @@ static void test_read_in_batches_while_the_process_lives_on(void **state)
     struct fixture *f = *state;
     f->py.reuse = true;
     send_started(f->theirs, 3, getpid(), 0, true);
-    f->slot.exited = true; /* its EXITED: no replacement reason */
+    f->slot.exited = true;    /* its EXITED: no replacement reason */
     py_status_end(&f->rt, 0); /* the pidfd was new: read now */
     assert_true(f->slot.proc_fd >= 0);
     assert_true(socket_empty(f->slot.status));

@@ -113,8 +113,9 @@ int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX]
         max = BATCH;
     for (int i = 0; i < max; i++) {
         iov[i] = (struct iovec){bufs[i], PY_STATUS_MSG_MAX};
-        mm[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1, .msg_control = u[i].buf,
-                                             .msg_controllen = sizeof u[i].buf}};
+        mm[i] = (struct mmsghdr){
+            .msg_hdr = {
+                .msg_iov = &iov[i], .msg_iovlen = 1, .msg_control = u[i].buf, .msg_controllen = sizeof u[i].buf}};
     }
     int n;
     do

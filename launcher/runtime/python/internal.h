@@ -100,7 +100,7 @@
 
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
-#define PY_MSG_RUN_LEN 8      /* 'R', u8 flags, 2 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
+#define PY_MSG_RUN_LEN 8 /* 'R', u8 flags, 2 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
 /* RUN's flags. FRESH (reuse): end the process that ran the slot's previous
  * job before this one. fitrun killed that process for a limit, and the
  * kill may have come after the process said it was done, so its worker
@@ -143,11 +143,11 @@ struct slot_pipes {
 
 struct pyslot {
     /* the worker */
-    int chan;                /* our end of its channel; -1 = none */
-    bool fresh;              /* the next RUN says PY_RUN_FRESH */
-    int status;              /* our end of its status socket (STARTED); -1 = none */
-    bool status_watched;     /* watched until a STARTED it is waited for comes */
-    int proc_fd;             /* pidfd of the process that runs its jobs (status.c); -1 = none known */
+    int chan;            /* our end of its channel; -1 = none */
+    bool fresh;          /* the next RUN says PY_RUN_FRESH */
+    int status;          /* our end of its status socket (STARTED); -1 = none */
+    bool status_watched; /* watched until a STARTED it is waited for comes */
+    int proc_fd;         /* pidfd of the process that runs its jobs (status.c); -1 = none known */
     pid_t proc_pid;
     unsigned queued;         /* STARTEDs maybe on the status socket, not read */
     pid_t pid;               /* 0 until its "spawned" event */

@@ -93,8 +93,7 @@ bool py_take_started(struct fr_runtime *rt, int slot)
         if (s->proc_fd >= 0 && s->proc_pid == cur.pid)
             started(rt, slot, &cur);
         else
-            fr_warn("python worker %d: STARTED names pid %d, of which it sent no pidfd: ignored", slot,
-                    (int)cur.pid);
+            fr_warn("python worker %d: STARTED names pid %d, of which it sent no pidfd: ignored", slot, (int)cur.pid);
     }
     bool want = s->job && s->child_fd < 0 && s->status >= 0;
     if (want && !s->status_watched && fr_host_watch(rt->host, s->status, EPOLLIN, slot) == 0)
