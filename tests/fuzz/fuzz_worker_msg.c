@@ -178,7 +178,7 @@ static void collect(const struct py_msg *d, uint8_t flags, const char *report, s
 {
     struct pyrt py = {.result_cap = flags & 32 ? 64 : 1u << 20};
     struct fr_runtime rt = {.priv = &py};
-    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .timer = -1};
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1};
     py_stream_open(&s.out, -1, 65536);
     py_stream_open(&s.err, -1, 65536);
     py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
