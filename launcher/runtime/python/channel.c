@@ -100,6 +100,16 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
     }
 }
 
+/* The descriptor that came with a received message (SCM_RIGHTS), or -1. */
+static int received_fd(struct msghdr *mh)
+{
+    int fd = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
 int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX], int max)
 {
     enum { BATCH = PY_STATUS_BATCH_MAX };
@@ -127,10 +137,7 @@ int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX]
         return -1; /* EOF: the worker is gone */
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
-        out[i].fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c; c = CMSG_NXTHDR(&mm[i].msg_hdr, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
-                memcpy(&out[i].fd, CMSG_DATA(c), sizeof out[i].fd);
+        out[i].fd = received_fd(&mm[i].msg_hdr);
         out[i].len = mm[i].msg_len;
         py_msg_decode(bufs[i], out[i].len, &out[i]);
     }
@@ -155,9 +162,7 @@ int py_recv(int chan, char *buf, size_t n, struct py_msg *out)
             return 0;
         if (r <= 0)
             return -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
-                memcpy(&out->fd, CMSG_DATA(c), sizeof out->fd);
+        out->fd = received_fd(&mh);
         out->len = (size_t)r;
         py_msg_decode(buf, out->len, out);
         return 1;

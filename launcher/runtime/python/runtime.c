@@ -370,9 +370,10 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
+    unsigned flags = s->fresh ? PY_RUN_FRESH : 0;
     if (py->persistent) {
         s->seq++;
-        if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, NULL, 0) < 0) {
+        if (py_send_run(s->chan, s->seq, flags, NULL, 0) < 0) {
             snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
             replace_worker(rt, slot);
             return -1;
@@ -395,7 +396,7 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
         }
     s->seq++;
     const int theirs[4] = {p[P_JOB][0], p[P_REPORT][1], p[P_OUT][1], p[P_ERR][1]};
-    if (py_send_run(s->chan, s->seq, s->fresh ? PY_RUN_FRESH : 0, theirs, 4) < 0) {
+    if (py_send_run(s->chan, s->seq, flags, theirs, 4) < 0) {
         snprintf(err, errlen, "python worker %d: sending the job: %s", slot, strerror(errno));
         close_pipes(p);
         replace_worker(rt, slot);
