@@ -71,7 +71,7 @@ static uint64_t cycle(int m, struct fr_cgroup_tree *t)
     if (m == CGROUP) {
         struct fr_cgroup_usage u;
         fr_cgroup_slot_kill(t, 0);
-        fr_cgroup_slot_end(t, 0, true, &u); /* nothing joins before the next begin */
+        fr_cgroup_slot_end(t, 0, FR_CG_END_IDLE, &u); /* nothing joins before the next begin */
     }
     return now_ns() - t0;
 }

@@ -141,16 +141,30 @@ struct fr_cgroup_usage {
     const char *oom_file; /* where oom_kills was read (for messages); "" = nowhere */
 };
 
+/* Once the runtime has started, when it measures the CPU time of every
+ * process a job can have (the python runtime where predictions cannot
+ * create processes: one process per job, its own CPU clock): the slots'
+ * CPU counters are no longer read, and fr_cgroup_usage.has_cpu is false. */
+void fr_cgroup_tree_drop_cpu(struct fr_cgroup_tree *t);
+
 /* Before a job starts in slot: its counters' baselines, the peak reset. */
 void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot);
+
+/* What the caller of fr_cgroup_slot_end knows of the job's end. */
+enum {
+    /* No process joins the slot's cgroups before its next
+     * fr_cgroup_slot_begin (none lives on, none is started for the slot in
+     * between): where the cgroups are empty now, the counters just read
+     * are the next job's baselines and that begin does not read them. */
+    FR_CG_END_IDLE = 1u,
+    /* No OOM kill of the job can change its verdict (it exited 0,
+     * fr_verdict_oom_possible): its OOM count is not read, oom_kills is 0. */
+    FR_CG_END_NO_OOM = 2u,
+};
 /* After the job's process was reaped (and what was left of it killed with
  * fr_cgroup_slot_kill, unless its process lives on for the next job): read
- * what its cgroups counted since fr_cgroup_slot_begin. idle: no process
- * joins the slot's cgroups before its next fr_cgroup_slot_begin (none
- * lives on, none is started for the slot in between): where the cgroups
- * are empty now, the counters just read are the next job's baselines and
- * that begin does not read them again. */
-void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, bool idle, struct fr_cgroup_usage *u);
+ * what its cgroups counted since fr_cgroup_slot_begin. how: FR_CG_END_*. */
+void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, unsigned how, struct fr_cgroup_usage *u);
 /* Kill every process in slot's cgroup now (v2 cgroup.kill; a no-op on
  * v1, where the process group and the subreaper do it). */
 void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot);

@@ -115,6 +115,10 @@ bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason 
  * of its processes while it ran: it is an OOM kill of the job unless the
  * job still exited 0 (a child it started was killed, and it coped). */
 bool fr_verdict_cgroup_oom(const struct fr_raw *raw, uint64_t kills);
+/* Could an OOM kill counted by the job's memory cgroup change its verdict
+ * (fr_verdict_cgroup_oom)? Not when it finished and exited 0: the pool
+ * then does not read the count. */
+bool fr_verdict_oom_possible(const struct fr_raw *raw);
 
 /* Status, timeout kind, error type and message of a finished job
  * (raw->kind == FR_RAW_FINISHED). Precedence: fr_classify of the wait

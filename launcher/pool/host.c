@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fitrun/common.h"
+#include "fitrun/verdict.h"
 #include "internal.h"
 
 static int host_watch(struct fr_host *h, int fd, uint32_t events, int slot)
@@ -116,7 +117,8 @@ static void host_complete(struct fr_host *h, int s, struct fr_raw *raw)
      * job's (results.c). */
     if (!raw->lives_on)
         fr_cgroup_slot_kill(h->o->cgroups, s);
-    fr_cgroup_slot_end(h->o->cgroups, s, fr_raw_slot_idle(raw), &sl->cg);
+    unsigned how = (fr_raw_slot_idle(raw) ? FR_CG_END_IDLE : 0) | (fr_verdict_oom_possible(raw) ? 0 : FR_CG_END_NO_OOM);
+    fr_cgroup_slot_end(h->o->cgroups, s, how, &sl->cg);
     /* A worker that died mid-job may have been the OOM killer's victim
      * (python: the worker, not its child). Its kill must not be left as
      * credit for the next job that dies of an unrelated SIGKILL, so a crash

@@ -317,27 +317,34 @@ bool fr_py_equal(struct fr_json_span expected, struct fr_json_span output)
 char *fr_passed_json(struct fr_json_span expected, const char *outputs, size_t outputs_len, enum fr_status status,
                      size_t *len)
 {
-    struct fr_json_iter it, out;
-    struct fr_json_span e, v;
-    size_t n = 0;
-    for (fr_json_iter_init(&it, expected); fr_json_iter_next(&it, &e);)
-        n++;
-    char *buf = malloc(n * 6 + 8); /* "false," per entry */
-    if (!buf)
-        return NULL;
-    size_t o = 0;
     if (!outputs || !fr_ran_to_end(status)) {
-        o = (size_t)sprintf(buf, "null");
-        *len = o;
+        char *buf = strdup("null");
+        if (buf)
+            *len = 4;
         return buf;
     }
+    /* An element of `expected` takes at least 2 bytes with its comma, and
+     * gives at most 6 ("false,"): 3 bytes per byte of it is room enough,
+     * and the elements are walked once. */
+    if (expected.n > (SIZE_MAX - 8) / 3)
+        return NULL;
+    char *buf = malloc(expected.n * 3 + 8);
+    if (!buf)
+        return NULL;
+    struct fr_json_iter it, out;
+    struct fr_json_span e, v;
+    size_t o = 0;
     fr_json_iter_init(&it, expected);
     fr_json_iter_init(&out, (struct fr_json_span){outputs, outputs_len});
     buf[o++] = '[';
-    for (size_t i = 0; i < n && fr_json_iter_next(&it, &e); i++) {
+    for (bool first = true; fr_json_iter_next(&it, &e); first = false) {
         bool has = fr_json_iter_next(&out, &v);
         const char *word = e.p[0] == 'n' ? "null" : has && fr_py_equal(e, v) ? "true" : "false";
-        o += (size_t)sprintf(buf + o, "%s%s", i ? "," : "", word);
+        if (!first)
+            buf[o++] = ',';
+        size_t wl = strlen(word);
+        memcpy(buf + o, word, wl);
+        o += wl;
     }
     buf[o++] = ']';
     buf[o] = '\0';
@@ -378,9 +385,14 @@ bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason 
            !raw->cpu_exceeded && !raw->wall_exceeded && !raw->output_exceeded;
 }
 
+bool fr_verdict_oom_possible(const struct fr_raw *raw)
+{
+    return raw->kind == FR_RAW_FINISHED && !(WIFEXITED(raw->wstatus) && WEXITSTATUS(raw->wstatus) == 0);
+}
+
 bool fr_verdict_cgroup_oom(const struct fr_raw *raw, uint64_t kills)
 {
-    return kills > 0 && raw->kind == FR_RAW_FINISHED && !(WIFEXITED(raw->wstatus) && WEXITSTATUS(raw->wstatus) == 0);
+    return kills > 0 && fr_verdict_oom_possible(raw);
 }
 
 static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)

@@ -153,8 +153,8 @@ static int reap(pid_t pid)
     return st;
 }
 
-/* One job in slot 0: begin, a child doing w, reaped, end(idle). */
-static struct fr_cgroup_usage job(enum work w, bool idle, int *status)
+/* One job in slot 0: begin, a child doing w, reaped, end(how). */
+static struct fr_cgroup_usage job_how(enum work w, unsigned how, int *status)
 {
     struct fr_cgroup_usage u;
     fr_cgroup_slot_begin(tree, 0);
@@ -162,9 +162,14 @@ static struct fr_cgroup_usage job(enum work w, bool idle, int *status)
     if (status)
         *status = st;
     fr_cgroup_slot_kill(tree, 0);
-    fr_cgroup_slot_end(tree, 0, idle, &u);
+    fr_cgroup_slot_end(tree, 0, how, &u);
     assert_true(u.valid);
     return u;
+}
+
+static struct fr_cgroup_usage job(enum work w, bool idle, int *status)
+{
+    return job_how(w, idle ? FR_CG_END_IDLE : 0, status);
 }
 
 static uint64_t pids_max(void)
@@ -223,7 +228,7 @@ static void test_occupied_slot_rereads(void **state)
     pid_t late = child(WAIT_THEN_BURN, &go);
     assert_int_equal(reap(child(NOTHING, NULL)), 0);
     /* no cgroup.kill here: as on v1, where the pool's reaper kills it later */
-    fr_cgroup_slot_end(tree, 0, true, &u);
+    fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
     assert_false(tree->slots[0].idle);
     assert_int_equal(write(go, "x", 1), 1);
     close(go);
@@ -246,18 +251,18 @@ static void test_pids_allowance_follows_leftovers(void **state)
     assert_int_equal(reap(child(NOTHING, NULL)), 0);
     siginfo_t si;
     assert_int_equal(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0); /* exited, not reaped */
-    fr_cgroup_slot_end(tree, 0, true, &u);
+    fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
     assert_false(tree->slots[0].idle);
     fr_cgroup_slot_begin(tree, 0);
     assert_int_equal(pids_max(), PIDS_LIMIT + 1);
     assert_int_equal(reap(zombie), 0);
     assert_int_equal(reap(child(NOTHING, NULL)), 0);
-    fr_cgroup_slot_end(tree, 0, true, &u);
+    fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
     assert_true(tree->slots[0].idle);
     fr_cgroup_slot_begin(tree, 0);
     assert_int_equal(pids_max(), PIDS_LIMIT);
     assert_int_equal(reap(child(NOTHING, NULL)), 0);
-    fr_cgroup_slot_end(tree, 0, true, &u);
+    fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
 }
 
 /* An OOM kill is its job's only, with the next baseline from an idle end. */
@@ -278,12 +283,59 @@ static void test_oom_kill_is_its_jobs(void **state)
     assert_string_equal(b.oom_file, a.oom_file);
 }
 
+/* A job whose verdict no OOM kill can change (FR_CG_END_NO_OOM): its
+ * count is not read, nor reported; an idle end still takes it as the next
+ * job's baseline, so that job is charged with its own kills only. */
+static void test_no_oom_count_when_it_cannot_matter(void **state)
+{
+    (void)state;
+    need(PIDS | OOM);
+    int st = 0;
+    struct fr_cgroup_usage a = job_how(EAT, FR_CG_END_NO_OOM, &st);
+    if (!a.oom_file[0])
+        skip();
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(a.oom_kills, 0);
+    assert_false(tree->slots[0].idle);
+    struct fr_cgroup_usage b = job(EAT, false, &st); /* begin read the baseline again */
+    assert_true(b.oom_kills >= 1);
+    struct fr_cgroup_usage c = job_how(EAT, FR_CG_END_IDLE | FR_CG_END_NO_OOM, &st);
+    assert_int_equal(c.oom_kills, 0);
+    assert_true(tree->slots[0].idle);
+    struct fr_cgroup_usage d = job(NOTHING, true, &st);
+    assert_int_equal(st, 0);
+    assert_int_equal(d.oom_kills, 0);
+    struct fr_cgroup_usage e = job(EAT, true, &st);
+    assert_true(e.oom_kills >= 1);
+}
+
+/* The runtime measures every process's CPU itself: the counter is read
+ * no more, and an empty slot still carries its other baselines over.
+ * Last: the tree keeps no CPU counter afterwards. */
+static void test_drop_cpu(void **state)
+{
+    (void)state;
+    need(CPU | PIDS);
+    fr_cgroup_tree_drop_cpu(tree);
+    struct fr_cgroup_usage a = job(BURN, true, NULL);
+    assert_false(a.has_cpu);
+    assert_int_equal(a.cpu_us, 0);
+    assert_int_equal(tree->slots[0].cpu, -1);
+    assert_true(tree->slots[0].idle);
+    fr_cgroup_tree_drop_cpu(tree); /* twice: nothing left to close */
+    assert_false(job(NOTHING, true, NULL).has_cpu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_idle_slot_next_job_own_cpu), cmocka_unit_test(test_not_idle_between_jobs_is_no_jobs),
-        cmocka_unit_test(test_occupied_slot_rereads),      cmocka_unit_test(test_pids_allowance_follows_leftovers),
+        cmocka_unit_test(test_idle_slot_next_job_own_cpu),
+        cmocka_unit_test(test_not_idle_between_jobs_is_no_jobs),
+        cmocka_unit_test(test_occupied_slot_rereads),
+        cmocka_unit_test(test_pids_allowance_follows_leftovers),
         cmocka_unit_test(test_oom_kill_is_its_jobs),
+        cmocka_unit_test(test_no_oom_count_when_it_cannot_matter),
+        cmocka_unit_test(test_drop_cpu), /* last */
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

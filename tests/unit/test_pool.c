@@ -19,6 +19,7 @@
 #include "fitrun/pool.h"
 #include "fitrun/profile.h"
 #include "fitrun/sandbox.h"
+#include "../../launcher/pool/internal.h"
 
 #include "tmpdir.h"
 
@@ -492,6 +493,56 @@ static void test_resume_scan(void **state)
     free(text);
 }
 
+/* The progress total (input_count): the non-blank lines of a regular
+ * file the shard selects, a blank line being one of spaces, tabs and CRs
+ * only; also across its 64 KiB reads, and a last line without its
+ * newline. Anything but a regular file: unknown (-1). */
+static long count_text(const char *text, size_t n, const struct fr_shard *shard)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/count.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    long total = input_count(fd, shard, NULL);
+    close(fd);
+    return total;
+}
+
+static void test_input_count(void **state)
+{
+    (void)state;
+    struct fr_shard all = {0}, odd = {.enabled = true, .index = 0, .count = 2};
+    const char *t = "{\"id\":1}\n\n  \t\r\n x \n{}";
+    assert_int_equal(count_text(t, strlen(t), &all), 3);
+    assert_int_equal(count_text(t, strlen(t), &odd), 2); /* lines 1, 3, 5 */
+    assert_int_equal(count_text("", 0, &all), 0);
+    assert_int_equal(count_text(" \n\t", 2, &all), 0);
+    /* Lines longer than a read, blank or not, split at every place. */
+    size_t n = 3 * (64u << 10) + 17;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, ' ', n);
+    for (size_t i = 100; i < n; i += 40000)
+        big[i] = '\n';
+    big[70000] = 'x'; /* one line of the blank ones is not */
+    big[n - 1] = 'y';
+    long lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += big[i] == '\n';
+    assert_int_equal(lines, 5);
+    assert_int_equal(count_text(big, n, &all), 2);
+    free(big);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(input_count(p[0], &all, NULL), -1);
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_wall_deadline),
         cmocka_unit_test(test_interrupt),
         cmocka_unit_test(test_resume_scan),
+        cmocka_unit_test(test_input_count),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -158,13 +158,29 @@ static void test_cgroup_oom(void **state)
     assert_false(fr_verdict_cgroup_oom(&raw, 1));
 }
 
+/* The pool reads a job's OOM count only where it can change the verdict:
+ * exactly where fr_verdict_cgroup_oom can say yes. */
+static void test_oom_possible(void **state)
+{
+    (void)state;
+    const int statuses[] = {0, 1 << 8, SIGKILL, SIGSEGV, 0x7f};
+    const enum fr_raw_kind kinds[] = {FR_RAW_FINISHED, FR_RAW_CRASHED, FR_RAW_REJECTED};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (size_t i = 0; i < sizeof statuses / sizeof *statuses; i++) {
+            struct fr_raw raw = {.kind = kinds[k], .wstatus = statuses[i]};
+            assert_int_equal(fr_verdict_oom_possible(&raw), fr_verdict_cgroup_oom(&raw, 1));
+            assert_false(fr_verdict_cgroup_oom(&raw, 0));
+        }
+    struct fr_raw ok = {.kind = FR_RAW_FINISHED, .wstatus = 0};
+    assert_false(fr_verdict_oom_possible(&ok));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_python_equality),
-        cmocka_unit_test(test_passed),
-        cmocka_unit_test(test_cpu_limit_signals),
-        cmocka_unit_test(test_cgroup_oom),
+        cmocka_unit_test(test_python_equality),   cmocka_unit_test(test_passed),
+        cmocka_unit_test(test_cpu_limit_signals), cmocka_unit_test(test_cgroup_oom),
+        cmocka_unit_test(test_oom_possible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
