@@ -233,9 +233,15 @@ victim_run() {
     run_jobs --wall-time 60s
     [ "$status" -eq 0 ]
     for id in disarm spin; do
-        [ "$(r $id '[.status, .timeout, .signal, .error_type, .passed]')" = '["timeout","cpu","SIGKILL","CPUTimeout",null]' ] || { r $id .; false; }
+        [ "$(r $id '[.status, .timeout, .error_type, .passed]')" = '["timeout","cpu","CPUTimeout",null]' ] || { r $id .; false; }
         [ "$(r $id '.cpu_ms >= 1000 and .cpu_ms < 1500')" = true ] || { r $id .cpu_ms; false; }
     done
+    # The one that disarmed its timers can only have been killed by fitrun.
+    # The other may meet its own SIGPROF backstop (budget + 200 ms) first
+    # when this machine is loaded enough to delay fitrun's kill that long:
+    # docs/run.md documents that signal for a CPU timeout.
+    [ "$(r disarm .signal)" = '"SIGKILL"' ] || { r disarm .; false; }
+    case $(r spin .signal) in '"SIGKILL"' | '"SIGPROF"') ;; *) r spin .; false ;; esac
     # A 300 ms budget: no RLIMIT_CPU rounding to whole seconds (it ran 4x).
     job spin300 $'def transform(g):\n    while True:\n        pass\n' > "$D/jobs.jsonl"
     run_jobs --wall-time 60s --cpu-time 300ms
