@@ -9,7 +9,7 @@
 
 bool fr_quiet = false;
 
-static void vreport(const char *fmt, va_list ap, const char *suffix)
+__attribute__((format(printf, 1, 0))) static void vreport(const char *fmt, va_list ap, const char *suffix)
 {
     /* Messages quote job data (ids, exception names, what a worker sent),
      * so every one goes through fr_term_text: a control sequence in it is

@@ -178,7 +178,7 @@ static int add_lists(scmp_filter_ctx ctx, const struct fr_policy_spec *spec, con
     /* The listener hand-off (notify.c), unless the caller allowed sendmsg
      * outright. */
     if (!skipped_nr(SCMP_SYS(sendmsg), allow, nallow)) {
-        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, FR_FD_PLACEHOLDER);
+        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, FR_FD_PLACEHOLDER, 0);
         rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1, &c);
         if (rc < 0) {
             fr_seterr(err, errlen, "sandbox: seccomp_rule_add(sendmsg hand-off): %s", strerror(-rc));

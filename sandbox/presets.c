@@ -383,7 +383,7 @@ static int add_each(scmp_filter_ctx ctx, int nr, unsigned arg, const uint64_t *v
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
-        struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_EQ, vals[i]);
+        struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_EQ, vals[i], 0);
         rc = add(ctx, nr, 1, &c);
     }
     return rc;
@@ -413,11 +413,11 @@ static int add_rule(scmp_filter_ctx ctx, int nr, const struct fr_rule *r, const 
     case ARG_SELF_PID: {
         if (pc->kill_any)
             return add(ctx, nr, 0, NULL);
-        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, FR_PID_PLACEHOLDER);
+        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, FR_PID_PLACEHOLDER, 0);
         return add(ctx, nr, 1, &c);
     }
     case ARG_PRLIMIT_GET: {
-        struct scmp_arg_cmp c[2] = {SCMP_CMP(0, SCMP_CMP_EQ, 0), SCMP_CMP(2, SCMP_CMP_EQ, 0)};
+        struct scmp_arg_cmp c[2] = {SCMP_CMP(0, SCMP_CMP_EQ, 0, 0), SCMP_CMP(2, SCMP_CMP_EQ, 0, 0)};
         return add(ctx, nr, 2, c);
     }
     case ARG_IOCTL_SAFE: return EACH(ctx, nr, 1, ioctl_ok);
@@ -433,7 +433,7 @@ static int add_rule(scmp_filter_ctx ctx, int nr, const struct fr_rule *r, const 
     case ARG_UNIX_SOCKET: {
         /* Exactly AF_UNIX in all 64 bits; anything else falls to the
          * default action (a named violation). */
-        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, AF_UNIX);
+        struct scmp_arg_cmp c = SCMP_CMP(0, SCMP_CMP_EQ, AF_UNIX, 0);
         return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1, &c);
     }
     case ARG_ENOSYS: return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);

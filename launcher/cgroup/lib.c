@@ -36,7 +36,7 @@
 static bool lib_ready;
 static char lib_said[512]; /* the last error libcgroup logged */
 
-static void lib_logger(void *userdata, int level, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void lib_logger(void *userdata, int level, const char *fmt, va_list ap)
 {
     (void)userdata;
     if (level > CGROUP_LOG_ERROR)

@@ -91,7 +91,7 @@ static void host_reap(struct fr_host *h)
     reaper_sweep(&h->reaper, sessions, h->nslots);
 }
 
-static void host_vfail(struct fr_host *h, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void host_vfail(struct fr_host *h, const char *fmt, va_list ap)
 {
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
