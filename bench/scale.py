@@ -218,6 +218,9 @@ def summarise(records):
             "launcher_us": median([r["launcher_s"] * 1e6 / r["n"] if r["launcher_s"] is not None
                                    else None for r in rs]),
             "child_ms": median([(r["tree_s"] - (r["launcher_s"] or 0)) * 1e3 / r["n"] for r in rs]),
+            # CPUs the whole tree kept busy: what it leaves idle of the
+            # machine (the gaps between one prediction and the next).
+            "busy": median([r["tree_s"] / r["wall_s"] for r in rs]),
             "method": rs[0]["launcher_method"], "differ": max(r.get("differ") or 0 for r in rs),
             "n": rs[0]["n"]}
     return rows
@@ -254,8 +257,8 @@ def in_caller(name, workers):
 
 def table(rows, workers, runners):
     out = ["| workers | runner | predictions/s (median, min–max) | vs joblib | vs Pool "
-           "| launcher µs/prediction | rest of the tree, CPU ms/prediction | verdicts ≠ Pool |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| launcher µs/prediction | rest of the tree, CPU ms/prediction | CPUs busy | verdicts ≠ Pool |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for w in workers:
         jb, po = rows.get((w, "joblib")), rows.get((w, "pool"))
         for name in runners:
@@ -277,10 +280,11 @@ def table(rows, workers, runners):
                 vs_p = f"{b / po['rate']:.2f}×" if po else "–"
                 own = fmt_num(r["launcher_us"] / 1e3 if r["launcher_us"] is not None else None, ".2f")
                 out.append(f"| {w} | in-process bound (sequential {r['rate']:.0f}/s × {w}) | {b:.0f} "
-                           f"| {vs_j} | {vs_p} | – (no dispatcher) | {own} (its own) | {r['differ']} |")
+                           f"| {vs_j} | {vs_p} | – (no dispatcher) | {own} (its own) "
+                           f"| {r['busy'] * w:.2f} (× {w}) | {r['differ']} |")
                 continue
             out.append(f"| {w} | {name} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
-                       f"| {vs_p} | {lu} | {child} | {r['differ']} |")
+                       f"| {vs_p} | {lu} | {child} | {r['busy']:.2f} | {r['differ']} |")
     return out
 
 

@@ -51,9 +51,9 @@ teardown() {
     echo "$output"
     echo "$stderr"
     [ "$status" -eq 0 ]
-    grep -E '^\| 1 \| fitrun \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| [0-9]+ \| [0-9.]+ \| 0 \|$' "$D/scale/scale.md"
+    grep -E '^\| 1 \| fitrun \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| [0-9]+ \| [0-9.]+ \| [0-9]\.[0-9]{2} \| 0 \|$' "$D/scale/scale.md"
     grep -E '^\| 1 \| pool \| [0-9]+ .*\| 1\.00× \| [0-9]+ \(dispatcher\) \|' "$D/scale/scale.md"
-    grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| 0 \|$' "$D/scale/scale.md"
+    grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| [0-9]\.[0-9]{2} \(× 1\) \| 0 \|$' "$D/scale/scale.md"
     # reuse: a row where fitrun knows the key, else a note saying why not
     grep -qE '^\| 1 \| fitrun-reuse \|' "$D/scale/scale.md" ||
         grep -q "fitrun-reuse skipped: .*unknown key 'isolation'" "$D/scale/scale.md"
