@@ -71,3 +71,14 @@ teardown() {
     grep -qE '^\| fork \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
     grep -qE '^\| reuse \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
 }
+
+@test "reuse_gap: its timers still find their places in the runtime, and every part is measured" {
+    run --separate-stderr /usr/bin/python3 "$SRC/bench/reuse_gap.py" --fitrun "$FITRUN" \
+        --profile "$MINI/profile.ini" --jobs "$MINI/jobs.jsonl" --workers 1
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ ^14\ predictions,\ 1[0-3]\ with\ the\ figures ]]
+    for part in wait pipes run report check gc namespaces restore ns_tags ns_compare ns_classes ns_data; do
+        grep -qE "^$part +[0-9]+ +[0-9]+$" <<<"$output"
+    done
+}
