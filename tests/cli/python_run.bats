@@ -247,6 +247,54 @@ EOF
     nothing_left
 }
 
+@test "python run: a killed interpreter is started again, its workers' jobs retried; the run completes; not forever" {
+    job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"
+    job slow1 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 1\n' >> "$D/jobs.jsonl"
+    for i in 1 2 3 4 5 6; do job "q$i" $'def transform(g):\n    return 5\n'; done >> "$D/jobs.jsonl"
+    "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2> "$D/err" &
+    fr=$!
+    # Once both workers run their slow job (each has a child: its prediction).
+    zygote=
+    for i in $(seq 500); do
+        zygote=$(pgrep -o -f "fitrun_runtime.py .*$D/" || true)
+        busy=0
+        for w in $( [ -n "$zygote" ] && pgrep -P "$zygote"); do
+            [ -z "$(pgrep -P "$w")" ] || busy=$((busy + 1))
+        done
+        [ "$busy" -lt 2 ] || break
+        sleep 0.02
+    done
+    [ "$busy" -eq 2 ]
+    kill -KILL "$zygote"
+    wait "$fr"
+    cat "$D/err"
+    [ "$(wc -l < "$D/out.jsonl")" -eq 8 ]
+    [ "$(jq -s '[.[] | select(.status != "ok")] | length' "$D/out.jsonl")" -eq 0 ]
+    [ "$(r slow0 .attempts)" = 2 ] && [ "$(r slow1 .attempts)" = 2 ]
+    grep -q "the interpreter (pid $zygote) died during the run; started again (pid [0-9]*)" "$D/err"
+    nothing_left
+    # An interpreter that keeps dying: started again 3 times, then the run
+    # stops (125) and says so; the jobs without a result are --resume's.
+    for i in 1 2 3 4 5 6 7 8; do job "long$i" $'import time\ndef transform(g):\n    time.sleep(30)\n'; done > "$D/jobs.jsonl"
+    "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2> "$D/err" &
+    fr=$!
+    killed=0
+    for i in $(seq 1000); do
+        kill -0 "$fr" 2>/dev/null || break
+        z=$(pgrep -o -f "fitrun_runtime.py .*$D/" || true)
+        if [ -n "$z" ] && [ -n "$(pgrep -P "$z")" ]; then kill -KILL "$z" && killed=$((killed + 1)); fi
+        sleep 0.05
+    done
+    run wait "$fr"
+    cat "$D/err"
+    [ "$status" -eq 125 ]
+    [ "$(grep -c "died during the run; started again" "$D/err")" -eq 3 ]
+    grep -q "died during the run, 4 times: not started again" "$D/err"
+    [ "$(wc -l < "$D/out.jsonl")" -lt 8 ]
+    [ "$(jq -s '[.[] | select(.status != "crash")] | length' "$D/out.jsonl")" -eq 0 ]
+    nothing_left
+}
+
 @test "python run: streaming, one job at a time over pipes through one fitrun run" {
     coproc FR { exec "$FITRUN" run --profile "$D/p.ini" --jobs - --out - --progress none 2>"$D/err"; }
     # (bash unsets FR_PID once it has reaped the coproc: keep it)

@@ -72,7 +72,10 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch)
     int ncg = fr_cgroup_slot_fds(rt->cfg->cgroups, slot, fds + 2, PY_SPAWN_FDS_MAX - 2);
     char msg[128];
     snprintf(msg, sizeof msg, "{\"op\":\"spawn\",\"slot\":%u,\"worker\":%d,\"cgroups\":%d}", token, slot, ncg);
-    if (ctl_send(py, msg, fds, 2 + ncg) < 0)
+    /* A dead interpreter (its socket closed, or gone before its EOF was
+     * read) is started again once here, and asked again. */
+    if (ctl_send(py, msg, fds, 2 + ncg) < 0 && (!(errno == EPIPE || errno == ECONNRESET || errno == EBADF) ||
+                                                py_zygote_restart(rt) < 0 || ctl_send(py, msg, fds, 2 + ncg) < 0))
         goto fail;
     close(sv[1]);
     close(st[1]);
@@ -194,15 +197,65 @@ void py_ctl_event(struct fr_runtime *rt, uint32_t events)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !(events & (EPOLLHUP | EPOLLERR)))
             break;
-        /* EOF: the interpreter is gone; no worker can be replaced now. */
-        fr_host_unwatch(rt->host, py->ctl);
-        close(py->ctl);
-        py->ctl = -1;
-        if (!py->stopping)
-            fr_host_fail(rt->host, "python runtime: the interpreter (pid %d) exited during the run", (int)py->zygote);
+        /* EOF: the interpreter is gone, its workers with it. */
+        if (py->stopping) {
+            fr_host_unwatch(rt->host, py->ctl);
+            close(py->ctl);
+            py->ctl = -1;
+        } else if (py_zygote_restart(rt) < 0) {
+            fr_host_fail(rt->host, "python runtime: the interpreter exited during the run");
+        }
         break;
     }
     free(buf);
+}
+
+int py_zygote_restart(struct fr_runtime *rt)
+{
+    struct pyrt *py = PY(rt);
+    pid_t old = py->zygote;
+    if (py->ctl >= 0) {
+        fr_host_unwatch(rt->host, py->ctl);
+        close(py->ctl);
+        py->ctl = -1;
+    }
+    if (py->stopping || !py->running)
+        return -1;
+    if (py->restarts >= PY_ZYGOTE_RESTARTS) {
+        fr_warn("python runtime: the interpreter (pid %d) died during the run, %d times: not started again", (int)old,
+                py->restarts + 1);
+        errno = EPIPE;
+        return -1;
+    }
+    /* Its group (workers, their children) goes; it is reaped here. */
+    py_zygote_end(py);
+    fr_host_disown(rt->host, old);
+    py->ndoomed = 0; /* tokens of the old interpreter's workers */
+    uint64_t t0 = fr_now_ns();
+    char err[1024];
+    json_t *ready = py_zygote_start(py, rt->cfg, err, sizeof err);
+    bool started = ready != NULL;
+    json_decref(ready);
+    bool owned = started && fr_host_own(rt->host, py->zygote) == 0;
+    if (!owned || fr_host_watch(rt->host, py->ctl, EPOLLIN, -1) < 0) {
+        fr_warn("python runtime: the interpreter (pid %d) died during the run and could not be started again: %s",
+                (int)old, started ? strerror(errno) : err);
+        pid_t z = py->zygote;
+        py_zygote_end(py);
+        if (owned)
+            fr_host_disown(rt->host, z);
+        if (py->ctl >= 0) {
+            close(py->ctl);
+            py->ctl = -1;
+        }
+        errno = EPIPE;
+        return -1;
+    }
+    py->restarts++;
+    fr_warn("python runtime: the interpreter (pid %d) died during the run; started again (pid %d) in %.1f s, "
+            "its workers' jobs retried",
+            (int)old, (int)py->zygote, (double)(fr_now_ns() - t0) / 1e9);
+    return 0;
 }
 
 /* A stop signal is waiting. The pool blocks SIGINT/SIGTERM/SIGHUP (it

@@ -97,6 +97,10 @@
 /* A worker abandoned before its pid was known: killed as soon as its
  * "spawned" event names it. */
 #define PY_MAX_DOOMED 64
+/* How many times a run starts its interpreter again after it died (an OOM
+ * kill in a container without fitrun's own cgroups): beyond that, the run
+ * stops and --resume completes it. */
+#define PY_ZYGOTE_RESTARTS 3
 
 /* Channel messages (native byte order, no padding; fitrun_runtime.py's
  * MSG_* structs). */
@@ -193,6 +197,8 @@ struct pyrt {
     uint64_t result_cap;        /* [sandbox] result */
     bool reuse;                 /* [runtime] isolation = reuse: a job's process may live on */
     bool persistent;            /* pipes per worker, not per job (no prediction can create processes) */
+    bool running;               /* start is over: a dead interpreter is started again (py_zygote_restart) */
+    int restarts;               /* how many times it was */
 };
 
 static inline struct pyrt *PY(struct fr_runtime *rt)
@@ -236,6 +242,12 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch);
 /* Kill the worker of s (its child dies with it), now or once its pid is known. */
 void py_kill_worker(struct pyrt *py, struct pyslot *s);
 void py_drop_channel(struct fr_runtime *rt, struct pyslot *s);
+/* The interpreter died during the run: start it again (blocking, its
+ * prelude runs again), at most PY_ZYGOTE_RESTARTS times. Its workers died
+ * with it; each slot gets a new one from the new interpreter when its
+ * channel's EOF comes or its next job starts. 0, or -1 (the run must stop;
+ * a message was given). */
+int py_zygote_restart(struct fr_runtime *rt);
 /* Blocking, during start: the next control message. */
 ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);
 void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len);

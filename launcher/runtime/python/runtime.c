@@ -348,6 +348,7 @@ static int py_start(struct fr_runtime *rt, int nslots, char *err, size_t errlen)
 {
     if (start_inner(rt, nslots, err, errlen) == 0) {
         rt->contained = PY(rt)->persistent;
+        PY(rt)->running = true;
         return 0;
     }
     py_stop(rt);
