@@ -230,6 +230,14 @@ int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, ch
 json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen);
 /* Kill the zygote's process group and reap the zygote. */
 void py_zygote_end(struct pyrt *py);
+/* The interpreter died during the run: start it again (blocking, its
+ * prelude runs again), at most PY_ZYGOTE_RESTARTS times. Its workers died
+ * with it; each slot gets a new one from the new interpreter when its
+ * channel's EOF comes or its next job starts. 0, or -1 (the run must stop;
+ * a message was given). */
+int py_zygote_restart(struct fr_runtime *rt);
+/* Blocking, during start: the next control message. */
+ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);
 
 /* ---- startup.c ---- */
 /* "python: ... started once with N workers in 0.42 s (...)", and a warning
@@ -242,14 +250,6 @@ int py_spawn_worker(struct fr_runtime *rt, int slot, bool watch);
 /* Kill the worker of s (its child dies with it), now or once its pid is known. */
 void py_kill_worker(struct pyrt *py, struct pyslot *s);
 void py_drop_channel(struct fr_runtime *rt, struct pyslot *s);
-/* The interpreter died during the run: start it again (blocking, its
- * prelude runs again), at most PY_ZYGOTE_RESTARTS times. Its workers died
- * with it; each slot gets a new one from the new interpreter when its
- * channel's EOF comes or its next job starts. 0, or -1 (the run must stop;
- * a message was given). */
-int py_zygote_restart(struct fr_runtime *rt);
-/* Blocking, during start: the next control message. */
-ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);
 void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len);
 void py_ctl_event(struct fr_runtime *rt, uint32_t events);
 

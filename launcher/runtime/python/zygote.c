@@ -1,12 +1,15 @@
 /* zygote.c — the interpreter started once per run (the "zygote"): its
  * start (fork, descriptors, exec), the wait for "ready" (or the message
- * that says why not), and its end. */
+ * that says why not), its end, and its start again when it died during
+ * the run. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -245,4 +248,82 @@ json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, ch
     if (fork_zygote(py, cfg, err, errlen) < 0)
         return NULL;
     return wait_ready(py, p, err, errlen);
+}
+
+int py_zygote_restart(struct fr_runtime *rt)
+{
+    struct pyrt *py = PY(rt);
+    pid_t old = py->zygote;
+    if (py->ctl >= 0) {
+        fr_host_unwatch(rt->host, py->ctl);
+        close(py->ctl);
+        py->ctl = -1;
+    }
+    if (py->stopping || !py->running)
+        return -1;
+    if (py->restarts >= PY_ZYGOTE_RESTARTS) {
+        fr_warn("python runtime: the interpreter (pid %d) died during the run, %d times: not started again", (int)old,
+                py->restarts + 1);
+        errno = EPIPE;
+        return -1;
+    }
+    /* Its group (workers, their children) goes; it is reaped here. */
+    py_zygote_end(py);
+    fr_host_disown(rt->host, old);
+    py->ndoomed = 0; /* tokens of the old interpreter's workers */
+    uint64_t t0 = fr_now_ns();
+    char err[1024];
+    json_t *ready = py_zygote_start(py, rt->cfg, err, sizeof err);
+    bool started = ready != NULL;
+    json_decref(ready);
+    bool owned = started && fr_host_own(rt->host, py->zygote) == 0;
+    if (!owned || fr_host_watch(rt->host, py->ctl, EPOLLIN, -1) < 0) {
+        fr_warn("python runtime: the interpreter (pid %d) died during the run and could not be started again: %s",
+                (int)old, started ? strerror(errno) : err);
+        pid_t z = py->zygote;
+        py_zygote_end(py);
+        if (owned)
+            fr_host_disown(rt->host, z);
+        if (py->ctl >= 0) {
+            close(py->ctl);
+            py->ctl = -1;
+        }
+        errno = EPIPE;
+        return -1;
+    }
+    py->restarts++;
+    fr_warn("python runtime: the interpreter (pid %d) died during the run; started again (pid %d) in %.1f s, "
+            "its workers' jobs retried",
+            (int)old, (int)py->zygote, (double)(fr_now_ns() - t0) / 1e9);
+    return 0;
+}
+
+/* A stop signal is waiting. The pool blocks SIGINT/SIGTERM/SIGHUP (it
+ * reads them from a signalfd in its loop, which does not run yet while we
+ * start), so a long prelude would otherwise ignore Ctrl-C. */
+static bool stop_pending(void)
+{
+    sigset_t set;
+    return sigpending(&set) == 0 &&
+           (sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGHUP) == 1);
+}
+
+ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n)
+{
+    for (;;) {
+        if (stop_pending()) {
+            errno = EINTR;
+            return -1;
+        }
+        struct pollfd pfd = {.fd = py->ctl, .events = POLLIN};
+        int r = poll(&pfd, 1, 200);
+        if (r == 0 || (r < 0 && errno == EINTR))
+            continue;
+        if (r < 0)
+            return -1;
+        ssize_t got = recv(py->ctl, buf, n, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        return got;
+    }
 }
