@@ -217,21 +217,38 @@ EOF
     [[ "$stderr" =~ "python interpreter python3: not found in PATH (/nonexistent)" ]]
 }
 
-@test "python run: a worker killed mid-job is replaced and the job retried; the run completes" {
-    # a slow job on each worker, then quick ones
+# Two slow jobs (one per worker), then six quick ones, run in the
+# background: $fr is fitrun's pid, its stderr goes to $D/err.
+start_slow_and_quick() {
     job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"
     job slow1 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 1\n' >> "$D/jobs.jsonl"
     for i in 1 2 3 4 5 6; do job "q$i" $'def transform(g):\n    return 5\n'; done >> "$D/jobs.jsonl"
     "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2> "$D/err" &
     fr=$!
-    # The zygote's children are the workers; kill one while it runs a job
-    # (it then has a child of its own: the prediction).
+}
+
+# this_zygote: the pid of this test's interpreter, or nothing.
+this_zygote() {
+    pgrep -o -f "fitrun_runtime.py .*$D/" || true
+}
+
+# busy_workers: the workers of this test's interpreter that run a
+# prediction now (a worker then has a child of its own), one per line.
+busy_workers() {
+    local w zygote
+    zygote=$(this_zygote)
+    for w in $( [ -n "$zygote" ] && pgrep -P "$zygote"); do
+        [ -z "$(pgrep -P "$w")" ] || echo "$w"
+    done
+}
+
+@test "python run: a worker killed mid-job is replaced and the job retried; the run completes" {
+    start_slow_and_quick
+    # Kill a worker while it runs a job.
     victim=
     for i in $(seq 500); do
-        zygote=$(pgrep -o -f "fitrun_runtime.py .*$D/" || true)
-        for w in $( [ -n "$zygote" ] && pgrep -P "$zygote"); do
-            if [ -n "$(pgrep -P "$w")" ]; then victim=$w; break 2; fi
-        done
+        victim=$(busy_workers | head -1)
+        [ -z "$victim" ] || break
         sleep 0.02
     done
     [ -n "$victim" ]
@@ -248,23 +265,15 @@ EOF
 }
 
 @test "python run: a killed interpreter is started again, its workers' jobs retried; the run completes; not forever" {
-    job slow0 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 0\n' > "$D/jobs.jsonl"
-    job slow1 $'import time\ndef transform(g):\n    time.sleep(1.5)\n    return 1\n' >> "$D/jobs.jsonl"
-    for i in 1 2 3 4 5 6; do job "q$i" $'def transform(g):\n    return 5\n'; done >> "$D/jobs.jsonl"
-    "$FITRUN" run --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" --progress none 2> "$D/err" &
-    fr=$!
-    # Once both workers run their slow job (each has a child: its prediction).
-    zygote=
+    start_slow_and_quick
+    # Once both workers run their slow job.
     for i in $(seq 500); do
-        zygote=$(pgrep -o -f "fitrun_runtime.py .*$D/" || true)
-        busy=0
-        for w in $( [ -n "$zygote" ] && pgrep -P "$zygote"); do
-            [ -z "$(pgrep -P "$w")" ] || busy=$((busy + 1))
-        done
+        busy=$(busy_workers | wc -l)
         [ "$busy" -lt 2 ] || break
         sleep 0.02
     done
     [ "$busy" -eq 2 ]
+    zygote=$(this_zygote)
     kill -KILL "$zygote"
     wait "$fr"
     cat "$D/err"
@@ -281,7 +290,7 @@ EOF
     killed=0
     for i in $(seq 1000); do
         kill -0 "$fr" 2>/dev/null || break
-        z=$(pgrep -o -f "fitrun_runtime.py .*$D/" || true)
+        z=$(this_zygote)
         if [ -n "$z" ] && [ -n "$(pgrep -P "$z")" ]; then kill -KILL "$z" && killed=$((killed + 1)); fi
         sleep 0.05
     done
