@@ -197,14 +197,10 @@ void py_ctl_event(struct fr_runtime *rt, uint32_t events)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !(events & (EPOLLHUP | EPOLLERR)))
             break;
-        /* EOF: the interpreter is gone, its workers with it. */
-        if (py->stopping) {
-            fr_host_unwatch(rt->host, py->ctl);
-            close(py->ctl);
-            py->ctl = -1;
-        } else if (py_zygote_restart(rt) < 0) {
+        /* EOF: the interpreter is gone, its workers with it. (Stopping:
+         * its socket is closed, and that is all.) */
+        if (py_zygote_restart(rt) < 0 && !py->stopping)
             fr_host_fail(rt->host, "python runtime: the interpreter exited during the run");
-        }
         break;
     }
     free(buf);

@@ -230,11 +230,14 @@ int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, ch
 json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, char *err, size_t errlen);
 /* Kill the zygote's process group and reap the zygote. */
 void py_zygote_end(struct pyrt *py);
+/* Close the zygote's control socket (unwatched first), if open. */
+void py_ctl_close(struct fr_runtime *rt);
 /* The interpreter died during the run: start it again (blocking, its
  * prelude runs again), at most PY_ZYGOTE_RESTARTS times. Its workers died
  * with it; each slot gets a new one from the new interpreter when its
- * channel's EOF comes or its next job starts. 0, or -1 (the run must stop;
- * a message was given). */
+ * channel's EOF comes or its next job starts. 0, or -1: the run must stop
+ * (a message was given), or it is stopping already. The control socket is
+ * closed either way before anything else. */
 int py_zygote_restart(struct fr_runtime *rt);
 /* Blocking, during start: the next control message. */
 ssize_t py_ctl_wait(struct pyrt *py, char *buf, size_t n);

@@ -574,11 +574,7 @@ static void py_stop(struct fr_runtime *rt)
         free(s->err.buf);
         free(s->rep.buf);
     }
-    if (py->ctl >= 0) {
-        fr_host_unwatch(rt->host, py->ctl);
-        close(py->ctl);
-        py->ctl = -1;
-    }
+    py_ctl_close(rt);
     if (py->zygote > 0) {
         /* Every slot is idle: nothing of value runs in the group any more. */
         pid_t z = py->zygote;

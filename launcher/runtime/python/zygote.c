@@ -250,15 +250,21 @@ json_t *py_zygote_start(struct pyrt *py, const struct fr_runtime_config *cfg, ch
     return wait_ready(py, p, err, errlen);
 }
 
+void py_ctl_close(struct fr_runtime *rt)
+{
+    struct pyrt *py = PY(rt);
+    if (py->ctl < 0)
+        return;
+    fr_host_unwatch(rt->host, py->ctl); /* a no-op where it is not watched */
+    close(py->ctl);
+    py->ctl = -1;
+}
+
 int py_zygote_restart(struct fr_runtime *rt)
 {
     struct pyrt *py = PY(rt);
     pid_t old = py->zygote;
-    if (py->ctl >= 0) {
-        fr_host_unwatch(rt->host, py->ctl);
-        close(py->ctl);
-        py->ctl = -1;
-    }
+    py_ctl_close(rt);
     if (py->stopping || !py->running)
         return -1;
     if (py->restarts >= PY_ZYGOTE_RESTARTS) {
@@ -284,10 +290,7 @@ int py_zygote_restart(struct fr_runtime *rt)
         py_zygote_end(py);
         if (owned)
             fr_host_disown(rt->host, z);
-        if (py->ctl >= 0) {
-            close(py->ctl);
-            py->ctl = -1;
-        }
+        py_ctl_close(rt);
         errno = EPIPE;
         return -1;
     }
