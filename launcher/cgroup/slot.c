@@ -162,13 +162,13 @@ void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, unsigned how, struct
     struct cg_slot *s = slot_of(t, slot);
     if (!s)
         return;
-    bool idle = how & FR_CG_END_IDLE;
+    bool idle = how & FR_CG_END_IDLE, count_oom = !(how & FR_CG_END_NO_OOM);
     s->idle = false;
     u->valid = true;
     uint64_t oom = 0, cpu = 0, v;
     /* An idle end reads it all the same: it is the next job's baseline. */
-    bool oom_ok = s->oom0_ok && (idle || !(how & FR_CG_END_NO_OOM)) && read_oom(s, &oom);
-    if (oom_ok && oom > s->oom0 && !(how & FR_CG_END_NO_OOM))
+    bool oom_ok = s->oom0_ok && (idle || count_oom) && read_oom(s, &oom);
+    if (count_oom && oom_ok && oom > s->oom0)
         u->oom_kills = oom - s->oom0;
     /* No baseline (a v1 kernel before 4.13 has no oom_kill line): no count. */
     u->oom_file = s->events >= 0 && s->oom0_ok ? s->events_path : "";
