@@ -136,14 +136,48 @@ check_poison() {
 
 @test "python reuse: a prediction cannot open its own memory to write a namespace past its write counter" {
     # The check's fast path trusts the dicts' version tags: a write into a
-    # dict's memory that bypasses the dict would not move them. The ways
-    # there without ctypes (which trips the tripwire): /proc/self/mem, and
-    # the same file through /proc/PID.
+    # dict's memory that bypasses the dict would not move them. Through a
+    # file, the ways there are /proc/self/mem and the same file through
+    # /proc/PID; the sandbox refuses them. (Python's own ways there are the
+    # next test's: beyond any in-process check.)
     poison_jobs memwrite $'import os\ndef transform(g):\n    out = []\n    for path in ("/proc/self/mem", f"/proc/{os.getpid()}/mem", "/proc/thread-self/mem"):\n        for mode in (os.O_RDWR, os.O_WRONLY):\n            try:\n                os.close(os.open(path, mode))\n                out.append("opened " + path)\n            except OSError as e:\n                out.append(type(e).__name__)\n    return out\n'
     run_with "$D/p.ini" "$D/reuse.jsonl"
     [ "$status" -eq 0 ]
     [ "$(r "$D/reuse.jsonl" memwrite '[.status, (.outputs[0] | map(select(startswith("opened"))))]')" = '["ok",[]]' ] || { r "$D/reuse.jsonl" memwrite .; false; }
     [ "$(r "$D/reuse.jsonl" after-memwrite .status)" = '"ok"' ]
+}
+
+@test "python reuse: a raw memory write (ctypes.memmove, numpy's array interface) is beyond the check: the documented limit" {
+    # docs/python-runtime.md, "What reuse does not guarantee": CPython lets
+    # Python code write any byte of its process with no audit event (a call
+    # through a function pointer ctypes made at import; an object whose
+    # __array_interface__ names an address). Here a prediction replaces a
+    # name in the predictions' shared builtins and puts that dict's version
+    # tag back, so the check and the tripwire see nothing, and the honest
+    # predictions after it in that process return the planted value. Fork
+    # isolation is unaffected. If this test fails, reuse has become
+    # stronger than its documentation says: update both.
+    local write
+    for write in ctypes numpy; do
+        case $write in
+        ctypes) code=$'import ctypes\ndef transform(g):\n    d = __builtins__\n    tag = (ctypes.c_char * 8)()\n    ctypes.memmove(tag, id(d) + 24, 8)\n    d["helper"] = lambda x: 42\n    ctypes.memmove(id(d) + 24, tag, 8)\n    return g\n' ;;
+        numpy) code=$'class Raw:\n    pass\ndef transform(g):\n    d = __builtins__\n    r = Raw()\n    r.__array_interface__ = {"data": (id(d) + 24, False), "shape": (1,), "typestr": "<u8", "version": 3}\n    tag = np.asarray(r)\n    before = int(tag[0])\n    d["helper"] = lambda x: 42\n    tag[0] = before\n    return g\n' ;;
+        esac
+        {
+            job "before-$write" $'def transform(g):\n    return helper(1)\n'
+            job "$write" "$code"
+            job "after-$write" $'def transform(g):\n    return helper(1)\n'
+        } > "$D/jobs.jsonl"
+        run_with "$D/p.ini" "$D/reuse.jsonl"
+        [ "$status" -eq 0 ]
+        run_with "$D/fork.ini" "$D/fork.jsonl"
+        [ "$status" -eq 0 ]
+        [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = \
+          "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[2],null]]" ]
+        [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
+          "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[42],null]]" ] ||
+            { cat "$D/reuse.jsonl"; false; }
+    done
 }
 
 @test "python reuse: a value that claims to equal the original is still a change" {
