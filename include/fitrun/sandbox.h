@@ -255,6 +255,11 @@ const void *fr_policy_bpf(const struct fr_policy *p, size_t *ninsns);
 const char *fr_syscall_name(int nr, char *buf, size_t n);
 const char *fr_signal_name(int sig, char *buf, size_t n);
 
+/* For the warm Python runtime's state check (isolation = reuse): copy the
+ * 8-byte word at each of addrs[0..n) into out[i]. Every address must point
+ * at memory that stays valid for the call. */
+void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n);
+
 /* Names of the enums above: "none", "exec", "python" and "off", "libs",
  * "system"; parse returns 0 or -1 (unknown name). */
 int fr_preset_parse(const char *s, enum fr_preset *out);

@@ -510,13 +510,15 @@ def _in_forked_reused_shape(between, scenario):
     return _answer(r, w, pid)
 
 
-def _in_reused_shape(scenario, walk=False):
+def _in_reused_shape(scenario, walk=False, peek=False):
     """Run scenario(fr, baseline) in a forked child laid out as a reused
     process lays itself out (/dev/null on fds 0-5, its socket on fd 6: here
     the pipe the answer comes back on), with the runtime's own _Baseline
     built over this interpreter's modules (walk: without its write
-    counters, so that every check walks every namespace); returns the
-    lines it returned, or the exception's text."""
+    counters, so that every check walks every namespace; peek: the
+    counters read by the sandbox library's fr_peek_words, as in a run,
+    rather than through ctypes views); returns the lines it returned, or
+    the exception's text."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -524,7 +526,9 @@ def _in_reused_shape(scenario, walk=False):
             import gc
             fr = _load_runtime()
             _lay_out_as_reused(fr, w)
-            base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins({})))
+            import ctypes
+            reader = fr._peek_words(ctypes.CDLL(LIB)) if peek else None
+            base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins({}), reader))
             if walk:
                 base.ns.versions = None
             gc.freeze()
@@ -584,11 +588,13 @@ class ReuseCheck(unittest.TestCase):
         self.assertEqual(out, ["class dict module" + (" object" if every else ""), "True", str(not every)])
 
     def test_every_poisoning_is_found_on_both_paths(self):
-        for walk in (False, True):
+        # The fast path with either reader of the counters, and the walk.
+        paths = [dict(walk=False), dict(walk=True)] + ([dict(peek=True)] if LIB else [])
+        for path in paths:
             for name, poison in POISONS.items():
-                with self.subTest(poison=name, walk=walk):
+                with self.subTest(poison=name, **path):
                     out = _in_reused_shape(lambda fr, base, poison=poison: [base.check(), (poison(), base.check())[1]],
-                                           walk=walk)
+                                           **path)
                     self.assertEqual(out[0], "", out)
                     self.assertTrue(out[1].startswith("poisoned:"), out)
 
@@ -604,9 +610,11 @@ class ReuseCheck(unittest.TestCase):
             _poison_json_dumps()  # after the reference moved on: still found
             out.append(base.check())
             return out
-        out = _in_reused_shape(scenario)
-        self.assertEqual(out[:5], ["", "True", "False", "", "True"], out)
-        self.assertTrue(out[5].startswith("poisoned: module json was changed"), out)
+        for peek in (False, True) if LIB else (False,):
+            with self.subTest(peek=peek):
+                out = _in_reused_shape(scenario, peek=peek)
+                self.assertEqual(out[:5], ["", "True", "False", "", "True"], out)
+                self.assertTrue(out[5].startswith("poisoned: module json was changed"), out)
 
     def test_setting_a_resource_limit_trips_the_tripwire_and_reading_does_not(self):
         # The check no longer reads every limit after each prediction.

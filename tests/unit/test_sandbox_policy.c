@@ -312,6 +312,24 @@ static void test_processes(void **state)
     assert_true(processes(FR_PRESET_NONE, 1, NULL));
 }
 
+/* fr_peek_words: each word from its own address, in order; n = 0 reads
+ * nothing (the reuse check's reader; its behaviour in the runtime is
+ * tests/python/test_runtime.py, ReuseCheck). */
+static void test_peek_words(void **state)
+{
+    (void)state;
+    uint64_t a = 7, b = UINT64_MAX, c = 0x0123456789abcdefull;
+    const uint64_t *addrs[] = {&c, &a, &b, &a};
+    uint64_t out[5] = {1, 1, 1, 1, 42};
+    fr_peek_words(addrs, out, 4);
+    assert_int_equal(out[0], c);
+    assert_int_equal(out[1], 7);
+    assert_int_equal(out[2], UINT64_MAX);
+    assert_int_equal(out[3], 7);
+    assert_int_equal(out[4], 42);
+    fr_peek_words(NULL, NULL, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,7 +337,7 @@ int main(void)
         cmocka_unit_test(test_name_errors),    cmocka_unit_test(test_build_argument_errors),
         cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
-        cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_processes),      cmocka_unit_test(test_peek_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,9 +245,21 @@ class Sandbox:
             return None
         return nr.value, who.value
 
+    def peek(self):
+        """fr_peek_words (the reuse check's reader of many words), or None."""
+        return _peek_words(self.lib) if self.enabled else None
+
     def syscall_name(self, nr):
         buf = ctypes.create_string_buffer(40)
         return self.lib.fr_syscall_name(nr, buf, len(buf)).decode()
+
+
+def _peek_words(lib):
+    """fr_peek_words(addrs, out, n) of the sandbox library `lib` (a CDLL)."""
+    f = lib.fr_peek_words
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    f.restype = None
+    return f
 
 
 def _read_all(fd):
@@ -956,8 +968,9 @@ class _Namespaces:
     when it starts (about 2,500 pages written, 15 ms, per process with the
     arc-dsl prelude); each only reads them."""
 
-    def __init__(self, prediction_builtins):
+    def __init__(self, prediction_builtins, peek=None):
         self.builtins = prediction_builtins
+        self.peek = peek  # _DictVersions' reader
         self._take()
 
     def _take(self):
@@ -989,7 +1002,8 @@ class _Namespaces:
         counted = {"dict", "module", "class"} <= kinds
         by_kind = [(_namespace_kind(name), d) for (name, _), d in zip(self.dicts, self.real)]
         self.counted = [i for i, (k, _) in enumerate(by_kind) if k in kinds]  # which namespace each counter is
-        self.versions = _DictVersions([self.real[i] for i in self.counted] + [sys.modules]) if counted else None
+        self.versions = _DictVersions([self.real[i] for i in self.counted] + [sys.modules],
+                                      self.peek) if counted else None
         self.loose = [d for k, d in by_kind if k not in kinds] if counted else []
         self._take_loose()
         self.classes = [v for v in _module_values(self.module_list) if isinstance(v, type) and _is_heap_type(v)]
@@ -1010,8 +1024,8 @@ class _Namespaces:
         if versions is None:
             return self._take()
         now = versions.read()
-        moved = [i for i, (a, b) in enumerate(zip(versions.seen, now)) if a != b]
-        if moved and moved[-1] == len(now) - 1:  # sys.modules is counted last
+        moved = versions.moved(versions.seen, now)
+        if moved and moved[-1] == versions.n - 1:  # sys.modules is counted last
             return self._take()
         moved = [self.counted[i] for i in moved]
         for j in moved:
@@ -1170,7 +1184,8 @@ class _Baseline:
             now = get()
             if now is not value and now != value:
                 return f"poisoned: {name}() changed"
-        if _job_environ() != self.environ:
+        env = _job_environ()
+        if env is None or env != self.environ:
             return "poisoned: os.environ was changed"
         return ""
 
@@ -1219,11 +1234,13 @@ class _DictVersions:
     deletion, replacement, update and clear sets to a new value of one
     process-wide counter that only grows, so a dict written since a
     reading never shows that reading again. Reading all of them costs
-    about 0.05 µs a dict, against walking every entry of every dict (a
-    cold walk of arc-dsl's prelude's 24,000 names takes over 1 ms after a
-    prediction). Python exposes no such counter, so it is read through
-    ctypes views made before any prediction runs (a view is made once; its
-    reads are not audited). Used only where a self-test on this very
+    a few µs, against walking every entry of every dict (a cold walk of
+    arc-dsl's prelude's 24,000 names takes over 1 ms after a prediction).
+    Python exposes no such counter, so it is read through memory addresses
+    taken before any prediction runs: by fitrun's sandbox library in one
+    call, or through one ctypes view per dict (neither is audited; a
+    prediction that writes raw memory can forge it, like anything else in
+    its process: docs/python-runtime.md, "Raw memory"). Used only where a self-test on this very
     interpreter shows every kind of write to every kind of namespace
     moving it (`kinds` says which kinds of namespace: CPython 3.13 keeps
     an instance's attributes beside its dict and writes them without
@@ -1233,13 +1250,37 @@ class _DictVersions:
     # After the object header (ob_refcnt, ob_type) and ma_used.
     OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)
 
-    def __init__(self, dicts):
-        views = [ctypes.c_uint64.from_address(id(d) + self.OFFSET) for d in dicts]
-        # The value getter of ctypes' own base class, bound now: nothing a
-        # prediction sets on a ctypes class is looked up on a read.
-        value, list_, map_ = vars(ctypes._SimpleCData)["value"].__get__, list, map
-        self.read = lambda: list_(map_(value, views))  # ints: compared with ==, no one's __eq__
-        self.seen = self.read()
+    def __init__(self, dicts, peek=None):
+        """peek: libfitrun_sandbox's fr_peek_words, which reads every
+        counter in one call (about 2 µs for 1,500 dicts, against 30 µs for
+        one view each); None (no sandbox library): one view per dict. A
+        reading (the counters' bytes, or a list of them) is compared with
+        ==."""
+        n = self.n = len(dicts)
+        addrs = [id(d) + self.OFFSET for d in dicts]
+        if peek is not None:
+            where, out, bytes_ = (ctypes.c_void_p * n)(*addrs), (ctypes.c_uint64 * n)(), bytes
+
+            def read():
+                peek(where, out, n)
+                return bytes_(out)
+        else:
+            views = [ctypes.c_uint64.from_address(a) for a in addrs]
+            # The value getter of ctypes' own base class, bound now: nothing
+            # a prediction sets on a ctypes class is looked up on a read.
+            value, list_, map_ = vars(ctypes._SimpleCData)["value"].__get__, list, map
+
+            def read():
+                return list_(map_(value, views))  # ints: no one's __eq__
+        self.read = read
+        self.seen = read()
+
+    @staticmethod
+    def moved(a, b):
+        """The indices of the counters that differ between two readings."""
+        if type(a) is bytes:
+            a, b = memoryview(a).cast("Q"), memoryview(b).cast("Q")
+        return [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
 
     @classmethod
     def kinds(cls):
@@ -1424,11 +1465,27 @@ def _which_namespace(dicts, sizes, keys, values, len=len, all=all, map=map, zip=
     return "a namespace was changed"
 
 
-def _job_environ():
-    """os.environ but the two variables each job sets for itself."""
-    env = dict(os.environ)
-    env.pop("FITRUN_JOB_ID", None)
-    env.pop("FITRUN_WORKER", None)
+_JOB_VARS = (b"FITRUN_JOB_ID", b"FITRUN_WORKER")  # what each job sets for itself
+
+
+def _job_environ(_repeat=__import__("itertools").repeat):
+    """os.environ but the two variables each job sets for itself, as the
+    bytes it holds them in (CPython's os.environ._data: no decoding, three
+    times cheaper than reading os.environ), or None when that mapping holds
+    anything but bytes (then no key's __eq__ or __hash__ is ever called).
+    Read only once os's namespace and os.environ's are known intact."""
+    data = vars(os.environ).get("_data")
+    if type(data) is not dict:  # not CPython's os.environ: read it decoded
+        env = dict(os.environ)
+        for key in _JOB_VARS:
+            env.pop(key.decode(), None)
+        return env
+    if not all(map(_is, map(type, data), _repeat(bytes))) or \
+            not all(map(_is, map(type, data.values()), _repeat(bytes))):
+        return None
+    env = dict(data)
+    for key in _JOB_VARS:
+        env.pop(key, None)
     return env
 
 
@@ -1694,7 +1751,8 @@ class Zygote:
         self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         if self.cfg.isolation == "reuse":
-            self.runner.namespaces = _Namespaces(self.runner.builtins)  # after anything that imports
+            # After anything that imports.
+            self.runner.namespaces = _Namespaces(self.runner.builtins, sandbox.peek())
         t3 = time.monotonic()
         # The prelude's objects never change again: move them out of the
         # collector's reach so that children do not copy-on-write their pages.
