@@ -7,9 +7,13 @@ fitrun: the check alone, in a forked child (it closes every descriptor
 above its socket's, fd 6, which here is the pipe the figures come back on).
 
     /usr/bin/python3 bench/reuse_check.py --prelude DIR/prelude.py [--loops 300]
+                                          [--sandbox-lib build/lib/libfitrun_sandbox.so | none]
 
-Prints the interpreter's version, how many namespaces, names, classes and
-modules the check covers, and three timings (µs per check).
+The write counters are read as a run reads them: by the sandbox library's
+fr_peek_words (the build's, by default), or with `--sandbox-lib none`
+through one ctypes view per dict, as without the library.
+
+Prints the interpreter's version, how many namespaces, names and modules the check covers, and three timings (µs per check).
 """
 import argparse
 import gc
@@ -22,12 +26,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "launcher", "runtime", "python"))
 import fitrun_runtime as fr  # noqa: E402
 
 
-def measure(loops, prelude_globals):
-    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins(prelude_globals)))
+def measure(loops, prelude_globals, lib):
+    import ctypes
+    peek = fr._peek_words(ctypes.CDLL(lib)) if lib != "none" else None
+    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins(prelude_globals), peek))
     gc.freeze()
     lines = [f"python {sys.version.split()[0]}: namespaces {len(base.ns.spaces)}, names {len(base.ns.keys)}, "
-             f"classes {len(base.ns.classes)}, modules {len(base.ns.module_list)}, "
-             f"data compared by content {len(base.ns.data)}"]
+             f"modules {len(base.ns.module_list)}, "
+             f"data compared by content {len(base.ns.data)}, counters read by "
+             f"{'fr_peek_words' if peek else 'ctypes views'}"]
     for _ in range(3):
         t = time.perf_counter()
         for _ in range(loops):
@@ -40,6 +47,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prelude", required=True, help="the profile's prelude")
     ap.add_argument("--loops", type=int, default=300)
+    ap.add_argument("--sandbox-lib", default=os.path.join(HERE, "..", "build", "lib", "libfitrun_sandbox.so"),
+                    help="the library whose fr_peek_words reads the counters, or none")
     a = ap.parse_args()
     g = fr.load_prelude(os.path.abspath(a.prelude))  # as the zygote loads it
     gc.collect()
@@ -52,7 +61,7 @@ def main():
         for fd in range(fr.REUSE_CHAN_FD):
             os.dup2(null, fd)
         try:
-            text = measure(a.loops, g)
+            text = measure(a.loops, g, a.sandbox_lib)
         except BaseException as e:
             text = f"failed: {type(e).__name__}: {e}\n"
         os.write(fr.REUSE_CHAN_FD, text.encode())

@@ -189,10 +189,13 @@ check_poison() {
     poison_jobs klass $'import collections\ncollections.Counter.most_common = lambda self, n=None: [(5, 5)]\ndef transform(g):\n    return g\n'
     check_poison klass '^"poisoned: class collections.Counter was changed \(most_common replaced\)"$'
     poison_jobs bases $'import collections\nclass Evil:\n    def most_common(self, n=None):\n        return [(5, 5)]\ncollections.Counter.__bases__ = (Evil, dict)\ndef transform(g):\n    return g\n'
-    # Swapped bases: found (every run here), or the process ended first (seen
-    # once on a heavily loaded machine; the cause was not established):
-    # replaced either way.
-    check_poison bases '^"(poisoned: (a class.s bases were changed|class collections.Counter was changed)|ended: )'
+    # Swapped bases: assigning __bases__ is an audited type attribute write,
+    # which the tripwire reports; or the process ended first (seen once on a
+    # heavily loaded machine; the cause was not established): replaced
+    # either way.
+    check_poison bases '^"(poisoned: it used object.__setattr__|ended: )'
+    poison_jobs bases2 $'import collections\nclass Evil:\n    def most_common(self, n=None):\n        return [(5, 5)]\ntype.__dict__["__bases__"].__set__(collections.Counter, (Evil, dict))\ndef transform(g):\n    return g\n'
+    check_poison bases2 '^"(poisoned: it used object.__setattr__|ended: )'
     poison_jobs encoder $'import json\njson._default_encoder.indent = 4\ndef transform(g):\n    return g\n'
     check_poison encoder '^"poisoned: object json._default_encoder was changed \(indent replaced\)"$'
 }

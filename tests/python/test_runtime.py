@@ -655,6 +655,21 @@ class ReuseCheck(unittest.TestCase):
                     str(fr.ReusedProcess(os.getpid(), -1, None, -1).status()[2])]
         self.assertEqual(_in_reused_shape(scenario), ["[1024, 2048, 3]", "0", "0", "1"])
 
+    def test_only_data_that_can_change_in_place_is_compared(self):
+        # Tuples and frozensets of atoms cannot change: left out. A tuple
+        # that holds a list, and every mutable container, are compared.
+        def scenario(fr, base):
+            import types
+            mod = types.ModuleType("user_mod")
+            values = {"UP": (-1, 0), "NESTED": ((1, "a"), frozenset({2.5, None, b"x"})), "HOLDS_LIST": ([1], 2),
+                      "GRID": [[1]], "FLAGS": {1}}
+            vars(mod).update(values)
+            data = fr._user_data([("user_mod", mod)])
+            values["HOLDS_LIST"][0].append(2)
+            return [" ".join(sorted(name.split(".", 1)[1] for name, _, _ in data)),
+                    " ".join(sorted(name.split(".", 1)[1] for name, v, snap in data if not fr._same_data(v, snap)))]
+        self.assertEqual(_in_reused_shape(scenario), ["FLAGS GRID HOLDS_LIST", "HOLDS_LIST"])
+
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).
         def scenario(fr, base):
