@@ -15,7 +15,9 @@ would do with no dispatch, no isolation and perfect scaling. No runner
 passes it while W is at most the cores; the table shows it as a row.
 
 --baseline FITRUN adds the runner fitrun-base: another fitrun binary (a
-build of main, say), run interleaved with the others, for before/after.
+build of main, say), run interleaved with the others, for before/after;
+the runner fitrun-base-reuse (named in --runners) runs it with
+`runtime.isolation=reuse`.
 
 The corpus is a bench/arc_dsl_corpus.py directory (jobs.jsonl, profile.ini,
 prelude.py; made with --copy-dsl it carries the DSL too and runs anywhere),
@@ -52,7 +54,7 @@ sys.path.insert(0, HERE)
 import arc_compare  # noqa: E402
 import python_common as pc  # noqa: E402
 
-RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "joblib", "pool", "sequential")
+RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "fitrun-base-reuse", "joblib", "pool", "sequential")
 DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool", "sequential")
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -121,12 +123,12 @@ def measure(argv, perf=None, stderr_path=None):
 
 def runner_argv(name, a, workers, out):
     if name.startswith("fitrun"):
-        binary = a.baseline if name == "fitrun-base" else a.fitrun
+        binary = a.baseline if name.startswith("fitrun-base") else a.fitrun
         argv = [binary, "run", "--profile", a.profile, "--jobs", a.jobs, "--out", out,
                 "--workers", str(workers), "--progress", "none", "--quiet"]
         if a.python != a.profile_interpreter:
             argv += ["--set", f"runtime.interpreter={a.python}"]
-        if name == "fitrun-reuse":
+        if name.endswith("-reuse"):
             argv += ["--set", "runtime.isolation=reuse"]
         return argv
     # sequential: one process whatever the worker count; its rate × W is
@@ -322,7 +324,7 @@ def report(out_dir):
     for note in meta.get("notes", []):
         lines += ["", f"Note: {note}"]
     lines += ["", "Projection (from the largest worker count measured):", ""]
-    for name in ("fitrun", "fitrun-base", "fitrun-reuse"):
+    for name in ("fitrun", "fitrun-base", "fitrun-reuse", "fitrun-base-reuse"):
         top = max((w for w in workers if (w, name) in rows), default=None)
         if top is None:
             continue
@@ -431,8 +433,8 @@ def cmd_run(a):
         [w for w in (1, 2, 4, 8, 16) if w <= usable]
     a.baseline = os.path.abspath(a.baseline) if a.baseline else None
     runners = (a.runners or ",".join(DEFAULT_RUNNERS + (("fitrun-base",) if a.baseline else ()))).split(",")
-    if "fitrun-base" in runners and not a.baseline:
-        sys.exit("scale: the fitrun-base runner needs --baseline FITRUN")
+    if any(r.startswith("fitrun-base") for r in runners) and not a.baseline:
+        sys.exit("scale: the fitrun-base runners need --baseline FITRUN")
     for r in runners:
         if r not in RUNNERS:
             sys.exit(f"scale: unknown runner '{r}' (known: {', '.join(RUNNERS)})")

@@ -141,11 +141,13 @@ struct fr_cgroup_usage {
     const char *oom_file; /* where oom_kills was read (for messages); "" = nowhere */
 };
 
-/* Once the runtime has started, when it measures the CPU time of every
- * process a job can have (the python runtime where predictions cannot
- * create processes: one process per job, its own CPU clock): the slots'
- * CPU counters are no longer read, and fr_cgroup_usage.has_cpu is false. */
-void fr_cgroup_tree_drop_cpu(struct fr_cgroup_tree *t);
+/* Once the runtime has started, when no job can create a process (the
+ * python runtime where predictions cannot: one process per job, whose CPU
+ * clock the runtime reads itself): the slots' CPU counters are no longer
+ * read (fr_cgroup_usage.has_cpu is false), nor their pids.max allowance
+ * written (it limits forks in the cgroup, and none happens; a process
+ * joining is never refused). pids.current still says when a slot is empty. */
+void fr_cgroup_tree_contained(struct fr_cgroup_tree *t);
 
 /* Before a job starts in slot: its counters' baselines, the peak reset. */
 void fr_cgroup_slot_begin(struct fr_cgroup_tree *t, int slot);

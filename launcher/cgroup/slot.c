@@ -16,7 +16,8 @@
  *          The OOM count only where it can change the verdict (a job that
  *          exited 0 had none that matters: FR_CG_END_NO_OOM) or is the next
  *          baseline; the CPU counter not at all where the runtime measures
- *          every process of a job itself (fr_cgroup_tree_drop_cpu). Each is
+ *          every process of a job itself, nor pids.max where no job can
+ *          fork (fr_cgroup_tree_contained). Each is
  *          a pread(2) of a cgroup file, 0.7-1.4 us of the launcher's CPU here.
  *
  * The counters end read are the next job's baselines when nothing can
@@ -144,7 +145,7 @@ void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot)
         (void)cg_fd_write(s->kill, "1");
 }
 
-void fr_cgroup_tree_drop_cpu(struct fr_cgroup_tree *t)
+void fr_cgroup_tree_contained(struct fr_cgroup_tree *t)
 {
     for (int i = 0; t && i < t->nslots; i++) {
         struct cg_slot *s = &t->slots[i];
@@ -152,6 +153,11 @@ void fr_cgroup_tree_drop_cpu(struct fr_cgroup_tree *t)
             close(s->cpu);
         s->cpu = -1;
         s->cpu0_ok = false;
+        /* pids.max limits forks inside the cgroup, and no job forks; a
+         * process that joins it is never refused. Its value stays. */
+        if (s->pids_max >= 0)
+            close(s->pids_max);
+        s->pids_max = -1;
     }
 }
 

@@ -161,9 +161,10 @@ int fr_pool_run(const struct fr_pool_opts *o)
         char note[512];
         fr_cgroup_tree_settle(o->cgroups, note, sizeof note);
         /* One process per job, whose CPU the runtime measures itself
-         * (results.c takes the larger figure): the counter adds nothing. */
+         * (results.c takes the larger figure), and no fork: the CPU
+         * counter and the pids allowance add nothing. */
         if (h.rt.contained)
-            fr_cgroup_tree_drop_cpu(o->cgroups);
+            fr_cgroup_tree_contained(o->cgroups);
         if (note[0])
             fr_info("%s", note);
         pool_ready(&h);

@@ -309,20 +309,36 @@ static void test_no_oom_count_when_it_cannot_matter(void **state)
     assert_true(e.oom_kills >= 1);
 }
 
-/* The runtime measures every process's CPU itself: the counter is read
- * no more, and an empty slot still carries its other baselines over.
- * Last: the tree keeps no CPU counter afterwards. */
-static void test_drop_cpu(void **state)
+/* No job can fork and the runtime measures every process's CPU itself:
+ * the counter is read no more, pids.max is no longer written (a leftover
+ * zombie leaves it as it was), and an empty slot still carries its other
+ * baselines over. Last: the tree keeps no CPU counter afterwards. */
+static void test_contained(void **state)
 {
     (void)state;
     need(CPU | PIDS);
-    fr_cgroup_tree_drop_cpu(tree);
+    bool had_max = tree->slots[0].pids_max >= 0;
+    fr_cgroup_tree_contained(tree);
     struct fr_cgroup_usage a = job(BURN, true, NULL);
     assert_false(a.has_cpu);
     assert_int_equal(a.cpu_us, 0);
     assert_int_equal(tree->slots[0].cpu, -1);
+    assert_int_equal(tree->slots[0].pids_max, -1);
     assert_true(tree->slots[0].idle);
-    fr_cgroup_tree_drop_cpu(tree); /* twice: nothing left to close */
+    if (had_max) {
+        uint64_t before = pids_max();
+        struct fr_cgroup_usage u;
+        fr_cgroup_slot_begin(tree, 0);
+        pid_t zombie = child(NOTHING, NULL);
+        siginfo_t si;
+        assert_int_equal(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+        fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
+        fr_cgroup_slot_begin(tree, 0); /* not idle: a zombie is left */
+        assert_int_equal(pids_max(), before);
+        assert_int_equal(reap(zombie), 0);
+        fr_cgroup_slot_end(tree, 0, FR_CG_END_IDLE, &u);
+    }
+    fr_cgroup_tree_contained(tree); /* twice: nothing left to close */
     assert_false(job(NOTHING, true, NULL).has_cpu);
 }
 
@@ -335,7 +351,7 @@ int main(void)
         cmocka_unit_test(test_pids_allowance_follows_leftovers),
         cmocka_unit_test(test_oom_kill_is_its_jobs),
         cmocka_unit_test(test_no_oom_count_when_it_cannot_matter),
-        cmocka_unit_test(test_drop_cpu), /* last */
+        cmocka_unit_test(test_contained), /* last */
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
