@@ -13,7 +13,8 @@ The write counters are read as a run reads them: by the sandbox library's
 fr_peek_words (the build's, by default), or with `--sandbox-lib none`
 through one ctypes view per dict, as without the library.
 
-Prints the interpreter's version, how many namespaces, names and modules the check covers, and three timings (µs per check).
+Prints the interpreter's version, how many namespaces, names and modules
+the check covers, and three timings (µs per check).
 """
 import argparse
 import gc

@@ -1241,12 +1241,13 @@ class _DictVersions:
     taken before any prediction runs: by fitrun's sandbox library in one
     call, or through one ctypes view per dict (neither is audited; a
     prediction that writes raw memory can forge it, like anything else in
-    its process: docs/python-runtime.md, "Raw memory"). Used only where a self-test on this very
-    interpreter shows every kind of write to every kind of namespace
-    moving it (`kinds` says which kinds of namespace: CPython 3.13 keeps
-    an instance's attributes beside its dict and writes them without
-    moving it; an interpreter without the counter passes none); the dicts
-    are kept alive by the caller, so no view outlives its dict."""
+    its process: docs/python-runtime.md, "Raw memory"). Used only where a
+    self-test on this very interpreter shows every kind of write to every
+    kind of namespace moving it (`kinds` says which kinds of namespace:
+    CPython 3.13 keeps an instance's attributes beside its dict and writes
+    them without moving it; an interpreter without the counter passes
+    none); the dicts are kept alive by the caller, so no address outlives
+    its dict."""
 
     # After the object header (ob_refcnt, ob_type) and ma_used.
     OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)
