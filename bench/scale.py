@@ -353,8 +353,9 @@ def plot(rows, workers, runners, path, m):
         if not ws:
             continue
         if name == "sequential":  # drawn as the in-process bound, rate × workers
-            ax1.plot(ws, [rows[(w, name)]["rate"] * w for w in ws], linestyle="--", color="grey",
-                     label="in-process bound (sequential × W)")
+            # A marker too: with one worker count there is no line to see.
+            ax1.plot(ws, [rows[(w, name)]["rate"] * w for w in ws], linestyle="--", marker="_", markersize=14,
+                     color="grey", label="in-process bound (sequential × W)")
             continue
         rates = [rows[(w, name)]["rate"] for w in ws]
         err = [[rows[(w, name)]["rate"] - rows[(w, name)]["min"] for w in ws],
