@@ -567,6 +567,8 @@ POISONS = {
     "builtins": lambda: vars(__import__("builtins")).__setitem__("len", None),
     "sys.modules entry": lambda: __import__("sys").modules.__setitem__("json", __import__("types").ModuleType("json")),
     "a finalizer run by the drop": lambda: __import__("sys").modules.__setitem__("fitrun_dropped", _Dropped()),
+    "environment variable": lambda: __import__("os").environ.__setitem__("POISON", "1"),
+    "environment, not as bytes": lambda: __import__("os").environ._data.__setitem__(1, 2),
 }
 
 
