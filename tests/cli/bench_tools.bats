@@ -78,7 +78,7 @@ teardown() {
     echo "$output"; echo "$stderr"
     [ "$status" -eq 0 ]
     [[ "$output" =~ ^14\ predictions,\ 1[0-3]\ with\ the\ figures ]]
-    for part in wait pipes run report check gc namespaces restore ns_tags ns_compare ns_classes ns_data; do
+    for part in wait pipes run report check gc namespaces restore ns_tags ns_compare ns_data; do
         grep -qE "^$part +[0-9]+ +[0-9]+$" <<<"$output"
     done
 }
