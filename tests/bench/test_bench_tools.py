@@ -245,5 +245,20 @@ class Projection(unittest.TestCase):
         self.assertIn("one launcher suffices", " ".join(scale.projection(30, 100, 256)))
 
 
+class Runners(unittest.TestCase):
+    def test_each_fitrun_runner_runs_its_binary_with_its_isolation(self):
+        import argparse
+        a = argparse.Namespace(fitrun="/new/fitrun", baseline="/base/fitrun", profile="p.ini", jobs="j.jsonl",
+                               python="/usr/bin/python3", profile_interpreter="/usr/bin/python3")
+        for name, binary, reuse in (("fitrun", "/new/fitrun", False), ("fitrun-reuse", "/new/fitrun", True),
+                                    ("fitrun-base", "/base/fitrun", False),
+                                    ("fitrun-base-reuse", "/base/fitrun", True)):
+            with self.subTest(name):
+                argv = scale.runner_argv(name, a, 2, "out.jsonl")
+                self.assertEqual(argv[0], binary)
+                self.assertEqual("runtime.isolation=reuse" in argv, reuse)
+                self.assertEqual(argv[argv.index("--workers") + 1], "2")
+
+
 if __name__ == "__main__":
     unittest.main()
