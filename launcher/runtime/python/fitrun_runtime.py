@@ -1005,6 +1005,7 @@ class _Namespaces:
         self.versions = _DictVersions([self.real[i] for i in self.counted] + [sys.modules],
                                       self.peek) if counted else None
         self.loose = [d for k, d in by_kind if k not in kinds] if counted else []
+        self.loose_at = [i for i, (k, _) in enumerate(by_kind) if k not in kinds] if counted else []
         self._take_loose()
         self.user_modules = list(_user_modules(self.module_list))
         self.data = _user_data(self.user_modules)
@@ -1017,7 +1018,10 @@ class _Namespaces:
         now, and so is the user's data. Everything is taken again where
         there are no write counters, when sys.modules moved, or when a
         module's namespace written since names a class or an object whose
-        namespace is not among these."""
+        namespace is not among these. The namespaces without counters
+        (instances' on 3.13) are taken again in any case: the walk after a
+        moved counter compares them too, and a fork may have written them
+        (threading's main thread gets its new ident)."""
         versions = self.versions
         if versions is None:
             return self._take()
@@ -1033,7 +1037,7 @@ class _Namespaces:
                 if _held_namespace(v)[1] is not None and id(v) not in self.owners:
                     return self._take()
         starts = list(_accumulate(self.sizes, initial=0))  # where each namespace's entries begin
-        for j in reversed(moved):  # from the last: the earlier ones' places stay put
+        for j in sorted(set(moved) | set(self.loose_at), reverse=True):  # from the last: earlier places stay put
             a, b = starts[j], starts[j] + self.sizes[j]
             self.keys[a:b] = list(self.spaces[j])
             self.values[a:b] = list(dict.values(self.real[j]))
