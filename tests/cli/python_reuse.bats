@@ -180,6 +180,32 @@ check_poison() {
     done
 }
 
+@test "python reuse: stdlib caches (a finder in sys.path_importer_cache, re's compiled patterns) are beyond the check: the documented limit" {
+    # docs/python-runtime.md, "Mutable contents outside the user's data":
+    # the contents of the stdlib's caches and registries are not compared.
+    # A later prediction's import and re.match then see what an earlier one
+    # planted; fork isolation does not. If this test fails, reuse has
+    # become stronger than its documentation says: update both.
+    local finder=$'import sys, importlib.util\nclass Loader:\n    def create_module(self, spec):\n        return None\n    def exec_module(self, module):\n        module.rgb_to_hsv = lambda *a: (42,)\nclass Finder:\n    def __init__(self, real):\n        self.real = real\n    def find_spec(self, name, target=None):\n        if name == "colorsys":\n            return importlib.util.spec_from_loader(name, Loader())\n        return self.real.find_spec(name, target)\n    def invalidate_caches(self):\n        pass\nfor p, f in list(sys.path_importer_cache.items()):\n    if f is not None and hasattr(f, "find_spec"):\n        sys.path_importer_cache[p] = Finder(f)\ndef transform(g):\n    return g\n'
+    local recache=$'import re\nre._cache[(str, "a+", 0)] = re.compile("b")\ndef transform(g):\n    return g\n'
+    local honest=$'import colorsys, re\ndef transform(g):\n    return [colorsys.rgb_to_hsv(0.2, 0.4, 0.4)[0], bool(re.match("a+", "aaa"))]\n'
+    {
+        job before "$honest"
+        job finder "$finder"
+        job recache "$recache"
+        job after "$honest"
+    } > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/reuse.jsonl"
+    [ "$status" -eq 0 ]
+    run_with "$D/fork.ini" "$D/fork.jsonl"
+    [ "$status" -eq 0 ]
+    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = \
+      '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[0.5,true]],null]]' ]
+    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
+      '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[42,false]],null]]' ] ||
+        { cat "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: a value that claims to equal the original is still a change" {
     poison_jobs eq $'import fitrun_prelude\nclass Liar:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\n    def __call__(self, x):\n        return 0\nfitrun_prelude.helper = Liar()\ndef transform(g):\n    return g\n'
     check_poison eq 'poisoned: module fitrun_prelude was changed \(helper replaced\)'
