@@ -62,6 +62,28 @@ teardown() {
     [ "$(wc -l < "$D/scale/scale.jsonl")" -ge 2 ]
 }
 
+@test "device_pack: a pack that runs scale.sh with only its own libraries, the corpus's profile passing LD_LIBRARY_PATH" {
+    local build=${FITRUN_BUILD:-$(dirname "$FITRUN")}
+    run "$SRC/bench/device_pack.sh" --corpus "$MINI" --build "$build" --out "$D/pack" --jobs 6
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ -x "$D/pack/fitrun" ] && [ -f "$D/pack/share/fitrun/python/fitrun_runtime.py" ]
+    for l in libfitrun_sandbox.so libseccomp.so.2 libcap.so.2; do [ -f "$D/pack/lib/$l" ]; done
+    [ "$(wc -l < "$D/pack/corpus/jobs.jsonl")" -eq 6 ]
+    [ "$(sed -n '/^\[sandbox\]$/{n;p}' "$D/pack/corpus/profile.ini")" = "pass_env = LD_LIBRARY_PATH" ]
+    # its libraries resolve from the pack
+    [ "$(LD_LIBRARY_PATH=$D/pack/lib ldd "$D/pack/lib/libfitrun_sandbox.so" | awk '$1 == "libseccomp.so.2" {print $3}')" = "$D/pack/lib/libseccomp.so.2" ]
+    cd "$SRC"
+    PATH=/usr/bin:$PATH OUT=$D run --separate-stderr "$D/pack/scale.sh" --workers 1 --rounds 1 \
+        --runners fitrun-reuse --perf off --no-warmup
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    grep -qE '^\| 1 \| fitrun-reuse \| [0-9]+ ' "$D/scale/scale.md"
+    run "$SRC/bench/device_pack.sh" --corpus "$D/nowhere" --build "$build" --out "$D/pack2"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"$D/nowhere/jobs.jsonl: not found"* ]]
+}
+
 @test "fork_floor: the fault cost, and trivial predictions through fitrun with fork and reuse" {
     run --separate-stderr /usr/bin/python3 "$SRC/bench/fork_floor.py" --heap-mib 4 --reps 5 \
         --fitrun "$FITRUN" --profile "$MINI/profile.ini" --n 20 --rounds 1
