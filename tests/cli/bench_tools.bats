@@ -94,6 +94,20 @@ teardown() {
     grep -qE '^\| reuse \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' <<<"$output"
 }
 
+@test "fork_handlers: each case prints its time and faults; an unknown one is refused" {
+    local m
+    for m in bare threading; do
+        run /usr/bin/python3 "$SRC/bench/fork_handlers.py" "$m"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ ^$m\ +fork\ -\>\ first\ line\ +[0-9]+\ µs,\ +[0-9]+\ page\ faults\ \(median\ of\ 60\)\;\ loaded:\  ]]
+    done
+    [[ "$output" == *"loaded: threading" ]]
+    run /usr/bin/python3 "$SRC/bench/fork_handlers.py" nope
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"usage: fork_handlers.py {bare,threading,random,numpy}"* ]]
+}
+
 @test "reuse_gap: its timers still find their places in the runtime, and every part is measured" {
     run --separate-stderr /usr/bin/python3 "$SRC/bench/reuse_gap.py" --fitrun "$FITRUN" \
         --profile "$MINI/profile.ini" --jobs "$MINI/jobs.jsonl" --workers 1
