@@ -54,6 +54,18 @@ poison_jobs() {
     } > "$D/jobs.jsonl"
 }
 
+# fork_and_reuse FORK REUSE: run $D/jobs.jsonl under fork and under reuse
+# isolation; each run's [id, status, outputs, worker_replaced] list is the
+# one given (a documented limit: what reuse lets through and fork does not).
+fork_and_reuse() {
+    run_with "$D/p.ini" "$D/reuse.jsonl"
+    [ "$status" -eq 0 ]
+    run_with "$D/fork.ini" "$D/fork.jsonl"
+    [ "$status" -eq 0 ]
+    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = "$1" ] || { cat "$D/fork.jsonl"; false; }
+    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = "$2" ] || { cat "$D/reuse.jsonl"; false; }
+}
+
 # check_poison NAME REASON_REGEX: the honest results under reuse equal the
 # fork ones, and NAME's process was replaced for REASON_REGEX.
 check_poison() {
@@ -168,15 +180,8 @@ check_poison() {
             job "$write" "$code"
             job "after-$write" $'def transform(g):\n    return helper(1)\n'
         } > "$D/jobs.jsonl"
-        run_with "$D/p.ini" "$D/reuse.jsonl"
-        [ "$status" -eq 0 ]
-        run_with "$D/fork.ini" "$D/fork.jsonl"
-        [ "$status" -eq 0 ]
-        [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = \
-          "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[2],null]]" ]
-        [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
-          "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[42],null]]" ] ||
-            { cat "$D/reuse.jsonl"; false; }
+        fork_and_reuse "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[2],null]]" \
+            "[[\"before-$write\",\"ok\",[2],null],[\"$write\",\"ok\",[[[1]]],null],[\"after-$write\",\"ok\",[42],null]]"
     done
 }
 
@@ -195,15 +200,8 @@ check_poison() {
         job recache "$recache"
         job after "$honest"
     } > "$D/jobs.jsonl"
-    run_with "$D/p.ini" "$D/reuse.jsonl"
-    [ "$status" -eq 0 ]
-    run_with "$D/fork.ini" "$D/fork.jsonl"
-    [ "$status" -eq 0 ]
-    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = \
-      '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[0.5,true]],null]]' ]
-    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
-      '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[42,false]],null]]' ] ||
-        { cat "$D/reuse.jsonl"; false; }
+    fork_and_reuse '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[0.5,true]],null]]' \
+        '[["before","ok",[[0.5,true]],null],["finder","ok",[[[1]]],null],["recache","ok",[[[1]]],null],["after","ok",[[42,false]],null]]'
 }
 
 @test "python reuse: a value that claims to equal the original is still a change" {
