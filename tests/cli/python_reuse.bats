@@ -54,14 +54,20 @@ poison_jobs() {
     } > "$D/jobs.jsonl"
 }
 
-# fork_and_reuse FORK REUSE: run $D/jobs.jsonl under fork and under reuse
-# isolation; each run's [id, status, outputs, worker_replaced] list is the
-# one given (a documented limit: what reuse lets through and fork does not).
-fork_and_reuse() {
+# run_both: run $D/jobs.jsonl under reuse ($D/reuse.jsonl) and under fork
+# isolation ($D/fork.jsonl); both runs succeed.
+run_both() {
     run_with "$D/p.ini" "$D/reuse.jsonl"
     [ "$status" -eq 0 ]
     run_with "$D/fork.ini" "$D/fork.jsonl"
     [ "$status" -eq 0 ]
+}
+
+# fork_and_reuse FORK REUSE: run $D/jobs.jsonl under fork and under reuse
+# isolation; each run's [id, status, outputs, worker_replaced] list is the
+# one given (a documented limit: what reuse lets through and fork does not).
+fork_and_reuse() {
+    run_both
     [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/fork.jsonl")" = "$1" ] || { cat "$D/fork.jsonl"; false; }
     [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = "$2" ] || { cat "$D/reuse.jsonl"; false; }
 }
@@ -70,10 +76,7 @@ fork_and_reuse() {
 # fork ones, and NAME's process was replaced for REASON_REGEX.
 check_poison() {
     local name=$1 want=$2
-    run_with "$D/p.ini" "$D/reuse.jsonl"
-    [ "$status" -eq 0 ]
-    run_with "$D/fork.ini" "$D/fork.jsonl"
-    [ "$status" -eq 0 ]
+    run_both
     local id
     for id in "before-$name" "after-$name" "after2-$name"; do
         [ "$(r "$D/reuse.jsonl" "$id" '[.status, .outputs]')" = "$(r "$D/fork.jsonl" "$id" '[.status, .outputs]')" ]
@@ -98,10 +101,7 @@ check_poison() {
         job pid $'import os\ndef transform(g):\n    print(os.getpid())\n    return g\n'
         job pid2 $'import os\ndef transform(g):\n    print(os.getpid())\n    return g\n'
     } > "$D/jobs.jsonl"
-    run_with "$D/p.ini" "$D/reuse.jsonl"
-    [ "$status" -eq 0 ]
-    run_with "$D/fork.ini" "$D/fork.jsonl"
-    [ "$status" -eq 0 ]
+    run_both
     for i in 1 2 3 4; do
         [ "$(r "$D/reuse.jsonl" "h$i" '[.status, .outputs]')" = "$(r "$D/fork.jsonl" "h$i" '[.status, .outputs]')" ]
     done
@@ -264,10 +264,7 @@ check_poison() {
         job after-timer $'import time, numpy\ndef transform(g):\n    time.sleep(0.5)\n    return [str(numpy.float64(1) / numpy.float64(0))]\n'
     } > "$D/jobs2.jsonl"
     mv "$D/jobs2.jsonl" "$D/jobs.jsonl"
-    run_with "$D/p.ini" "$D/reuse.jsonl"
-    [ "$status" -eq 0 ]
-    run_with "$D/fork.ini" "$D/fork.jsonl"
-    [ "$status" -eq 0 ]
+    run_both
     for id in before-restored after-restored after2-restored after-timer; do
         [ "$(r "$D/reuse.jsonl" $id '[.status, .outputs]')" = "$(r "$D/fork.jsonl" $id '[.status, .outputs]')" ]
     done
