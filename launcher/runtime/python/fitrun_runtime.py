@@ -1004,8 +1004,8 @@ class _Namespaces:
         self.counted = [i for i, (k, _) in enumerate(by_kind) if k in kinds]  # which namespace each counter is
         self.versions = _DictVersions([self.real[i] for i in self.counted] + [sys.modules],
                                       self.peek) if counted else None
-        self.loose = [d for k, d in by_kind if k not in kinds] if counted else []
         self.loose_at = [i for i, (k, _) in enumerate(by_kind) if k not in kinds] if counted else []
+        self.loose = [self.real[i] for i in self.loose_at]
         self._take_loose()
         self.user_modules = list(_user_modules(self.module_list))
         self.data = _user_data(self.user_modules)
