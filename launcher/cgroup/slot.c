@@ -17,8 +17,8 @@
  *          exited 0 had none that matters: FR_CG_END_NO_OOM) or is the next
  *          baseline; the CPU counter not at all where the runtime measures
  *          every process of a job itself, nor pids.max where no job can
- *          fork (fr_cgroup_tree_contained). Each is
- *          a pread(2) of a cgroup file, 0.7-1.4 us of the launcher's CPU here.
+ *          fork (fr_cgroup_tree_contained). Each is a pread(2) of a
+ *          cgroup file, 0.7-1.4 us of the launcher's CPU here.
  *
  * The counters end read are the next job's baselines when nothing can
  * count in between: the caller says no process joins the slot's cgroups
