@@ -291,7 +291,10 @@ busy_workers() {
     for i in $(seq 1000); do
         kill -0 "$fr" 2>/dev/null || break
         z=$(this_zygote)
-        if [ -n "$z" ] && [ -n "$(pgrep -P "$z")" ]; then kill -KILL "$z" && killed=$((killed + 1)); fi
+        # Only once it is ready: both workers are its children. (Before, its
+        # one child may be the sandbox self-test's, and an interpreter
+        # killed while it starts again stops the run at once.)
+        if [ -n "$z" ] && [ "$(pgrep -c -P "$z")" -ge 2 ]; then kill -KILL "$z" && killed=$((killed + 1)); fi
         sleep 0.05
     done
     run wait "$fr"
