@@ -282,6 +282,42 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" after-rlimit .status)" = '"ok"' ]
 }
 
+@test "python reuse: settings kept in C and output left in buffers do not reach the next prediction" {
+    # Each of these once reached the next prediction in the same process:
+    # the C locale, the collector's debug output, the signal wakeup
+    # descriptor, faulthandler, dlopen flags, the coroutine origin depth,
+    # asyncgen hooks, a finalizer's print. They are put back; the process
+    # runs on.
+    local reader=$'import locale, gc, signal, faulthandler, sys, os\ndef transform(g):\n    gc.collect()\n    print("reader")\n    return [locale.setlocale(locale.LC_NUMERIC), gc.get_debug(), signal.set_wakeup_fd(-1), faulthandler.is_enabled(), sys.getdlopenflags(), sys.get_coroutine_origin_tracking_depth(), sys.get_asyncgen_hooks().firstiter is None, len(os.read(0, 1))]\n'
+    {
+        job settings $'import locale, gc, signal, faulthandler, sys, os\nclass Noisy:\n    def __del__(self):\n        print("a finalizer of the previous prediction")\ndef transform(g):\n    locale.setlocale(locale.LC_NUMERIC, "C.UTF-8")\n    gc.set_debug(gc.DEBUG_STATS)\n    os.set_blocking(1, False)\n    signal.set_wakeup_fd(1)\n    faulthandler.enable()\n    sys.setdlopenflags(258)\n    sys.set_coroutine_origin_tracking_depth(5)\n    sys.set_asyncgen_hooks(firstiter=print)\n    n = Noisy()\n    n.cycle = n\n    return 0\n'
+        job reader "$reader"
+        job closer $'import sys\ndef transform(g):\n    sys.stdout.close()\n    return 0\n'
+        job reader2 "$reader"
+    } > "$D/jobs.jsonl"
+    run_both
+    local id
+    for id in settings reader closer reader2; do
+        [ "$(r "$D/reuse.jsonl" $id '[.status, .outputs, .stdout, .stderr]')" = "$(r "$D/fork.jsonl" $id '[.status, .outputs, .stdout, .stderr]')" ] || { cat "$D/reuse.jsonl"; false; }
+    done
+    [ "$(r "$D/reuse.jsonl" reader '[.status, .outputs, .stdout]')" = '["ok",[["C",0,-1,false,2,0,true,0]],"reader\n"]' ]
+    [ "$(r "$D/reuse.jsonl" settings .worker_replaced)" = null ]
+    # A closed sys.stdout cannot be reopened as it was: the process goes.
+    [ "$(r "$D/reuse.jsonl" closer .worker_replaced)" = '"poisoned: sys.stdout was closed"' ]
+}
+
+@test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {
+    # The C environment is what time.tzset() and every C library read.
+    {
+        job putenv $'import os\ndef transform(g):\n    os.putenv("TZ", "XXX+05")\n    return 0\n'
+        job tz $'import time\ndef transform(g):\n    time.tzset()\n    return time.localtime(0).tm_hour\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .outputs])' "$D/fork.jsonl")" = '[["putenv",[0]],["tz",[0]]]' ]
+    [ "$(jq -sc 'map([.id, .outputs])' "$D/reuse.jsonl")" = '[["putenv",[0]],["tz",[0]]]' ]
+    [ "$(r "$D/reuse.jsonl" putenv .worker_replaced)" = '"poisoned: it used os.putenv"' ]
+}
+
 @test "python reuse: the process's socket to its worker cannot be used to forge or steal a job" {
     # A forged "done" (no nonce) does not end the job: it ends when the
     # real one comes, and the process is replaced after it.
@@ -309,9 +345,11 @@ check_poison() {
     # prediction (status 70, no result of its own), and is replaced.
     [ "$(r "$D/reuse.jsonl" closechan '[.status, .error_type, .worker_replaced]')" = '["crash","NoResult","ended: the prediction'"'"'s process did not survive it"]' ]
     # Its socket is no longer the one the tripwire knows: the gc call is
-    # refused rather than left unreported, and the process ends after it.
+    # refused rather than left unreported. Its "done" goes to /dev/null
+    # (what fd 0 was), the next read there is an end of file, and the
+    # process exits 0 after its report, as a fork child does: replaced.
     [ "$(r "$D/reuse.jsonl" swapchan .stdout)" = '"refused\n"' ]
-    [ "$(r "$D/reuse.jsonl" swapchan '[.status, .worker_replaced]')" = '["crash","ended: the prediction'"'"'s process did not survive it"]' ]
+    [ "$(r "$D/reuse.jsonl" swapchan '[.status, .worker_replaced]')" = '["ok","ended: the prediction'"'"'s process did not survive it"]' ]
 }
 
 @test "python reuse: a prediction that does not end ok or error ends its process; the next one runs fresh" {

@@ -40,10 +40,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 # them before every fork, or each child would print them again as its own.
 os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) if s is not None])
 
-import argparse  # noqa: E402  (after the environment above, on purpose)
+import _locale  # noqa: E402  (after the environment above, on purpose)
+import argparse  # noqa: E402
 import builtins  # noqa: E402
 import ctypes  # noqa: E402
 import errno  # noqa: E402
+import faulthandler  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
@@ -765,7 +767,11 @@ class Worker:
         self.status = status
         self.cgroup_fds = tuple(cgroup_fds)  # each child's slot cgroups (cgroup.procs)
         self.pid = os.getpid()
-        self.null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # Every child's stdin. Open for writing too: a reused process puts
+        # it on its output descriptors between jobs, where what is printed
+        # after a report (a finalizer, the collector's debug output) must
+        # be flushed away, not kept for the next prediction's output.
+        self.null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         self.pipes = None  # the child ends of the worker's own pipes (PIPES), if any
 
     def serve(self):
@@ -908,7 +914,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__",
     "object.__delattr__", "code.__new__", "function.__new__", "sys.addaudithook", "sys.monitoring.register_callback",
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
-    "setopencodehook", "resource.setrlimit", "resource.prlimit"))
+    "setopencodehook", "resource.setrlimit", "resource.prlimit", "os.putenv", "os.unsetenv"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
@@ -932,6 +938,7 @@ def _install_tripwire(chan_fd, allowed):
     (an error's line), set only by code no prediction can reach unseen."""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
     events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
+    job_vars = _JOB_VARS
 
     def hook(event, args):
         if event not in events and not event.startswith(prefixes):
@@ -940,6 +947,8 @@ def _install_tripwire(chan_fd, allowed):
             return
         if event == "resource.prlimit" and args[2] is None:
             return  # reading a limit
+        if event == "os.putenv" and type(args[0]) is bytes and args[0] in job_vars:
+            return  # the runtime's own, before each job (the check leaves them out too); exactly bytes: no __eq__ of a subclass runs here
         if not said[0]:
             try:
                 st = fstat(chan_fd)
@@ -1152,6 +1161,9 @@ class _Baseline:
         self.random = self._random_state()
         self.numpy = self._numpy_state()
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
+        self.c_settings = _CSettings()
+        self.streams = [(name, getattr(sys, name)) for name in ("stdout", "stderr", "__stdout__", "__stderr__")
+                        if getattr(sys, name) is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
 
     @staticmethod
@@ -1222,6 +1234,19 @@ class _Baseline:
             if len(w.filters) != len(self.warnings) or not all(map(_is, w.filters, self.warnings)):
                 w.filters[:] = self.warnings
                 w._filters_mutated()
+        why = self.c_settings.restore()
+        if why:
+            return why
+        # What was printed after the report was written (a finalizer run by
+        # the collection above, the collector's own debug output) goes to
+        # /dev/null now, not into the next prediction's output.
+        for name, stream in self.streams:
+            if stream.closed:
+                return f"poisoned: sys.{name} was closed"
+            try:
+                stream.flush()
+            except BaseException:
+                return f"poisoned: sys.{name} cannot be flushed"
         if self.random is not None:
             self.random[0].seed()  # as in a fork child: random reseeds itself after fork
         if self.numpy is not None:
@@ -1230,6 +1255,58 @@ class _Baseline:
             if np.get_printoptions() != printopts:
                 np.set_printoptions(**printopts)
             np.random.set_state(rng)
+        return ""
+
+
+class _CSettings:
+    """Process-wide settings kept in C that Python code changes without an
+    audit event and that a later prediction would see: the C locale (what
+    `format(x, "n")`, `time.strftime` and `locale` give), the collector's
+    debug flags (DEBUG_STATS prints to the next prediction's stderr), the
+    signal wakeup descriptor (a byte written to whatever the next
+    prediction has on it), faulthandler, dlopen flags, asyncgen hooks and
+    the coroutine origin tracking depth. Taken before any prediction and
+    put back exactly after each one, through functions bound then."""
+
+    def __init__(self):
+        self.setlocale, self.lc_all = _locale.setlocale, _locale.LC_ALL
+        self.locale = self.setlocale(self.lc_all, None)
+        self.gc_get_debug, self.gc_set_debug = gc.get_debug, gc.set_debug
+        self.gc_debug = self.gc_get_debug()
+        self.set_wakeup_fd = signal.set_wakeup_fd
+        self.wakeup_fd = self.set_wakeup_fd(-1)
+        self.set_wakeup_fd(self.wakeup_fd)
+        self.fh_enabled, self.fh_disable = faulthandler.is_enabled, faulthandler.disable
+        self.fh = self.fh_enabled()
+        self.get_dl, self.set_dl = sys.getdlopenflags, sys.setdlopenflags
+        self.dl = self.get_dl()
+        self.get_depth, self.set_depth = sys.get_coroutine_origin_tracking_depth, \
+            sys.set_coroutine_origin_tracking_depth
+        self.depth = self.get_depth()
+        self.get_hooks, self.set_hooks = sys.get_asyncgen_hooks, sys.set_asyncgen_hooks
+        self.hooks = tuple(self.get_hooks())
+
+    def restore(self):
+        """'' once everything is back, or why the process cannot run on."""
+        if self.setlocale(self.lc_all, None) != self.locale:
+            try:
+                self.setlocale(self.lc_all, self.locale)
+            except BaseException:
+                return "poisoned: the C locale was changed"
+        if self.gc_get_debug() != self.gc_debug:
+            self.gc_set_debug(self.gc_debug)
+        self.set_wakeup_fd(self.wakeup_fd)  # one call puts it back: no cheaper to read it first
+        if self.fh_enabled() != self.fh:
+            if self.fh:
+                return "poisoned: faulthandler was disabled"
+            self.fh_disable()
+        if self.get_dl() != self.dl:
+            self.set_dl(self.dl)
+        if self.get_depth() != self.depth:
+            self.set_depth(self.depth)
+        hooks = self.get_hooks()
+        if hooks[0] is not self.hooks[0] or hooks[1] is not self.hooks[1]:
+            self.set_hooks(firstiter=self.hooks[0], finalizer=self.hooks[1])
         return ""
 
 
