@@ -294,16 +294,19 @@ check_poison() {
         job reader "$reader"
         job closer $'import sys\ndef transform(g):\n    sys.stdout.close()\n    return 0\n'
         job reader2 "$reader"
+        job reconfig $'import sys\ndef transform(g):\n    try:\n        sys.stderr.reconfigure(errors="replace", line_buffering=True)\n    except OSError:\n        pass\n    return 0\n'
+        job reader3 "$reader"
     } > "$D/jobs.jsonl"
     run_both
     local id
-    for id in settings reader closer reader2; do
+    for id in settings reader closer reader2 reconfig reader3; do
         [ "$(r "$D/reuse.jsonl" $id '[.status, .outputs, .stdout, .stderr]')" = "$(r "$D/fork.jsonl" $id '[.status, .outputs, .stdout, .stderr]')" ] || { cat "$D/reuse.jsonl"; false; }
     done
     [ "$(r "$D/reuse.jsonl" reader '[.status, .outputs, .stdout]')" = '["ok",[["C",0,-1,false,2,0,true,0]],"reader\n"]' ]
     [ "$(r "$D/reuse.jsonl" settings .worker_replaced)" = null ]
     # A closed sys.stdout cannot be reopened as it was: the process goes.
     [ "$(r "$D/reuse.jsonl" closer .worker_replaced)" = '"poisoned: sys.stdout was closed"' ]
+    [ "$(r "$D/reuse.jsonl" reconfig .worker_replaced)" = '"poisoned: sys.stderr was reconfigured"' ]
 }
 
 @test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {

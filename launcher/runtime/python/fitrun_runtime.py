@@ -48,6 +48,7 @@ import errno  # noqa: E402
 import faulthandler  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import marshal  # noqa: E402
 import re  # noqa: E402
@@ -1162,8 +1163,9 @@ class _Baseline:
         self.numpy = self._numpy_state()
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
-        self.streams = [(name, getattr(sys, name)) for name in ("stdout", "stderr", "__stdout__", "__stderr__")
-                        if getattr(sys, name) is not None]
+        self.streams = [(name, stream, _stream_mode(stream))
+                        for name, stream in ((n, getattr(sys, n)) for n in ("stdout", "stderr", "__stdout__", "__stderr__"))
+                        if stream is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
 
     @staticmethod
@@ -1240,11 +1242,13 @@ class _Baseline:
         # What was printed after the report was written (a finalizer run by
         # the collection above, the collector's own debug output) goes to
         # /dev/null now, not into the next prediction's output.
-        for name, stream in self.streams:
+        for name, stream, mode in self.streams:
             if stream.closed:
                 return f"poisoned: sys.{name} was closed"
             try:
                 stream.flush()
+                if _stream_mode(stream) != mode:
+                    return f"poisoned: sys.{name} was reconfigured"
             except BaseException:
                 return f"poisoned: sys.{name} cannot be flushed"
         if self.random is not None:
@@ -1256,6 +1260,14 @@ class _Baseline:
                 np.set_printoptions(**printopts)
             np.random.set_state(rng)
         return ""
+
+
+def _stream_mode(stream):
+    """What TextIOWrapper.reconfigure() changes of a text stream (strs and
+    bools only); None for a stream of another kind."""
+    if type(stream) is not io.TextIOWrapper:
+        return None
+    return stream.encoding, stream.errors, stream.line_buffering, stream.write_through
 
 
 class _CSettings:
