@@ -466,7 +466,7 @@ def _lay_out_as_reused(fr, w):
     """A reused process's descriptors: /dev/null on 0-5, its socket on 6
     (here w, the pipe the answer goes back on)."""
     os.dup2(w, fr.REUSE_CHAN_FD)
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(os.devnull, os.O_RDWR)  # as the worker opens it
     for fd in range(fr.REUSE_CHAN_FD):
         os.dup2(null, fd)
 
@@ -633,6 +633,53 @@ class ReuseCheck(unittest.TestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
             return ["end"]
         self.assertEqual(_in_reused_shape(scenario), ["|read|Tresource.setrlimitend"])
+
+    def test_putenv_trips_the_tripwire_but_the_jobs_own_variables_do_not(self):
+        # os.environ does not show the C environment os.putenv writes.
+        def scenario(fr, base):
+            class Key(bytes):
+                def __eq__(self, other):
+                    return True
+                __hash__ = bytes.__hash__
+            fr._install_tripwire(fr.REUSE_CHAN_FD, [None])
+            os.environ["FITRUN_JOB_ID"] = "job-2"
+            os.environ["FITRUN_WORKER"] = "0"
+            os.write(fr.REUSE_CHAN_FD, b"|own|")
+            os.putenv(Key(b"TZ"), b"XXX+05")  # claims to be one of them
+            return ["end"]
+        self.assertEqual(_in_reused_shape(scenario), ["|own|Tos.putenvend"])
+
+    def test_settings_kept_in_c_are_put_back(self):
+        # None of them is in a namespace, and none is audited.
+        def scenario(fr, base):
+            import _locale
+            import faulthandler
+            import gc
+            import signal
+            import sys
+            first = base.check()
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            _locale.setlocale(_locale.LC_NUMERIC, "C.UTF-8")
+            gc.set_debug(gc.DEBUG_STATS)
+            signal.set_wakeup_fd(w)
+            faulthandler.enable()
+            sys.setdlopenflags(258)
+            sys.set_coroutine_origin_tracking_depth(5)
+            sys.set_asyncgen_hooks(firstiter=print)
+            print("left in the buffer")  # flushed to /dev/null by the check
+            out = [first, base.check(), _locale.setlocale(_locale.LC_NUMERIC), str(gc.get_debug()),
+                   str(signal.set_wakeup_fd(-1) == -1), str(faulthandler.is_enabled()), str(sys.getdlopenflags()),
+                   str(sys.get_coroutine_origin_tracking_depth()), str(sys.get_asyncgen_hooks().firstiter)]
+            sys.stdout.reconfigure(line_buffering=True)
+            out.append(base.check())
+            sys.stdout.reconfigure(line_buffering=False)
+            out.append(base.check())
+            sys.stderr.close()
+            return out + [base.check()]
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["", "", "C", "0", "True", "False", str(os.RTLD_NOW), "0", "None",
+                          "poisoned: sys.stdout was reconfigured", "", "poisoned: sys.stderr was closed"])
 
     def test_a_process_forked_after_the_namespaces_were_taken_starts_clean(self):
         # Taken in the zygote; every fork rewrites threading's namespace
