@@ -309,6 +309,18 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" reconfig .worker_replaced)" = '"poisoned: sys.stderr was reconfigured"' ]
 }
 
+@test "python reuse: the prelude's random number generators start every prediction where fork starts it" {
+    # Their state is in C: a prediction that draws from one would change
+    # what the next one draws.
+    printf 'import random\nRNG = random.Random(7)\nNPRNG = np.random.default_rng(7)\nRS = np.random.RandomState(7)\nMT = np.random.Generator(np.random.MT19937(7))\n' >> "$D/prelude.py"
+    local draw=$'def transform(g):\n    return [RNG.random(), float(NPRNG.random()), float(RS.random()), float(MT.random())]\n'
+    for i in 1 2 3; do job "draw$i" "$draw"; done > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map(.outputs) | unique | length' "$D/fork.jsonl")" -eq 1 ]
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    [ "$(jq -s 'map(select(.worker_replaced)) | length' "$D/reuse.jsonl")" -eq 0 ]
+}
+
 @test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {
     # The C environment is what time.tzset() and every C library read.
     {

@@ -681,6 +681,27 @@ class ReuseCheck(unittest.TestCase):
                          ["", "", "C", "0", "True", "False", str(os.RTLD_NOW), "0", "None",
                           "poisoned: sys.stdout was reconfigured", "", "poisoned: sys.stderr was closed"])
 
+    def test_the_user_modules_generators_are_put_back_and_randoms_own_is_not(self):
+        # random's own generator reseeds, as in a fork child; a user
+        # module's (here a Random subclass's instance) starts where it was.
+        def scenario(fr, base):
+            import random
+            import types
+
+            class Mine(random.Random):
+                pass
+            mod = types.ModuleType("user_mod")
+            mod.RNG, mod.INST = Mine(7), random._inst
+            random._inst.seed(1)
+            puts = fr._user_generators([("user_mod", mod)])
+            first = mod.RNG.random()
+            mod.RNG.random()
+            random.random()
+            for put_back in puts:
+                put_back()
+            return [str(len(puts)), str(mod.RNG.random() == first)]
+        self.assertEqual(_in_reused_shape(scenario), ["1", "True"])
+
     def test_a_process_forked_after_the_namespaces_were_taken_starts_clean(self):
         # Taken in the zygote; every fork rewrites threading's namespace
         # (its at-fork handler), and the worker may import: the process

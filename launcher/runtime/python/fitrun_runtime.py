@@ -1161,6 +1161,7 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
+        self.generators = _user_generators(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
         self.streams = [(name, stream, _stream_mode(stream))
@@ -1259,6 +1260,8 @@ class _Baseline:
             if np.get_printoptions() != printopts:
                 np.set_printoptions(**printopts)
             np.random.set_state(rng)
+        for put_back in self.generators:
+            put_back()
         return ""
 
 
@@ -1481,6 +1484,35 @@ def _user_data(user_modules):
 
 
 _ATOMS = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _user_generators(user_modules):
+    """A function that puts back, as it is now, each random number
+    generator the user's own modules' globals name: a random.Random (or a
+    subclass's instance; its C state), numpy's Generator (its bit
+    generator's state) and RandomState. Their state is kept in C, where no
+    check sees it change; a fork child starts every prediction from the
+    state they had before the first one, and so does a reused process once
+    they are put back. Called before any prediction; the functions run
+    only once modules and builtins are known intact."""
+    import _random
+    getstate, setstate, set_attr = _random.Random.getstate, _random.Random.setstate, setattr
+    npr = getattr(sys.modules.get("numpy"), "random", None)
+    generator, randomstate = getattr(npr, "Generator", None), getattr(npr, "RandomState", None)
+    reseeded = getattr(sys.modules.get("random"), "_inst", None)  # random's own: reseeded, as after a fork
+    out = []
+    for _, mod in user_modules:
+        for v in list(mod.__dict__.values()):
+            t = type(v)
+            if v is reseeded:
+                continue
+            if issubclass(t, _random.Random):
+                out.append(lambda v=v, state=getstate(v): setstate(v, state))
+            elif generator is not None and t is generator:
+                out.append(lambda bg=v.bit_generator, state=v.bit_generator.state: set_attr(bg, "state", state))
+            elif randomstate is not None and t is randomstate:
+                out.append(lambda v=v, state=v.get_state(): v.set_state(state))
+    return out
 
 
 def _immutable(v, depth=0):
