@@ -141,6 +141,28 @@ check_poison() {
     check_poison array 'poisoned: fitrun_prelude.ARR was changed in place'
 }
 
+@test "python reuse: the prelude's data in a class, an object or a function's defaults, changed in place, is found" {
+    printf 'class Cache:\n    seen = {}\n    def add(self, x, acc=[]):\n        acc.append(x)\n        return len(acc)\ndef memo(x, seen=[]):\n    seen.append(x)\n    return len(seen)\nclass Box:\n    pass\nBOX = Box()\nBOX.items = [1]\n' >> "$D/prelude.py"
+    local read=$'def transform(g):\n    return [len(Cache.seen), memo(0), Cache().add(0), len(BOX.items)]\n'
+    {
+        job class $'def transform(g):\n    Cache.seen[1] = 1\n    return 0\n'
+        job read1 "$read"
+        job default $'def transform(g):\n    return memo(1)\n'
+        job read2 "$read"
+        job method $'def transform(g):\n    return Cache().add(1)\n'
+        job read3 "$read"
+        job object $'def transform(g):\n    BOX.items.append(2)\n    return 0\n'
+        job read4 "$read"
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    [ "$(r "$D/reuse.jsonl" read1 .outputs)" = '[[0,1,1,1]]' ]
+    [ "$(r "$D/reuse.jsonl" class .worker_replaced)" = '"poisoned: fitrun_prelude.Cache.seen was changed in place"' ]
+    [ "$(r "$D/reuse.jsonl" default .worker_replaced)" = "\"poisoned: fitrun_prelude.memo's default 1 was changed in place\"" ]
+    [ "$(r "$D/reuse.jsonl" method .worker_replaced)" = "\"poisoned: fitrun_prelude.Cache.add's default 1 was changed in place\"" ]
+    [ "$(r "$D/reuse.jsonl" object .worker_replaced)" = '"poisoned: fitrun_prelude.BOX.items was changed in place"' ]
+}
+
 @test "python reuse: a replaced sys.modules entry is found" {
     poison_jobs sysmod $'import sys, types\nfake = types.ModuleType("json")\nfake.dumps = lambda x: "forged"\nsys.modules["json"] = fake\ndef transform(g):\n    return g\n'
     check_poison sysmod 'poisoned: sys.modules entries were replaced or removed'

@@ -761,6 +761,23 @@ class ReuseCheck(unittest.TestCase):
                     " ".join(sorted(name.split(".", 1)[1] for name, v, snap in data if not fr._same_data(v, snap)))]
         self.assertEqual(_in_reused_shape(scenario), ["FLAGS GRID HOLDS_LIST", "HOLDS_LIST"])
 
+    def test_the_data_of_a_users_class_object_and_defaults_is_compared(self):
+        # Not a stdlib class's, nor an immutable default.
+        def scenario(fr, base):
+            import json
+            import types
+            mod = types.ModuleType("user_mod")
+            exec("class C:\n    cache = {}\n    def m(self, acc=[], n=1):\n        pass\n"
+                 "def f(x, memo={}, *, k=[1], t=(1,)):\n    pass\n"
+                 "class B:\n    pass\nB_ = B()\nB_.items = [1]\n", vars(mod))
+            mod.C.__module__ = mod.B.__module__ = mod.f.__module__ = mod.C.m.__module__ = "user_mod"
+            mod.Enc = json.JSONEncoder  # a stdlib class: its namespace is not the user's data
+            data = fr._user_data([("user_mod", mod)])
+            return [" ".join(sorted(name for name, _, _ in data))]
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["user_mod.B_.items user_mod.C.cache user_mod.C.m's default 1 "
+                          "user_mod.f's default 1 user_mod.f's default k"])
+
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).
         def scenario(fr, base):

@@ -1461,25 +1461,53 @@ def _user_data(user_modules):
     """(name, value, snapshot) of the data the user's own modules share with
     every prediction: containers and numpy arrays, whose contents an
     identity check cannot see (an in-place sort of a prelude's list, an
-    entry added to its dict). A snapshot is the marshal form of plain data,
-    an array's bytes, or else the container's own items (by identity).
+    entry added to its dict), held at a module's top level, in the
+    namespace of a plain object it names there or of a class of its own (a
+    class's cache, an object's list), or as a default of one of its
+    functions or of such a class's methods (`def f(x, memo={})`: one dict
+    for every call). A snapshot is the marshal form of plain data, an
+    array's bytes, or else the container's own items (by identity).
     Tuples and frozensets of nothing but numbers, strings, bytes, None and
     such tuples and frozensets are left out: nothing can change them in
     place (arc-dsl's 26 direction constants: 20 µs a check)."""
     np = sys.modules.get("numpy")
     ndarray = getattr(np, "ndarray", None)
-    out = []
+    own = {name for name, _ in user_modules}
+    out, seen = [], set()
+
+    def add(name, v):
+        t = type(v)
+        if (t in _DATA_TYPES or (ndarray is not None and t is ndarray)) and id(v) not in seen and not _immutable(v):
+            seen.add(id(v))
+            snap = _data_snapshot(v)
+            if snap is not None:
+                out.append((name, v, snap))
+
+    def add_defaults(name, f):
+        if type(f) in (staticmethod, classmethod):
+            f = f.__func__
+        if type(f) is types.FunctionType and f.__module__ in own:
+            for i, d in enumerate(f.__defaults__ or ()):
+                add(f"{name}'s default {i + 1}", d)
+            for k, d in (f.__kwdefaults__ or {}).items():
+                add(f"{name}'s default {k}", d)
+
+    def add_namespace(name, space):
+        for key, v in list(space.items()):
+            if not (key.startswith("__") and key.endswith("__")):
+                add(f"{name}.{key}", v)
+                add_defaults(f"{name}.{key}", v)
+
     for mname, mod in user_modules:
-        for key, v in mod.__dict__.items():
+        for key, v in list(mod.__dict__.items()):
             if key.startswith("__") and key.endswith("__"):
                 continue
-            t = type(v)
-            if t in _DATA_TYPES or (ndarray is not None and t is ndarray):
-                if _immutable(v):
-                    continue
-                snap = _data_snapshot(v)
-                if snap is not None:
-                    out.append((f"{mname}.{key}", v, snap))
+            name = f"{mname}.{key}"
+            add(name, v)
+            add_defaults(name, v)
+            kind, space = _held_namespace(v)
+            if kind == "object" or (kind == "class" and space.get("__module__") in own):
+                add_namespace(name, space)
     return out
 
 
