@@ -141,9 +141,9 @@ check_poison() {
     check_poison array 'poisoned: fitrun_prelude.ARR was changed in place'
 }
 
-@test "python reuse: the prelude's data in a class, an object or a function's defaults, changed in place, is found" {
-    printf 'class Cache:\n    seen = {}\n    def add(self, x, acc=[]):\n        acc.append(x)\n        return len(acc)\ndef memo(x, seen=[]):\n    seen.append(x)\n    return len(seen)\nclass Box:\n    pass\nBOX = Box()\nBOX.items = [1]\n' >> "$D/prelude.py"
-    local read=$'def transform(g):\n    return [len(Cache.seen), memo(0), Cache().add(0), len(BOX.items)]\n'
+@test "python reuse: the prelude's data in a class, an object, a function's defaults or closure, changed, is found" {
+    printf 'class Cache:\n    seen = {}\n    def add(self, x, acc=[]):\n        acc.append(x)\n        return len(acc)\ndef memo(x, seen=[]):\n    seen.append(x)\n    return len(seen)\nclass Box:\n    pass\nBOX = Box()\nBOX.items = [1]\ndef counter():\n    n = 0\n    def bump():\n        nonlocal n\n        n += 1\n        return n\n    return bump\nbump = counter()\n' >> "$D/prelude.py"
+    local read=$'def transform(g):\n    return [len(Cache.seen), memo(0), Cache().add(0), len(BOX.items), bump()]\n'
     {
         job class $'def transform(g):\n    Cache.seen[1] = 1\n    return 0\n'
         job read1 "$read"
@@ -153,14 +153,17 @@ check_poison() {
         job read3 "$read"
         job object $'def transform(g):\n    BOX.items.append(2)\n    return 0\n'
         job read4 "$read"
+        job closure $'def transform(g):\n    return bump()\n'
+        job read5 "$read"
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
-    [ "$(r "$D/reuse.jsonl" read1 .outputs)" = '[[0,1,1,1]]' ]
+    [ "$(r "$D/reuse.jsonl" read1 .outputs)" = '[[0,1,1,1,1]]' ]
     [ "$(r "$D/reuse.jsonl" class .worker_replaced)" = '"poisoned: fitrun_prelude.Cache.seen was changed in place"' ]
     [ "$(r "$D/reuse.jsonl" default .worker_replaced)" = "\"poisoned: fitrun_prelude.memo's default 1 was changed in place\"" ]
     [ "$(r "$D/reuse.jsonl" method .worker_replaced)" = "\"poisoned: fitrun_prelude.Cache.add's default 1 was changed in place\"" ]
     [ "$(r "$D/reuse.jsonl" object .worker_replaced)" = '"poisoned: fitrun_prelude.BOX.items was changed in place"' ]
+    [ "$(r "$D/reuse.jsonl" closure .worker_replaced)" = "\"poisoned: fitrun_prelude.bump's variable n was changed in place\"" ]
 }
 
 @test "python reuse: a replaced sys.modules entry is found" {

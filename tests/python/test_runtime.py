@@ -769,14 +769,16 @@ class ReuseCheck(unittest.TestCase):
             mod = types.ModuleType("user_mod")
             exec("class C:\n    cache = {}\n    def m(self, acc=[], n=1):\n        pass\n"
                  "def f(x, memo={}, *, k=[1], t=(1,)):\n    pass\n"
-                 "class B:\n    pass\nB_ = B()\nB_.items = [1]\n", vars(mod))
-            mod.C.__module__ = mod.B.__module__ = mod.f.__module__ = mod.C.m.__module__ = "user_mod"
+                 "class B:\n    pass\nB_ = B()\nB_.items = [1]\n"
+                 "def make():\n    n, seen = 0, set()\n    def g():\n        return n, seen\n    return g\ng = make()\n", vars(mod))
+            mod.C.__module__ = mod.B.__module__ = mod.f.__module__ = mod.C.m.__module__ = mod.g.__module__ = "user_mod"
             mod.Enc = json.JSONEncoder  # a stdlib class: its namespace is not the user's data
             data = fr._user_data([("user_mod", mod)])
             return [" ".join(sorted(name for name, _, _ in data))]
         self.assertEqual(_in_reused_shape(scenario),
                          ["user_mod.B_.items user_mod.C.cache user_mod.C.m's default 1 "
-                          "user_mod.f's default 1 user_mod.f's default k"])
+                          "user_mod.f's default 1 user_mod.f's default k "
+                          "user_mod.g's variable n user_mod.g's variable seen user_mod.g's variable seen"])
 
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).

@@ -1491,6 +1491,17 @@ def _user_data(user_modules):
                 add(f"{name}'s default {i + 1}", d)
             for k, d in (f.__kwdefaults__ or {}).items():
                 add(f"{name}'s default {k}", d)
+            # What it closes over (a decorator's cache, a counter): the
+            # variable's value, by identity, and that value's contents.
+            for var, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    continue  # not bound yet
+                if id(cell) not in seen:
+                    seen.add(id(cell))
+                    out.append((f"{name}'s variable {var}", cell, ("cell", v)))
+                add(f"{name}'s variable {var}", v)
 
     def add_namespace(name, space):
         for key, v in list(space.items()):
@@ -1568,6 +1579,11 @@ def _data_snapshot(v):
 def _same_data(v, snap):
     """v still holds what its snapshot says. Called only once modules and
     builtins are known intact (marshal, numpy's methods: the originals)."""
+    if snap[0] == "cell":
+        try:
+            return v.cell_contents is snap[1]
+        except ValueError:
+            return False
     now = _data_snapshot(v)
     if now is None or now[0] != snap[0]:
         return False
