@@ -166,6 +166,31 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" closure .worker_replaced)" = "\"poisoned: fitrun_prelude.bump's variable n was changed in place\"" ]
 }
 
+@test "python reuse: the prelude's Counter, defaultdict, OrderedDict, deque or namedtuple changed in place is found" {
+    printf 'COUNTS = collections.Counter()\nBY = collections.defaultdict(list)\nQ = collections.deque()\nP = collections.namedtuple("P", "items")([1])\nOD = collections.OrderedDict(a=1, b=2)\n' >> "$D/prelude.py"
+    local read=$'def transform(g):\n    return [sum(COUNTS.values()), len(BY), len(Q), len(P.items), list(OD)]\n'
+    local name code
+    {
+        for name in COUNTS BY Q P OD; do
+            case $name in
+                COUNTS) code='COUNTS["x"] += 1' ;;
+                BY) code='BY["k"].append(1)' ;;
+                Q) code='Q.append(1)' ;;
+                P) code='P.items.append(2)' ;;
+                OD) code='OD.move_to_end("a")' ;;
+            esac
+            job "$name" "def transform(g):"$'\n'"    $code"$'\n'"    return 0"$'\n'
+            job "read-$name" "$read"
+        done
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    [ "$(r "$D/reuse.jsonl" read-OD .outputs)" = '[[0,0,0,1,["a","b"]]]' ]
+    for name in COUNTS BY Q P OD; do
+        [ "$(r "$D/reuse.jsonl" $name .worker_replaced)" = "\"poisoned: fitrun_prelude.$name was changed in place\"" ]
+    done
+}
+
 @test "python reuse: a replaced sys.modules entry is found" {
     poison_jobs sysmod $'import sys, types\nfake = types.ModuleType("json")\nfake.dumps = lambda x: "forged"\nsys.modules["json"] = fake\ndef transform(g):\n    return g\n'
     check_poison sysmod 'poisoned: sys.modules entries were replaced or removed'

@@ -754,12 +754,15 @@ class ReuseCheck(unittest.TestCase):
             mod = types.ModuleType("user_mod")
             values = {"UP": (-1, 0), "NESTED": ((1, "a"), frozenset({2.5, None, b"x"})), "HOLDS_LIST": ([1], 2),
                       "GRID": [[1]], "FLAGS": {1}}
+            import collections
+            values.update(COUNTS=collections.Counter(), POINT=collections.namedtuple("P", "x")(1),
+                          BOX=collections.namedtuple("B", "items")([1]), Q=collections.deque())
             vars(mod).update(values)
             data = fr._user_data([("user_mod", mod)])
             values["HOLDS_LIST"][0].append(2)
             return [" ".join(sorted(name.split(".", 1)[1] for name, _, _ in data)),
                     " ".join(sorted(name.split(".", 1)[1] for name, v, snap in data if not fr._same_data(v, snap)))]
-        self.assertEqual(_in_reused_shape(scenario), ["FLAGS GRID HOLDS_LIST", "HOLDS_LIST"])
+        self.assertEqual(_in_reused_shape(scenario), ["BOX COUNTS FLAGS GRID HOLDS_LIST Q", "HOLDS_LIST"])
 
     def test_the_data_of_a_users_class_object_and_defaults_is_compared(self):
         # Not a stdlib class's, nor an immutable default.

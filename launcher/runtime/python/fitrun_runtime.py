@@ -1476,8 +1476,9 @@ def _user_data(user_modules):
     out, seen = [], set()
 
     def add(name, v):
-        t = type(v)
-        if (t in _DATA_TYPES or (ndarray is not None and t is ndarray)) and id(v) not in seen and not _immutable(v):
+        p = _plain(v)
+        if (p is not None or (ndarray is not None and type(v) is ndarray)) and id(v) not in seen and \
+                not (p is not None and _immutable(p)):
             seen.add(id(v))
             snap = _data_snapshot(v)
             if snap is not None:
@@ -1564,16 +1565,41 @@ def _immutable(v, depth=0):
     return (t is tuple or t is frozenset) and depth < 50 and all(_immutable(x, depth + 1) for x in v)
 
 
-def _data_snapshot(v):
+_DEQUE, _ORDERED = __import__("collections").deque, __import__("collections").OrderedDict
+# How the contents of a container of a subclass of a plain type (a
+# Counter, a defaultdict, an OrderedDict, a namedtuple) or of a deque are
+# read: through the base type's own methods, as that plain type, so that
+# no method of the subclass runs. An OrderedDict's order is its own, not
+# its dict's (move_to_end changes only the former).
+_PLAIN_COPIES = ((_ORDERED, lambda v: dict(_ORDERED.items(v))), (dict, lambda v: dict(dict.items(v))),
+                 (list, lambda v: list(list.__iter__(v))),
+                 (set, lambda v: set(set.__iter__(v))), (frozenset, lambda v: frozenset(frozenset.__iter__(v))),
+                 (tuple, lambda v: tuple(tuple.__iter__(v))), (_DEQUE, lambda v: list(_DEQUE.__iter__(v))))
+
+
+def _plain(v):
+    """v when it is of one of _DATA_TYPES; its contents as such plain data
+    when it is a container of a subclass of one, or a deque; else None."""
     t = type(v)
-    if t not in _DATA_TYPES:  # a numpy array
+    if t in _DATA_TYPES:
+        return v
+    for base, copy in _PLAIN_COPIES:
+        if issubclass(t, base):
+            return copy(v)
+    return None
+
+
+def _data_snapshot(v):
+    p = _plain(v)
+    if p is None:  # a numpy array
         return ("array", v.dtype.str, v.shape, v.strides, v.tobytes())
     try:
-        return ("marshal", marshal.dumps(v))
+        return ("marshal", marshal.dumps(p))
     except ValueError:  # holds something that is not plain data
+        t = type(p)
         if t is tuple or t is frozenset:
             return None  # its own items cannot change
-        return ("items", list(_chain(v.items())) if t is dict else list(v))
+        return ("items", list(_chain(p.items())) if t is dict else list(p))
 
 
 def _same_data(v, snap):
