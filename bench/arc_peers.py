@@ -63,12 +63,18 @@ def read_jobs(path):
 
 
 def peer_sequential(jobs_path, cfg, workers):
-    """One loop, streaming the file: nothing but the current job in memory."""
+    """One loop, streaming the file: nothing but the current job in memory.
+    Each result also says how long its job took ("run_us": parsing its
+    line and running it), from which bench/scale.py schedules the job
+    times onto W workers."""
     _worker_init(cfg)
     with open(jobs_path) as f:
         for line in f:
             if line.strip():
-                yield _RUNNER.run(json.loads(line))
+                t0 = time.perf_counter_ns()
+                r = _RUNNER.run(json.loads(line))
+                r["run_us"] = (time.perf_counter_ns() - t0) // 1000
+                yield r
 
 
 def peer_joblib(jobs_path, cfg, workers):

@@ -13,6 +13,11 @@ The runner `sequential` (arc_peers.py's one-process loop, whatever the
 worker count) gives the in-process bound: its rate × W, what W workers
 would do with no dispatch, no isolation and perfect scaling. No runner
 passes it while W is at most the cores; the table shows it as a row.
+Below it, the scheduled bound: the same run's time per job, scheduled in
+input order onto W workers that each take the next job the moment they
+are free, with nothing else (its start-up once): what the best pool can
+do with these jobs in this order, tail included (a long job near the end
+while the other workers have nothing left).
 
 --baseline FITRUN adds the runner fitrun-base: another fitrun binary (a
 build of main, say), run interleaved with the others, for before/after;
@@ -38,6 +43,7 @@ Timings on a shared machine vary: read the medians, and the spread beside.
 """
 import argparse
 import collections
+import heapq
 import json
 import os
 import platform
@@ -166,6 +172,23 @@ def verdicts(path):
     return out
 
 
+def job_times(path):
+    """The sequential runner's time per job, in input order (µs)."""
+    with open(path) as f:
+        return [json.loads(line).get("run_us", 0) for line in f if line.strip()]
+
+
+def scheduled_makespan(times_us, workers):
+    """Seconds W workers with no overhead at all take over these job times,
+    each job, in input order, going to the first worker free (a pool's
+    shared queue): unlike rate × W, it has the tail, where a long job near
+    the end keeps one worker busy while the others have nothing left."""
+    free = [0] * workers
+    for t in times_us:
+        heapq.heappush(free, heapq.heappop(free) + t)
+    return max(free) / 1e6
+
+
 # --------------------------------------------------------------------------
 # The machine
 
@@ -224,7 +247,9 @@ def summarise(records):
             # machine (the gaps between one prediction and the next).
             "busy": median([r["tree_s"] / r["wall_s"] for r in rs]),
             "method": rs[0]["launcher_method"], "differ": max(r.get("differ") or 0 for r in rs),
-            "n": rs[0]["n"]}
+            "n": rs[0]["n"],
+            "scheduled": median([r["n"] / r["scheduled_wall_s"] if r.get("scheduled_wall_s") else None
+                                 for r in rs])}
     return rows
 
 
@@ -284,6 +309,12 @@ def table(rows, workers, runners):
                 out.append(f"| {w} | in-process bound (sequential {r['rate']:.0f}/s × {w}) | {b:.0f} "
                            f"| {vs_j} | {vs_p} | – (no dispatcher) | {own} (its own) "
                            f"| {r['busy'] * w:.2f} (× {w}) | {r['differ']} |")
+                if r.get("scheduled"):
+                    s = r["scheduled"]
+                    vs_j = f"{s / jb['rate']:.2f}×" if jb else "–"
+                    vs_p = f"{s / po['rate']:.2f}×" if po else "–"
+                    out.append(f"| {w} | scheduled bound (its job times on {w} workers, in order, "
+                               f"no overhead) | {s:.0f} | {vs_j} | {vs_p} | – | – | – | – |")
                 continue
             out.append(f"| {w} | {name} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
                        f"| {vs_p} | {lu} | {child} | {r['busy']:.2f} | {r['differ']} |")
@@ -356,6 +387,10 @@ def plot(rows, workers, runners, path, m):
             # A marker too: with one worker count there is no line to see.
             ax1.plot(ws, [rows[(w, name)]["rate"] * w for w in ws], linestyle="--", marker="_", markersize=14,
                      color="grey", label="in-process bound (sequential × W)")
+            sw = [w for w in ws if rows[(w, name)].get("scheduled")]
+            if sw:
+                ax1.plot(sw, [rows[(w, name)]["scheduled"] for w in sw], linestyle=":", marker="x",
+                         color="black", label="scheduled bound (job times on W workers)")
             continue
         rates = [rows[(w, name)]["rate"] for w in ws]
         err = [[rows[(w, name)]["rate"] - rows[(w, name)]["min"] for w in ws],
@@ -478,6 +513,12 @@ def cmd_run(a):
                         rec = dict(m, round=rnd, runner=name, workers=w, n=corpus["predictions"])
                         if m["rc"] == 0:
                             v = verdicts(out)
+                            if name == "sequential":
+                                # The start-up (the prelude) once, then the
+                                # jobs scheduled onto w workers.
+                                times = job_times(out)
+                                rec["scheduled_wall_s"] = m["wall_s"] - sum(times) / 1e6 + \
+                                    scheduled_makespan(times, w)
                             os.unlink(out)
                             rec["results"] = len(v)
                             if name == "pool" and reference is None:

@@ -54,6 +54,11 @@ teardown() {
     grep -E '^\| 1 \| fitrun \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| [0-9]+ \| [0-9.]+ \| [0-9]\.[0-9]{2} \| 0 \|$' "$D/scale/scale.md"
     grep -E '^\| 1 \| pool \| [0-9]+ .*\| 1\.00× \| [0-9]+ \(dispatcher\) \|' "$D/scale/scale.md"
     grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| [0-9]\.[0-9]{2} \(× 1\) \| 0 \|$' "$D/scale/scale.md"
+    grep -E '^\| 1 \| scheduled bound \(its job times on 1 workers, in order, no overhead\) \| [0-9]+ \| – \| [0-9.]+× \|' "$D/scale/scale.md"
+    # The schedule has the tail: a long last job keeps one worker busy
+    # while the other idles; a long first one does not.
+    [ "$(/usr/bin/python3 -c "import sys; sys.path.insert(0, '$SRC/bench'); import scale
+print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3, 3, 3], 2))")" = "1.2e-05 9e-06" ]
     # reuse: a row where fitrun knows the key, else a note saying why not
     grep -qE '^\| 1 \| fitrun-reuse \|' "$D/scale/scale.md" ||
         grep -q "fitrun-reuse skipped: .*unknown key 'isolation'" "$D/scale/scale.md"
