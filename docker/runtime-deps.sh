@@ -8,8 +8,8 @@
 #                               FILE that are not installed yet, then check
 #                               that fitrun's libraries all resolve
 #
-# Why: which libraries fitrun links changes as modules land (libcgroup, for
-# example, is only linked once something uses it). The runtime stages
+# Why: which libraries fitrun links depends on the build (a dynamic one,
+# -DFITRUN_STATIC=OFF, links inih, jansson and libcgroup too). The runtime stages
 # pre-install the usual set in a cached layer; this catches the rest, so the
 # image never ships a binary with a "not found" library.
 set -eu

@@ -5,7 +5,7 @@ profile exactly as the command line does (fitrun checks every value and
 names a bad one; nothing is validated twice here):
 
     workers=2           --workers 2
-    cpus=1.5            --cpus 1.5
+    cpus=1.5            --cpus 1.5         (rounding, memory_per_worker alike)
     cpu_time="500ms"    --cpu-time 500ms   (wall_time, memory, output, preset alike)
     isolation="reuse"   --set runtime.isolation=reuse
     sandbox__allow="socket"   --set sandbox.allow=socket   (any SECTION__KEY)
@@ -19,6 +19,8 @@ list syntax); anything else is str(value).
 OPTIONS = {
     "workers": "--workers",
     "cpus": "--cpus",
+    "rounding": "--rounding",
+    "memory_per_worker": "--memory-per-worker",
     "cpu_time": "--cpu-time",
     "wall_time": "--wall-time",
     "memory": "--memory",

@@ -223,11 +223,13 @@ class Invalid(Base):
 
 class Options(Base):
     def test_keywords_are_the_cli_options(self):
-        args = _options.run_arguments(dict(workers=2, cpus=1.5, cpu_time="500ms", wall_time=3, memory="256M",
+        args = _options.run_arguments(dict(workers=2, cpus=1.5, rounding="ceil", memory_per_worker="1G",
+                                           cpu_time="500ms", wall_time=3, memory="256M",
                                            output="1M", preset="python", isolation="reuse",
                                            sandbox__allow=["socket", "connect"], env__SEED=1,
                                            sandbox__spec_allow=True, resources__memory_per_worker=None))
-        self.assertEqual(args, ["--workers", "2", "--cpus", "1.5", "--cpu-time", "500ms", "--wall-time", "3",
+        self.assertEqual(args, ["--workers", "2", "--cpus", "1.5", "--rounding", "ceil",
+                                "--memory-per-worker", "1G", "--cpu-time", "500ms", "--wall-time", "3",
                                 "--memory", "256M", "--output", "1M", "--preset", "python",
                                 "--set", "runtime.isolation=reuse", "--set", "sandbox.allow=socket,connect",
                                 "--set", "env.SEED=1", "--set", "sandbox.spec_allow=true"])
