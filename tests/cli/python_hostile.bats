@@ -294,6 +294,37 @@ victim_run() {
     [ "$(jq -s '[.[] | select(.error_type == "WorkerCrash" or .attempts)] | length' "$D/out.jsonl")" -eq 0 ]
 }
 
+@test "python hostile: a report with outputs for inputs the job lacks, or ok without an output per input, is no report" {
+    # A report of its own on fd 3, then exit 0: more outputs than inputs
+    # (with the right one first, and a result line that says one value per
+    # input no longer), or none at all with nothing failed, used to be `ok`.
+    forge() { # ID REPORT: a prediction of two inputs writing REPORT
+        job "$1" "import os
+def transform(g):
+    os.write(3, b'$2')
+    os._exit(0)
+" '[1, 2]' '{expected: [1, 2]}'
+    }
+    {
+        forge more '{"outputs":[1,2,3]}'
+        forge none '{"outputs":[]}'
+        forge fewer '{"outputs":[1],"memory":false}'
+        # what the runtime itself writes: one per input; none when the code
+        # failed before any call; fewer after a MemoryError
+        forge all '{"outputs":[1,2]}'
+        job syntax $'def transform(g):\n    return (\n' '[1, 2]' '{expected: [1, 2]}'
+        job memory $'def transform(g):\n    if g == 2:\n        raise MemoryError\n    return g\n' '[1, 2, 3]' '{expected: [1, 2, 3]}'
+    } > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    for id in more none fewer; do
+        [ "$(r $id '[.status, .error_type, .outputs, .passed]')" = '["crash","NoResult",null,null]' ] || { r $id .; false; }
+    done
+    [ "$(r all '[.status, .outputs, .passed]')" = '["ok",[1,2],[true,true]]' ]
+    [ "$(r syntax '[.status, .error_type, .outputs, .passed]')" = '["error","SyntaxError",[],[false,false]]' ]
+    [ "$(r memory '[.status, .outputs, .passed]')" = '["memory",[1,null],null]' ]
+}
+
 @test "python hostile: NUL, lone surrogates and control characters give well-formed results" {
     {
         job print_nul $'def transform(g):\n    print("a\\0b")\n    return g\n'

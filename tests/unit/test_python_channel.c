@@ -103,7 +103,12 @@ static void test_collect(void **state)
 
     struct pyrt py = {.result_cap = 1u << 20};
     struct fr_runtime rt = {.priv = &py};
-    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true};
+    struct fr_job job;
+    const char *type;
+    char err[256];
+    static const char line[] = "{\"id\":\"j\",\"code\":\"\",\"inputs\":[[1]]}";
+    assert_int_equal(fr_job_parse(line, strlen(line), 1, &job, &type, err, sizeof err), 0);
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true, .job = &job};
     py_stream_open(&s.out, -1, 65536);
     py_stream_open(&s.err, -1, 65536);
     py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
@@ -158,6 +163,54 @@ static void test_collect(void **state)
     assert_null(raw.replaced);
     assert_false(s.fresh);
     free(s.message);
+    s.message = NULL;
+    fr_job_clear(&job);
+}
+
+/* The report of a child that exited 0: its status, and its error type
+ * when it is no report (NoResult). */
+static enum fr_status judge_report(const char *line, const char *report, const char **type)
+{
+    struct fr_job job;
+    const char *jt;
+    char err[256], msg[512];
+    assert_int_equal(fr_job_parse(line, strlen(line), 1, &job, &jt, err, sizeof err), 0);
+    struct pyrt py = {.result_cap = 1u << 20};
+    struct fr_runtime rt = {.priv = &py};
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true, .job = &job};
+    py_stream_open(&s.out, -1, 65536);
+    py_stream_open(&s.err, -1, 65536);
+    py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
+    s.rep.buf = (char *)report;
+    s.rep.len = strlen(report);
+    s.facts.violation_nr = -1;
+    struct fr_raw raw;
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    enum fr_status st = (enum fr_status)raw.status;
+    *type = raw.error_type && !strcmp(raw.error_type, "NoResult")       ? "NoResult"
+            : raw.error_type && !strcmp(raw.error_type, "SandboxError") ? "SandboxError"
+                                                                        : NULL;
+    free(s.message);
+    fr_job_clear(&job);
+    return st;
+}
+
+/* One output per input, or fewer with an error: what the runtime writes. */
+static void test_report_shape(void **state)
+{
+    (void)state;
+    static const char two[] = "{\"id\":\"j\",\"code\":\"\",\"inputs\":[1,2]}";
+    const char *type;
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2]}", &type), FR_STATUS_OK);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3]}", &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+    assert_int_equal(judge_report(two, "{\"outputs\":[1]}", &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+    assert_int_equal(judge_report(two, "{\"outputs\":[]}", &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[],\"error_type\":\"SyntaxError\"}", &type), FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,null],\"error_type\":\"IndexError\"}", &type), FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3],\"error_type\":\"IndexError\"}", &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[null],\"memory\":true}", &type), FR_STATUS_MEMORY);
 }
 
 int main(void)
@@ -166,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_exited_below_zero),
         cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_report_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
