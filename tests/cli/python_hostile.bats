@@ -325,6 +325,54 @@ def transform(g):
     [ "$(r memory '[.status, .outputs, .passed]')" = '["memory",[1,null],null]' ]
 }
 
+@test "python hostile: a prediction cannot make its result say the sandbox failed to apply" {
+    # {"sandbox_error": 1} on fd 3, then exit 0, used to be `crash`
+    # SandboxError, "applying the sandbox in the prediction's child failed:
+    # Operation not permitted", from a child that had applied it. Its
+    # worker received the filter's listener, which a child sends only once
+    # applied, and says so in EXITED.
+    # A real failure stays SandboxError: the sandbox library's apply,
+    # through a shim, fails for the job "applyfail" (not for the start-up's
+    # self-test, which has no job).
+    command -v cc > /dev/null || skip "no C compiler"
+    cat > "$D/shim.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int fr_policy_apply_notify(const void *p, int sock, int slot)
+{
+    const char *id = getenv("FITRUN_JOB_ID");
+    if (id && !strcmp(id, "applyfail")) {
+        close(sock);
+        return -EPERM;
+    }
+    int (*real)(const void *, int, int) = (int (*)(const void *, int, int))dlsym(RTLD_NEXT, "fr_policy_apply_notify");
+    return real(p, sock, slot);
+}
+C
+    cc -shared -fPIC -o "$D/shim.so" "$D/shim.c" -Wl,--no-as-needed -L"$FITRUN_BUILD/lib" -l:libfitrun_sandbox.so \
+        -Wl,-rpath,"$FITRUN_BUILD/lib" -ldl
+    {
+        job forged $'import os\ndef transform(g):\n    os.write(3, b\'{"sandbox_error": 1}\')\n    os._exit(0)\n'
+        job applyfail $'def transform(g):\n    return g\n'
+        job ok $'def transform(g):\n    return g\n'
+    } > "$D/jobs.jsonl"
+    FITRUN_SANDBOX_LIB=$D/shim.so run_jobs
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(r forged '[.status, .error_type]')" = '["crash","NoResult"]' ] || { r forged .; false; }
+    [ "$(r applyfail '[.status, .error_type, .error_message]')" = '["crash","SandboxError","applying the sandbox in the prediction'"'"'s child failed: Operation not permitted"]' ] || { r applyfail .; false; }
+    [ "$(r ok '[.status, .outputs]')" = '["ok",[1]]' ]
+    # Under reuse a process applies the sandbox once, before its first job
+    # (so the shim cannot fail it for one job): the forgery alone.
+    profile "$D/p.ini" "isolation = reuse"
+    run_jobs
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(r forged '[.status, .error_type]')" = '["crash","NoResult"]' ] || { r forged .; false; }
+}
+
 @test "python hostile: NUL, lone surrogates and control characters give well-formed results" {
     {
         job print_nul $'def transform(g):\n    print("a\\0b")\n    return g\n'

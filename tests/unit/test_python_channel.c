@@ -16,8 +16,9 @@
 
 #include "../../launcher/runtime/python/internal.h"
 
-/* fitrun_runtime.py's MSG_EXITED: 'E', 3 pad, u32 seq, i32 wstatus, i32
- * violation_nr, i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us. */
+/* fitrun_runtime.py's MSG_EXITED: 'E', u8 flags (none here), 2 pad, u32
+ * seq, i32 wstatus, i32 violation_nr, i64 utime_us, stime_us, max_rss_kb,
+ * wall_us, fork_us. */
 static void exited(char m[PY_MSG_EXITED_LEN], uint32_t seq, int32_t ws, const int64_t v[5])
 {
     int32_t nr = -1;
@@ -168,8 +169,8 @@ static void test_collect(void **state)
 }
 
 /* The report of a child that exited 0: its status, and its error type
- * when it is no report (NoResult). */
-static enum fr_status judge_report(const char *line, const char *report, const char **type)
+ * when it is no report (NoResult) or a sandbox failure. */
+static enum fr_status judge_report(const char *line, const char *report, bool applied, const char **type)
 {
     struct fr_job job;
     const char *jt;
@@ -184,6 +185,7 @@ static enum fr_status judge_report(const char *line, const char *report, const c
     s.rep.buf = (char *)report;
     s.rep.len = strlen(report);
     s.facts.violation_nr = -1;
+    s.facts.applied = applied;
     struct fr_raw raw;
     py_collect(&rt, &s, &raw, msg, sizeof msg);
     enum fr_status st = (enum fr_status)raw.status;
@@ -195,31 +197,56 @@ static enum fr_status judge_report(const char *line, const char *report, const c
     return st;
 }
 
-/* One output per input, or fewer with an error: what the runtime writes. */
+/* One output per input, or fewer with an error: what the runtime writes.
+ * A sandbox failure only from a child its worker says did not apply it. */
 static void test_report_shape(void **state)
 {
     (void)state;
     static const char two[] = "{\"id\":\"j\",\"code\":\"\",\"inputs\":[1,2]}";
     const char *type;
-    assert_int_equal(judge_report(two, "{\"outputs\":[1,2]}", &type), FR_STATUS_OK);
-    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3]}", &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2]}", true, &type), FR_STATUS_OK);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3]}", true, &type), FR_STATUS_CRASH);
     assert_string_equal(type, "NoResult");
-    assert_int_equal(judge_report(two, "{\"outputs\":[1]}", &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1]}", true, &type), FR_STATUS_CRASH);
     assert_string_equal(type, "NoResult");
-    assert_int_equal(judge_report(two, "{\"outputs\":[]}", &type), FR_STATUS_CRASH);
-    assert_int_equal(judge_report(two, "{\"outputs\":[],\"error_type\":\"SyntaxError\"}", &type), FR_STATUS_ERROR);
-    assert_int_equal(judge_report(two, "{\"outputs\":[1,null],\"error_type\":\"IndexError\"}", &type), FR_STATUS_ERROR);
-    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3],\"error_type\":\"IndexError\"}", &type), FR_STATUS_CRASH);
-    assert_int_equal(judge_report(two, "{\"outputs\":[null],\"memory\":true}", &type), FR_STATUS_MEMORY);
+    assert_int_equal(judge_report(two, "{\"outputs\":[]}", true, &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[],\"error_type\":\"SyntaxError\"}", true, &type),
+                     FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,null],\"error_type\":\"IndexError\"}", true, &type),
+                     FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3],\"error_type\":\"IndexError\"}", true, &type),
+                     FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[null],\"memory\":true}", true, &type), FR_STATUS_MEMORY);
+    assert_int_equal(judge_report(two, "{\"sandbox_error\":1}", false, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "SandboxError");
+    assert_int_equal(judge_report(two, "{\"sandbox_error\":1}", true, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+}
+
+/* EXITED's flags byte: APPLIED is read, the rest of the message as before. */
+static void test_exited_applied(void **state)
+{
+    (void)state;
+    char m[PY_MSG_EXITED_LEN];
+    const int64_t v[5] = {1, 2, 3, 4, 5};
+    struct py_msg d;
+    exited(m, 3, 0, v);
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_false(d.facts.applied);
+    m[1] = PY_EXITED_APPLIED;
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_true(d.facts.applied);
+    assert_int_equal(d.seq, 3);
+    assert_int_equal(d.facts.fork_us, 5);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lengths),
-        cmocka_unit_test(test_exited_below_zero),
-        cmocka_unit_test(test_collect),
-        cmocka_unit_test(test_report_shape),
+        cmocka_unit_test(test_lengths),      cmocka_unit_test(test_exited_below_zero), cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_report_shape), cmocka_unit_test(test_exited_applied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -274,7 +274,10 @@ static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct str
 {
     struct report r;
     int code = WEXITSTATUS(s->facts.wstatus);
-    bool have = code == 0 && parse_report(rep, &r) && (r.f[R_SANDBOX].p || outputs_fit(s, &r));
+    /* A sandbox failure is reported only by a process whose apply failed:
+     * from one that applied it (its worker says so) it is the
+     * prediction's own text, no report of the runtime's. */
+    bool have = code == 0 && parse_report(rep, &r) && (r.f[R_SANDBOX].p ? !s->facts.applied : outputs_fit(s, &r));
     if (!have) {
         raw->status = FR_STATUS_CRASH;
         raw->error_type = "NoResult";
