@@ -259,8 +259,18 @@ victim_run() {
     # The same, then death by its own SIGSYS: a signal, not a violation.
     job suicide "$(printf "$rec")"$'\nimport signal\ndef transform(g):\n    forge()\n    os.kill(os.getpid(), signal.SIGSYS)\n' >> "$D/jobs.jsonl"
     job real $'import socket\ndef transform(g):\n    socket.socket()\n' >> "$D/jobs.jsonl"
+    # A CPU timeout faked with the backstops' own signals, long before the budget.
+    for sig in SIGXCPU SIGPROF; do
+        job "fake_$sig" "import os, signal
+def transform(g):
+    os.kill(os.getpid(), signal.$sig)
+" >> "$D/jobs.jsonl"
+    done
     run_jobs
     [ "$status" -eq 0 ]
+    for sig in SIGXCPU SIGPROF; do
+        [ "$(r "fake_$sig" '[.status, .signal, .timeout]')" = "[\"signal\",\"$sig\",null]" ] || { r "fake_$sig" .; false; }
+    done
     # (the record it wrote on fd 3, its report, only spoils its report)
     [ "$(r forged '[.status, .error_type, .syscall, .passed]')" = '["crash","NoResult",null,null]' ]
     [ "$(r suicide '[.status, .signal, .syscall]')" = '["signal","SIGSYS",null]' ]
