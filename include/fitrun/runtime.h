@@ -122,9 +122,10 @@ struct fr_raw {
     bool oom_killed;      /* a memory cgroup OOM-killed it */
     bool cpu_exceeded;    /* the runtime itself killed it for CPU time */
     bool cpu_timer;       /* it died of a CPU-limit signal (RLIMIT_CPU's SIGXCPU, or the
-                                   runtime's own timer: python's SIGPROF) and rusage is the job's
-                                   own: a timeout only if the budget was spent (fitrun/verdict.h);
-                                   without it, SIGXCPU is a timeout (fr_classify) */
+                                   runtime's own timer: python's SIGPROF) and rusage holds the
+                                   job's CPU (the exec relay's: it reaped the job): a timeout only
+                                   if the budget was spent (fitrun/verdict.h); without it,
+                                   SIGXCPU is a timeout (fr_classify) */
     bool wall_exceeded;   /* the runtime itself killed it for wall time */
     const char *out;      /* captured stdout (at most output_cap bytes, any bytes) */
     size_t out_len;

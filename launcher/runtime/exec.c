@@ -447,6 +447,10 @@ static void finish(struct fr_runtime *rt, int slot)
     raw.ru = e->ru;
     raw.has_rusage = true;
     add_unreaped_cpu(&raw.ru, e->killed_cpu_ns);
+    /* The relay reaped the job before mirroring its signal: its rusage
+     * holds the job's CPU, so a SIGXCPU the job sent itself before its
+     * budget was spent is a signal, not a timeout (fitrun/verdict.h). */
+    raw.cpu_timer = WIFSIGNALED(e->wstatus) && WTERMSIG(e->wstatus) == SIGXCPU;
     raw.violation_nr = e->report_fd >= 0 ? fr_report_read(e->report_fd) : -1;
     raw.output_exceeded = e->output_exceeded;
     raw.out = e->out.data;

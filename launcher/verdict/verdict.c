@@ -414,8 +414,8 @@ static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
     bool cpu_kill = in->aborted == FR_ABORT_CPU || raw->cpu_exceeded;
     /* A CPU-limit signal is a timeout only when the budget was spent: a job
      * can send it to itself at any time. Decided where the runtime's rusage
-     * is the job's own (cpu_timer); the exec preset's relay reports its own
-     * rusage, so there SIGXCPU stays fr_classify's timeout. */
+     * holds the job's CPU (cpu_timer: python's child, the exec relay that
+     * reaped its job). */
     if (!cpu_kill && raw->cpu_timer && v->status != FR_STATUS_OUTPUT_LIMIT && !ci.wall_expired && !in->oom_killed) {
         bool spent = fr_cpu_budget_spent(in->cpu_ms, in->cpu_limit_ms);
         v->status = spent ? FR_STATUS_TIMEOUT : FR_STATUS_SIGNAL;

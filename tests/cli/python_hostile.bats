@@ -259,8 +259,18 @@ victim_run() {
     # The same, then death by its own SIGSYS: a signal, not a violation.
     job suicide "$(printf "$rec")"$'\nimport signal\ndef transform(g):\n    forge()\n    os.kill(os.getpid(), signal.SIGSYS)\n' >> "$D/jobs.jsonl"
     job real $'import socket\ndef transform(g):\n    socket.socket()\n' >> "$D/jobs.jsonl"
+    # A CPU timeout faked with the backstops' own signals, long before the budget.
+    for sig in SIGXCPU SIGPROF; do
+        job "fake_$sig" "import os, signal
+def transform(g):
+    os.kill(os.getpid(), signal.$sig)
+" >> "$D/jobs.jsonl"
+    done
     run_jobs
     [ "$status" -eq 0 ]
+    for sig in SIGXCPU SIGPROF; do
+        [ "$(r "fake_$sig" '[.status, .signal, .timeout]')" = "[\"signal\",\"$sig\",null]" ] || { r "fake_$sig" .; false; }
+    done
     # (the record it wrote on fd 3, its report, only spoils its report)
     [ "$(r forged '[.status, .error_type, .syscall, .passed]')" = '["crash","NoResult",null,null]' ]
     [ "$(r suicide '[.status, .signal, .syscall]')" = '["signal","SIGSYS",null]' ]
@@ -292,6 +302,85 @@ victim_run() {
     [ "$(r forged '[.status, .exit_code, .signal, .outputs, .passed]')" = '["ok",0,null,[7],[false]]' ]
     # never the machinery's crash
     [ "$(jq -s '[.[] | select(.error_type == "WorkerCrash" or .attempts)] | length' "$D/out.jsonl")" -eq 0 ]
+}
+
+@test "python hostile: a report with outputs for inputs the job lacks, or ok without an output per input, is no report" {
+    # A report of its own on fd 3, then exit 0: more outputs than inputs
+    # (with the right one first, and a result line that says one value per
+    # input no longer), or none at all with nothing failed, used to be `ok`.
+    forge() { # ID REPORT: a prediction of two inputs writing REPORT
+        job "$1" "import os
+def transform(g):
+    os.write(3, b'$2')
+    os._exit(0)
+" '[1, 2]' '{expected: [1, 2]}'
+    }
+    {
+        forge more '{"outputs":[1,2,3]}'
+        forge none '{"outputs":[]}'
+        forge fewer '{"outputs":[1],"memory":false}'
+        # what the runtime itself writes: one per input; none when the code
+        # failed before any call; fewer after a MemoryError
+        forge all '{"outputs":[1,2]}'
+        job syntax $'def transform(g):\n    return (\n' '[1, 2]' '{expected: [1, 2]}'
+        job memory $'def transform(g):\n    if g == 2:\n        raise MemoryError\n    return g\n' '[1, 2, 3]' '{expected: [1, 2, 3]}'
+    } > "$D/jobs.jsonl"
+    run_jobs
+    [ "$status" -eq 0 ]
+    for id in more none fewer; do
+        [ "$(r $id '[.status, .error_type, .outputs, .passed]')" = '["crash","NoResult",null,null]' ] || { r $id .; false; }
+    done
+    [ "$(r all '[.status, .outputs, .passed]')" = '["ok",[1,2],[true,true]]' ]
+    [ "$(r syntax '[.status, .error_type, .outputs, .passed]')" = '["error","SyntaxError",[],[false,false]]' ]
+    [ "$(r memory '[.status, .outputs, .passed]')" = '["memory",[1,null],null]' ]
+}
+
+@test "python hostile: a prediction cannot make its result say the sandbox failed to apply" {
+    # {"sandbox_error": 1} on fd 3, then exit 0, used to be `crash`
+    # SandboxError, "applying the sandbox in the prediction's child failed:
+    # Operation not permitted", from a child that had applied it. Its
+    # worker received the filter's listener, which a child sends only once
+    # applied, and says so in EXITED.
+    # A real failure stays SandboxError: the sandbox library's apply,
+    # through a shim, fails for the job "applyfail" (not for the start-up's
+    # self-test, which has no job).
+    command -v cc > /dev/null || skip "no C compiler"
+    cat > "$D/shim.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int fr_policy_apply_notify(const void *p, int sock, int slot)
+{
+    const char *id = getenv("FITRUN_JOB_ID");
+    if (id && !strcmp(id, "applyfail")) {
+        close(sock);
+        return -EPERM;
+    }
+    int (*real)(const void *, int, int) = (int (*)(const void *, int, int))dlsym(RTLD_NEXT, "fr_policy_apply_notify");
+    return real(p, sock, slot);
+}
+C
+    cc -shared -fPIC -o "$D/shim.so" "$D/shim.c" -Wl,--no-as-needed -L"$FITRUN_BUILD/lib" -l:libfitrun_sandbox.so \
+        -Wl,-rpath,"$FITRUN_BUILD/lib" -ldl
+    {
+        job forged $'import os\ndef transform(g):\n    os.write(3, b\'{"sandbox_error": 1}\')\n    os._exit(0)\n'
+        job applyfail $'def transform(g):\n    return g\n'
+        job ok $'def transform(g):\n    return g\n'
+    } > "$D/jobs.jsonl"
+    FITRUN_SANDBOX_LIB=$D/shim.so run_jobs
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(r forged '[.status, .error_type]')" = '["crash","NoResult"]' ] || { r forged .; false; }
+    [ "$(r applyfail '[.status, .error_type, .error_message]')" = '["crash","SandboxError","applying the sandbox in the prediction'"'"'s child failed: Operation not permitted"]' ] || { r applyfail .; false; }
+    [ "$(r ok '[.status, .outputs]')" = '["ok",[1]]' ]
+    # Under reuse a process applies the sandbox once, before its first job
+    # (so the shim cannot fail it for one job): the forgery alone.
+    profile "$D/p.ini" "isolation = reuse"
+    run_jobs
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(r forged '[.status, .error_type]')" = '["crash","NoResult"]' ] || { r forged .; false; }
 }
 
 @test "python hostile: NUL, lone surrogates and control characters give well-formed results" {

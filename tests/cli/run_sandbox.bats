@@ -182,6 +182,19 @@ exec strace -p \$v"
     done
 }
 
+@test "a SIGXCPU a job sends itself is a signal; at its spent budget it is a CPU timeout" {
+    # kill -XCPU $$ after 1 ms of a 2 s budget used to be `timeout cpu`,
+    # "CPU time limit of 2000 ms exceeded (used 1 ms)". The relay reaped
+    # the job, so its rusage holds the job's CPU and says who sent it.
+    {
+        job early sh -c 'kill -XCPU $$'
+        job spent /usr/bin/python3 -c 'import os, signal, time; [0 for _ in iter(lambda: time.process_time() < 1.85, False)]; os.kill(os.getpid(), signal.SIGXCPU)'
+    } > jobs.jsonl
+    run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --cpu-time 2s --wall-time 20s
+    [ "$(jq -c 'select(.id == "early") | [.status, .signal, .error_type, .timeout]' out.jsonl)" = '["signal","SIGXCPU","SIGXCPU",null]' ]
+    [ "$(jq -c 'select(.id == "spent") | [.status, .signal, .error_type, .timeout, .cpu_ms >= 1800]' out.jsonl)" = '["timeout","SIGXCPU","CPUTimeout","cpu",true]' ] || { cat out.jsonl; false; }
+}
+
 @test "a denied call is named in every preset" {
     job sock "$HELPERS/run_socket" > jobs.jsonl
     for preset in exec none; do

@@ -41,7 +41,8 @@ MSG_RUN = struct.Struct("=cBxxI")  # b"R", flags, seq
 RUN_FRESH = 1  # reuse: end the process of the previous job first
 JOB_FRAME = struct.Struct("=I")  # the job's length, before it
 MSG_STARTED = struct.Struct("=cxxxIiq")  # b"S", seq, pid, cpu_base_ns: on the status socket
-MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")
+MSG_EXITED = struct.Struct("=cBxxIiiqqqqq")  # b"E", flags, seq, wstatus, violation_nr, rusage, times
+EXITED_APPLIED = 1  # the child applied the sandbox (a sandbox_error it reports is its own words)
 REPORT_SLACK = 16 << 10
 SIGPROF, SIGXCPU, SIGKILL, SIGSYS = 27, 24, 9, 31
 
@@ -223,7 +224,7 @@ class Prediction:
                     os.close(fd)
 
     def _facts(self):
-        _, _, status, violation, utime, stime, rss, wall_us, fork_us = self.exit
+        _, flags, _, status, violation, utime, stime, rss, wall_us, fork_us = self.exit
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         f = {"id": self.job.get("id"), "worker": self.slot, "pid": self.pid, "wstatus": status,
              "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None, "signal": sig,
@@ -244,7 +245,9 @@ class Prediction:
                 rep = None
         if isinstance(rep, dict):
             f["reported"] = True
-            if "sandbox_error" in rep:
+            if "sandbox_error" in rep and flags & EXITED_APPLIED:
+                f["reported"] = False  # the prediction's own words: its process applied the sandbox
+            elif "sandbox_error" in rep:
                 f["sandbox_error"] = rep["sandbox_error"]
             else:
                 f["outputs"] = rep.get("outputs")

@@ -16,8 +16,9 @@
 
 #include "../../launcher/runtime/python/internal.h"
 
-/* fitrun_runtime.py's MSG_EXITED: 'E', 3 pad, u32 seq, i32 wstatus, i32
- * violation_nr, i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us. */
+/* fitrun_runtime.py's MSG_EXITED: 'E', u8 flags (none here), 2 pad, u32
+ * seq, i32 wstatus, i32 violation_nr, i64 utime_us, stime_us, max_rss_kb,
+ * wall_us, fork_us. */
 static void exited(char m[PY_MSG_EXITED_LEN], uint32_t seq, int32_t ws, const int64_t v[5])
 {
     int32_t nr = -1;
@@ -103,7 +104,12 @@ static void test_collect(void **state)
 
     struct pyrt py = {.result_cap = 1u << 20};
     struct fr_runtime rt = {.priv = &py};
-    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true};
+    struct fr_job job;
+    const char *type;
+    char err[256];
+    static const char line[] = "{\"id\":\"j\",\"code\":\"\",\"inputs\":[[1]]}";
+    assert_int_equal(fr_job_parse(line, strlen(line), 1, &job, &type, err, sizeof err), 0);
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true, .job = &job};
     py_stream_open(&s.out, -1, 65536);
     py_stream_open(&s.err, -1, 65536);
     py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
@@ -158,14 +164,89 @@ static void test_collect(void **state)
     assert_null(raw.replaced);
     assert_false(s.fresh);
     free(s.message);
+    s.message = NULL;
+    fr_job_clear(&job);
+}
+
+/* The report of a child that exited 0: its status, and its error type
+ * when it is no report (NoResult) or a sandbox failure. */
+static enum fr_status judge_report(const char *line, const char *report, bool applied, const char **type)
+{
+    struct fr_job job;
+    const char *jt;
+    char err[256], msg[512];
+    assert_int_equal(fr_job_parse(line, strlen(line), 1, &job, &jt, err, sizeof err), 0);
+    struct pyrt py = {.result_cap = 1u << 20};
+    struct fr_runtime rt = {.priv = &py};
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .exited = true, .job = &job};
+    py_stream_open(&s.out, -1, 65536);
+    py_stream_open(&s.err, -1, 65536);
+    py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
+    s.rep.buf = (char *)report;
+    s.rep.len = strlen(report);
+    s.facts.violation_nr = -1;
+    s.facts.applied = applied;
+    struct fr_raw raw;
+    py_collect(&rt, &s, &raw, msg, sizeof msg);
+    enum fr_status st = (enum fr_status)raw.status;
+    *type = raw.error_type && !strcmp(raw.error_type, "NoResult")       ? "NoResult"
+            : raw.error_type && !strcmp(raw.error_type, "SandboxError") ? "SandboxError"
+                                                                        : NULL;
+    free(s.message);
+    fr_job_clear(&job);
+    return st;
+}
+
+/* One output per input, or fewer with an error: what the runtime writes.
+ * A sandbox failure only from a child its worker says did not apply it. */
+static void test_report_shape(void **state)
+{
+    (void)state;
+    static const char two[] = "{\"id\":\"j\",\"code\":\"\",\"inputs\":[1,2]}";
+    const char *type;
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2]}", true, &type), FR_STATUS_OK);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3]}", true, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+    assert_int_equal(judge_report(two, "{\"outputs\":[1]}", true, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+    assert_int_equal(judge_report(two, "{\"outputs\":[]}", true, &type), FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[],\"error_type\":\"SyntaxError\"}", true, &type),
+                     FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,null],\"error_type\":\"IndexError\"}", true, &type),
+                     FR_STATUS_ERROR);
+    assert_int_equal(judge_report(two, "{\"outputs\":[1,2,3],\"error_type\":\"IndexError\"}", true, &type),
+                     FR_STATUS_CRASH);
+    assert_int_equal(judge_report(two, "{\"outputs\":[null],\"memory\":true}", true, &type), FR_STATUS_MEMORY);
+    assert_int_equal(judge_report(two, "{\"sandbox_error\":1}", false, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "SandboxError");
+    assert_int_equal(judge_report(two, "{\"sandbox_error\":1}", true, &type), FR_STATUS_CRASH);
+    assert_string_equal(type, "NoResult");
+}
+
+/* EXITED's flags byte: APPLIED is read, the rest of the message as before. */
+static void test_exited_applied(void **state)
+{
+    (void)state;
+    char m[PY_MSG_EXITED_LEN];
+    const int64_t v[5] = {1, 2, 3, 4, 5};
+    struct py_msg d;
+    exited(m, 3, 0, v);
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_false(d.facts.applied);
+    m[1] = PY_EXITED_APPLIED;
+    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    assert_true(d.well_formed);
+    assert_true(d.facts.applied);
+    assert_int_equal(d.seq, 3);
+    assert_int_equal(d.facts.fork_us, 5);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lengths),
-        cmocka_unit_test(test_exited_below_zero),
-        cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_lengths),      cmocka_unit_test(test_exited_below_zero), cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_report_shape), cmocka_unit_test(test_exited_applied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,7 +128,7 @@ static void test_cpu_limit_signals(void **state)
     v = judge(SIGXCPU, true, 2000, 0); /* RLIMIT_CPU */
     assert_int_equal(v.status, FR_STATUS_TIMEOUT);
     assert_int_equal(v.timeout, FR_TIMEOUT_CPU);
-    v = judge(SIGXCPU, false, 0, 0); /* a runtime whose rusage is not the job's (exec's relay) */
+    v = judge(SIGXCPU, false, 0, 0); /* a runtime that does not say its rusage holds the job's CPU */
     assert_int_equal(v.status, FR_STATUS_TIMEOUT);
     v = judge(SIGPROF, true, 950, 0); /* the runtime's timer; rusage lags it */
     assert_int_equal(v.status, FR_STATUS_TIMEOUT);

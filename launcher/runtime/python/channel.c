@@ -79,6 +79,7 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
         out->facts = (struct exit_facts){
             .wstatus = (int)rd32(m + 8),
             .violation_nr = (int)rd32(m + 12),
+            .applied = (unsigned char)m[1] & PY_EXITED_APPLIED,
             .utime_us = rd64(m + 16),
             .stime_us = rd64(m + 24),
             .max_rss_kb = rd64(m + 32),

@@ -186,6 +186,24 @@ static bool parse_report(const struct stream *rep, struct report *r)
            (!r->f[R_MEMORY].p || span_is_word(r->f[R_MEMORY], "true") || span_is_word(r->f[R_MEMORY], "false"));
 }
 
+/* Does the report hold as many outputs as the runtime writes for this
+ * job? One per input; fewer only after a failure (none when the code did
+ * not compile or define the entry, those before a MemoryError). Any other
+ * count is a report the runtime never writes: `ok` with no output, or
+ * outputs for inputs the job does not have. */
+static bool outputs_fit(const struct pyslot *s, const struct report *r)
+{
+    const struct fr_json_member *inputs = fr_job_member(s->job, "inputs");
+    size_t n = 0;
+    struct fr_json_iter it;
+    struct fr_json_span v;
+    fr_json_iter_init(&it, r->f[R_OUTPUTS]);
+    while (n <= inputs->count && fr_json_iter_next(&it, &v))
+        n++;
+    bool failed = span_is(r->f[R_TYPE], '"') || span_is_word(r->f[R_MEMORY], "true");
+    return n == inputs->count || (n < inputs->count && failed);
+}
+
 /* A checked string literal as text of at most max bytes (cut at a
  * character boundary), malloc'd; *len its length. NULL when v is not a
  * string (null) or on ENOMEM. */
@@ -256,7 +274,10 @@ static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct str
 {
     struct report r;
     int code = WEXITSTATUS(s->facts.wstatus);
-    bool have = code == 0 && parse_report(rep, &r);
+    /* A sandbox failure is reported only by a process whose apply failed:
+     * from one that applied it (its worker says so) it is the
+     * prediction's own text, no report of the runtime's. */
+    bool have = code == 0 && parse_report(rep, &r) && (r.f[R_SANDBOX].p ? !s->facts.applied : outputs_fit(s, &r));
     if (!have) {
         raw->status = FR_STATUS_CRASH;
         raw->error_type = "NoResult";

@@ -78,12 +78,14 @@ MSG_RUN = struct.Struct("=cBxxI")                # b"R", flags (RUN_*), seq; + 4
                                                  # the worker's own
 MSG_STARTED = struct.Struct("=cxxxIiq")          # b"S", seq, pid, cpu_base_ns; + the child's pidfd;
                                                  # on the worker's status socket, not its channel
-MSG_EXITED = struct.Struct("=cxxxIiiqqqqq")      # b"E", seq, wstatus, violation_nr,
+MSG_EXITED = struct.Struct("=cBxxIiiqqqqq")      # b"E", flags (EXITED_*), seq, wstatus, violation_nr,
                                                  # utime_us, stime_us, max_rss_kb, wall_us, fork_us;
                                                  # then why the process was replaced (UTF-8, reuse only)
 MSG_FAILED = struct.Struct("=cxxxI")             # b"F", seq; then the reason (UTF-8)
 RUN_FDS = 4                 # job read end, report, stdout and stderr write ends
 RUN_FRESH = 1               # reuse: end the process that ran the previous job first (fitrun killed it)
+EXITED_APPLIED = 1          # the process applied the sandbox: its worker received the filter's listener
+                            # (or its word that there is no filter), which it sends only once applied
 JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
                             # cgroup.procs files (<= 3)
@@ -837,12 +839,12 @@ class Worker:
             # fitrun kills the child through this pidfd (CPU budget, wall
             # time, output caps): race-free, whatever becomes of the pid.
             socket.send_fds(self.status, [MSG_STARTED.pack(b"S", seq, pid, 0)], [pidfd])
-            violation = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
+            violation, applied = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
             _, status, ru = os.wait4(pid, 0)
         finally:
             os.close(pidfd)
         t_end = time.monotonic_ns()
-        self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation,
+        self.chan.send(MSG_EXITED.pack(b"E", EXITED_APPLIED if applied else 0, seq, status, violation,
                                        int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss,
                                        (t_end - t0) // 1000, (t_fork - t0) // 1000))
 
@@ -853,13 +855,15 @@ def supervise(sandbox, pid, pidfd, sock):
     sends, then wait for the child to end, SIGKILLing it at a denied call
     (which never returns: the supervisor does not answer). When this
     returns the child and its process group are dead, not reaped. Returns
-    the first denied call's number, or -1.
+    (the first denied call's number or -1, whether the child applied the
+    sandbox: it sends the listener, or says there is no filter, only then).
 
     The number is the kernel's, read from the listener, which the child
     never holds once untrusted code runs: a prediction can neither forge a
     violation (a record written anywhere, a SIGSYS it raises) nor hide one
     (handlers, masks)."""
     listener = sandbox.receive(sock)  # blocks until the child applied, or died (-EPIPE)
+    applied = listener >= 0 or listener == -errno.ENODATA
     violation = -1
     try:
         poller = select.poll()
@@ -891,7 +895,7 @@ def supervise(sandbox, pid, pidfd, sock):
     finally:
         if listener >= 0:
             os.close(listener)
-    return violation
+    return violation, applied
 
 
 def _kill(pid):
@@ -1856,7 +1860,7 @@ class ReuseWorker(Worker):
             status, ru = p.end()
             self.proc = None
             cpu_us = max(0, int((ru.ru_utime + ru.ru_stime) * 1e6) - base // 1000)
-            self.exited(seq, status, violation, cpu_us, ru.ru_maxrss, t0, fork_us,
+            self.exited(seq, p, status, violation, cpu_us, ru.ru_maxrss, t0, fork_us,
                         "ended: the prediction's process did not survive it")
             return
         p.count += 1
@@ -1874,16 +1878,19 @@ class ReuseWorker(Worker):
         if why:
             p.end()
             self.proc = None
-        self.exited(seq, 0, -1, max(0, cpu - base) // 1000, hwm, t0, fork_us, why)
+        self.exited(seq, p, 0, -1, max(0, cpu - base) // 1000, hwm, t0, fork_us, why)
         if self.proc is None:
             try:
                 self.proc = self.spawn()  # ready before the next job arrives
             except OSError:
                 self.proc = None  # the next RUN tries again and reports it
 
-    def exited(self, seq, status, violation, cpu_us, rss_kb, t0, fork_us, why):
+    def exited(self, seq, p, status, violation, cpu_us, rss_kb, t0, fork_us, why):
         wall_us = (time.monotonic_ns() - t0) // 1000
-        self.chan.send(MSG_EXITED.pack(b"E", seq, status, violation, cpu_us, 0, rss_kb, wall_us, fork_us)
+        # p applied the sandbox once, when it started (spawn): for all its jobs
+        applied = p.listener >= 0 or p.listener == -errno.ENODATA
+        self.chan.send(MSG_EXITED.pack(b"E", EXITED_APPLIED if applied else 0, seq, status, violation, cpu_us, 0,
+                                       rss_kb, wall_us, fork_us)
                        + why.encode(errors="replace")[:400])
 
     def wait(self, p, nonce):
@@ -1998,7 +2005,7 @@ class Zygote:
         try:
             pidfd = os.pidfd_open(pid)
             try:
-                violation = supervise(self.runner.sandbox, pid, pidfd, ours.fileno())
+                violation, _ = supervise(self.runner.sandbox, pid, pidfd, ours.fileno())
             finally:
                 os.close(pidfd)
             with os.fdopen(r, "rb") as f:

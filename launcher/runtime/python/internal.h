@@ -113,10 +113,15 @@
 #define PY_MSG_PIPES_LEN 4    /* 'P', 3 pad; + the 4 child ends of the worker's own pipes */
 #define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
 #define PY_MSG_EXITED_LEN                                                                                              \
-    56                      /* 'E', 3 pad, u32 seq, i32 wstatus, i32 violation_nr,
+    56                      /* 'E', u8 flags, 2 pad, u32 seq, i32 wstatus, i32 violation_nr,
                                  i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us;
                                  then, reuse only, why its process was replaced (UTF-8) */
 #define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
+/* EXITED's flags. APPLIED: the process applied the sandbox (its worker
+ * received the filter's listener, or the word that there is no filter,
+ * which the process sends only once every step succeeded). A report of
+ * a sandbox failure from a process that applied it is the prediction's. */
+#define PY_EXITED_APPLIED 1
 /* Bytes of EXITED's reason at most. */
 #define PY_REPLACED_MAX 400
 
@@ -133,6 +138,7 @@ struct stream {
 struct exit_facts {
     int wstatus;
     int violation_nr;
+    bool applied; /* PY_EXITED_APPLIED */
     int64_t utime_us, stime_us, max_rss_kb, wall_us, fork_us;
     char replaced[PY_REPLACED_MAX + 1]; /* "" = the process ran on (or was a fork child) */
 };
