@@ -203,6 +203,17 @@ EOF
     [[ "$stderr" =~ /nonexistent/python3 ]]
 }
 
+@test "python run: a runtime script of another protocol version is refused, exit 125" {
+    mkdir "$D/py"
+    sed 's/^PROTOCOL = [0-9]*$/PROTOCOL = 5/' "$SRC/launcher/runtime/python/fitrun_runtime.py" > "$D/py/fitrun_runtime.py"
+    ! cmp -s "$D/py/fitrun_runtime.py" "$SRC/launcher/runtime/python/fitrun_runtime.py"
+    job j $'def transform(g):\n    return g\n' > "$D/jobs.jsonl"
+    FITRUN_PYTHON_DIR=$D/py run_jobs
+    [ "$status" -eq 125 ]
+    [[ "$stderr" =~ fitrun_runtime.py\ speaks\ protocol\ 5,\ this\ fitrun\ [0-9]+ ]]
+    [ ! -e "$D/out.jsonl" ] || [ ! -s "$D/out.jsonl" ]
+}
+
 @test "python run: interpreter = a command name is looked up in PATH" {
     profile "$D/p.ini"
     sed -i 's|^interpreter = /usr/bin/python3$|interpreter = python3|' "$D/p.ini"

@@ -245,7 +245,7 @@ class Results(Base):
 
     def test_ready_event_reports_startup(self):
         r = self.rt.ready
-        self.assertEqual(r["protocol"], 5)
+        self.assertEqual(r["protocol"], 6)
         for k in ("boot_ms", "prelude_ms", "selftest_ms"):
             self.assertGreaterEqual(r[k], 0, k)
         self.assertEqual(r["sandbox"], "on" if LIB else "off")

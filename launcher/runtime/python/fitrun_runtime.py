@@ -60,7 +60,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
-PROTOCOL = 5
+PROTOCOL = 6
 
 # File descriptors inside a prediction's child. Everything else is closed
 # before any of its code runs (the Landlock ruleset until apply closes it):

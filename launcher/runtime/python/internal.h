@@ -79,6 +79,11 @@
 /* Start-up above this gets a warning naming the usual cause. */
 #define PY_SLOW_START_MS 1000
 #define PY_MSG_MAX 65536
+/* The wire protocol's version (docs/python-runtime.md): fitrun_runtime.py's
+ * PROTOCOL, said in "ready". fitrun and its Python side are built together;
+ * a script from another build (FITRUN_PYTHON_DIR, a mixed install) is
+ * refused rather than misread. */
+#define PY_PROTOCOL 6
 /* Reuse isolation: the CPU time one process may accumulate over its
  * predictions before it is replaced. Its RLIMIT_CPU is this plus one
  * prediction's backstop, so every prediction it starts still has its whole

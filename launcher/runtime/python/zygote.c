@@ -213,6 +213,13 @@ static json_t *wait_ready(struct pyrt *py, const struct fr_profile *p, char *err
                          buf);
             json_decref(m);
             m = NULL;
+        } else if (json_integer_value(json_object_get(m, "protocol")) != PY_PROTOCOL) {
+            snprintf(err, errlen,
+                     "%s speaks protocol %lld, this fitrun %d: it is not the runtime script of this build "
+                     "(FITRUN_PYTHON_DIR, or an install mixing two versions)",
+                     py->script, (long long)json_integer_value(json_object_get(m, "protocol")), PY_PROTOCOL);
+            json_decref(m);
+            m = NULL;
         } else {
             /* The start-up warning names the prelude's filesystem. */
             json_object_set_new(m, "prelude", json_string(p->prelude));
