@@ -29,7 +29,7 @@ static void usage(FILE *f)
           "                     [--rounding floor|ceil|nearest] [--memory-per-worker SIZE] [--workers N]\n"
           "       fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
           "       fitrun merge --jobs FILE [--shards N] RESULTS...\n"
-          "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N ...\n"
+          "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N --cpus-per-task C ...\n"
           "       fitrun [--init] [--explain] [--quiet] [--profile FILE] -- CMD [ARGS...]\n"
           "       fitrun --version | --help\n"
           "Run `fitrun COMMAND --help` for the options of one command, and\n"
