@@ -54,13 +54,16 @@ int fr_resume_scan(int fd, const char *name, struct fr_resume *r, char *err, siz
 void fr_resume_free(struct fr_resume *r);
 
 /* Is input line `line` of `jobs_name` already answered? text/len is the
- * line (text NULL: an over-long line, not a job). Returns 0 (no result:
- * run it), 1 (its result is there, for the id this line holds: skip it) or
- * -1 when the result there answered another id (the jobs file changed):
- * a message naming the line, both ids and the result's place goes to err,
- * and the caller stops with 125. Never skips a line on a guess. */
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
-                   size_t errlen);
+ * line (text NULL: an over-long line, not a job); `earlier` holds the ids
+ * of the lines before it (a DuplicateId result stands only while one of
+ * them has its id; NULL = none). Returns 0 (no result: run it), 1 (its
+ * result is there, for the id this line holds: skip it) or -1 when the
+ * result there answered another id, or is a DuplicateId of an id no earlier
+ * line has now (the jobs file changed): a message naming the line, the
+ * ids and the result's place goes to err, and the caller stops with 125.
+ * Never skips a line on a guess. */
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const struct fr_idset *earlier,
+                   const char *jobs_name, char *err, size_t errlen);
 /* The same check over a whole regular jobs file, before anything runs
  * (pread from the start; the descriptor's offset is left alone), plus
  * results for lines the file no longer has. A stream (not a regular file)

@@ -24,7 +24,7 @@ static int resumed(struct fr_host *h, long line, const char *text, size_t len)
     char err[1024];
     if (!h->o->resume)
         return 0;
-    int r = fr_resume_line(h->o->resume, line, text, len, h->o->in_name, err, sizeof err);
+    int r = fr_resume_line(h->o->resume, line, text, len, h->seen, h->o->in_name, err, sizeof err);
     if (r < 0)
         fr_host_fail(h, "%s", err);
     return r != 0;

@@ -8,7 +8,9 @@
  * A result names its input line; the line counts as done only when it
  * still holds the result's id, as `fitrun merge` checks. A jobs file that
  * changed since (line 2's id B replaced by D) must not have D skipped
- * silently: the first mismatch stops the run with its line and both ids. */
+ * silently: the first mismatch stops the run with its line and both ids.
+ * A DuplicateId result also depends on an earlier line: it stands only
+ * while one of them still holds its id. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +91,8 @@ static void shown_id(const char *id, char *buf, size_t n)
     snprintf(buf, n, "\"%s\"", safe);
 }
 
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
-                   size_t errlen)
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const struct fr_idset *earlier,
+                   const char *jobs_name, char *err, size_t errlen)
 {
     const struct fr_resume_entry *e = find(r, line);
     if (!e)
@@ -113,10 +115,44 @@ int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_
                   "file changed since these results were written, or they belong to another jobs file; resume "
                   "with the jobs file they came from, or start a fresh --out",
                   line, jobs_name, got, r->name, e->rline, want);
+    } else if (e->duplicate && id && !(earlier && fr_idset_has(earlier, id))) {
+        /* Its verdict came from an earlier line that has changed since:
+         * skipping this line would leave the id without a result. */
+        char got[200];
+        shown_id(id, got, sizeof got);
+        fr_seterr(err, errlen,
+                  "--resume: %s:%ld is the DuplicateId result of id %s for line %ld of %s, but no earlier line has "
+                  "that id now: the jobs file changed since these results were written, or they belong to another "
+                  "jobs file; resume with the jobs file they came from, or start a fresh --out",
+                  r->name, e->rline, got, line, jobs_name);
+        same = false;
     }
     if (text)
         fr_job_clear(&job);
     return same ? 1 : -1;
+}
+
+/* Does any kept result say DuplicateId? Only then does the check need the
+ * ids of every earlier line. */
+static bool has_duplicates(const struct fr_resume *r)
+{
+    for (size_t i = 0; i < r->ndone; i++)
+        if (r->done[i].duplicate)
+            return true;
+    return false;
+}
+
+/* Add the id that text (a job line) holds to `ids`. -1 on ENOMEM. */
+static int add_id(struct fr_idset *ids, const char *text, size_t len, long line)
+{
+    struct fr_job job;
+    const char *type = NULL;
+    char perr[256];
+    int rc = 0;
+    if (fr_job_parse(text, len, line, &job, &type, perr, sizeof perr) == 0)
+        rc = fr_idset_add(ids, job.id) < 0 ? -1 : 0;
+    fr_job_clear(&job);
+    return rc;
 }
 
 int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen)
@@ -130,6 +166,12 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
     in.use_pread = true;
     long last = 0;
     int rc = 0;
+    /* ids of the lines read so far, for DuplicateId results */
+    struct fr_idset *earlier = has_duplicates(r) ? fr_idset_new() : NULL;
+    if (has_duplicates(r) && !earlier) {
+        fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
+        rc = -1;
+    }
     while (rc == 0) {
         const char *text;
         size_t len;
@@ -151,9 +193,14 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
                       "since these results were written, or they belong to another jobs file",
                       r->name, find(r, line)->rline, line, jobs_name);
             rc = -1;
-        } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, jobs_name, err, errlen) < 0)
+        } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, earlier, jobs_name, err, errlen) < 0)
             rc = -1;
+        else if (earlier && k == INPUT_LINE && add_id(earlier, text, len, line) < 0) {
+            fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
+            rc = -1;
+        }
     }
+    fr_idset_free(earlier);
     input_free(&in);
     const struct fr_resume_entry *tail = r->ndone ? &r->done[r->ndone - 1] : NULL;
     if (rc == 0 && tail && tail->line > last) {

@@ -266,3 +266,26 @@ PY
     [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
     [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
 }
+
+@test "--resume: a kept DuplicateId result whose earlier line no longer has that id is 125, never a lost job" {
+    # B, A, A: line 3 is A's DuplicateId; line 2 (A) was running at the interrupt
+    for i in B A A; do job "$i" echo "$i"; done > dup.jsonl
+    run -1 "$FITRUN" run --jobs dup.jsonl --out r.jsonl --quiet
+    jq -c 'select(.line != 2)' r.jsonl > kept.jsonl
+    mv kept.jsonl r.jsonl
+    before=$(md5sum < r.jsonl)
+    # line 2, which had no result, now holds C: A is no longer a duplicate,
+    # and skipping line 3 would leave A without a result
+    for i in B C A; do job "$i" echo "$i"; done > dup.jsonl
+    run -125 --separate-stderr "$FITRUN" run --jobs dup.jsonl --out r.jsonl --resume
+    [[ $stderr == *'--resume: r.jsonl:'*' is the DuplicateId result of id "A" for line 3 of dup.jsonl, but no earlier line has that id now'* ]]
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+    # the same from a stream
+    run -125 --separate-stderr "$FITRUN" run --jobs - --out r.jsonl --resume < dup.jsonl
+    [[ $stderr == *'DuplicateId result of id "A" for line 3 of stdin, but no earlier line has that id now'* ]]
+    [ "$(count r.jsonl A)" -eq 1 ]
+    # with the jobs file the results came from, line 2 runs and line 3 stays done
+    for i in B A A; do job "$i" echo "$i"; done > dup.jsonl
+    run -0 "$FITRUN" run --jobs dup.jsonl --out r.jsonl --resume --quiet
+    [ "$(jq -c '[.line, .id, .status]' r.jsonl | sort)" = "$(printf '%s\n' '[1,"B","ok"]' '[2,"A","ok"]' '[3,"A","invalid"]')" ]
+}

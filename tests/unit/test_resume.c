@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fitrun/jobs.h"
 #include "fitrun/pool.h"
 
 #include "tmpdir.h"
@@ -65,24 +66,33 @@ static void test_line_by_line(void **state)
     scan(&r, RESULTS);
     assert_int_equal(r.ndone, 5);
     const char *a = "{\"id\": \"A\", \"argv\": [\"true\"]}", *b = "{\"id\": \"B\"}", *d = "{\"id\": \"D\"}";
-    assert_int_equal(fr_resume_line(&r, 1, a, strlen(a), "jobs", err, sizeof err), 1);
-    assert_int_equal(fr_resume_line(&r, 2, b, strlen(b), "jobs", err, sizeof err), 1);
+    assert_int_equal(fr_resume_line(&r, 1, a, strlen(a), NULL, "jobs", err, sizeof err), 1);
+    assert_int_equal(fr_resume_line(&r, 2, b, strlen(b), NULL, "jobs", err, sizeof err), 1);
     /* no result for line 6: run it */
-    assert_int_equal(fr_resume_line(&r, 6, d, strlen(d), "jobs", err, sizeof err), 0);
+    assert_int_equal(fr_resume_line(&r, 6, d, strlen(d), NULL, "jobs", err, sizeof err), 0);
     /* the line that is not a job, and an over-long line (text NULL), match "id": null */
-    assert_int_equal(fr_resume_line(&r, 4, "not json", 8, "jobs", err, sizeof err), 1);
-    assert_int_equal(fr_resume_line(&r, 4, NULL, 0, "jobs", err, sizeof err), 1);
-    /* the duplicate line's own DuplicateId result */
-    assert_int_equal(fr_resume_line(&r, 5, a, strlen(a), "jobs", err, sizeof err), 1);
+    assert_int_equal(fr_resume_line(&r, 4, "not json", 8, NULL, "jobs", err, sizeof err), 1);
+    assert_int_equal(fr_resume_line(&r, 4, NULL, 0, NULL, "jobs", err, sizeof err), 1);
+    /* the duplicate line's own DuplicateId result, while an earlier line has A */
+    struct fr_idset *earlier = fr_idset_new();
+    assert_non_null(earlier);
+    assert_int_equal(fr_idset_add(earlier, "A"), 1);
+    assert_int_equal(fr_resume_line(&r, 5, a, strlen(a), earlier, "jobs", err, sizeof err), 1);
+    fr_idset_free(earlier);
+    /* no earlier line has A any more: the DuplicateId verdict is stale */
+    assert_int_equal(fr_resume_line(&r, 5, a, strlen(a), NULL, "jobs.jsonl", err, sizeof err), -1);
+    if (!strstr(err, "results.jsonl:4 is the DuplicateId result of id \"A\" for line 5 of jobs.jsonl, but no "
+                     "earlier line has that id now"))
+        fail_msg("message: %s", err);
 
     /* line 2's id B replaced by D: a mismatch, with the line and both ids */
-    assert_int_equal(fr_resume_line(&r, 2, d, strlen(d), "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_line(&r, 2, d, strlen(d), NULL, "jobs.jsonl", err, sizeof err), -1);
     if (!strstr(err, "line 2 of jobs.jsonl has id \"D\", but results.jsonl:5 is the result of id \"B\""))
         fail_msg("message: %s", err);
     /* a job where the result was for a line that was not a job, and back */
-    assert_int_equal(fr_resume_line(&r, 4, d, strlen(d), "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_line(&r, 4, d, strlen(d), NULL, "jobs.jsonl", err, sizeof err), -1);
     assert_non_null(strstr(err, "line 4 of jobs.jsonl has id \"D\", but results.jsonl:3 is the result of id null"));
-    assert_int_equal(fr_resume_line(&r, 3, "{]", 2, "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_line(&r, 3, "{]", 2, NULL, "jobs.jsonl", err, sizeof err), -1);
     assert_non_null(strstr(err, "has id null (not a job), but results.jsonl:1 is the result of id \"C\""));
     fr_resume_free(&r);
 }
@@ -96,7 +106,7 @@ static void test_first_result_and_shown_ids(void **state)
     char err[1024] = "";
     scan(&r, "{\"id\":\"X\\u001b[2J\",\"status\":\"ok\",\"line\":1}\n{\"id\":\"Y\",\"status\":\"ok\",\"line\":1}\n");
     const char *y = "{\"id\": \"Y\"}";
-    assert_int_equal(fr_resume_line(&r, 1, y, strlen(y), "j", err, sizeof err), -1);
+    assert_int_equal(fr_resume_line(&r, 1, y, strlen(y), NULL, "j", err, sizeof err), -1);
     assert_non_null(strstr(err, "results.jsonl:1 is the result of id \"X\\x1b[2J\""));
     assert_null(strchr(err, '\x1b'));
     fr_resume_free(&r);
@@ -145,6 +155,29 @@ static void test_verify_file(void **state)
     fr_resume_free(&r);
 }
 
+/* A DuplicateId result stands only while an earlier line has its id: the
+ * earlier line, which had no result yet, was changed. */
+static void test_verify_stale_duplicate(void **state)
+{
+    (void)state;
+    struct fr_resume r;
+    char err[1024] = "";
+    scan(&r, "{\"id\":\"B\",\"status\":\"ok\",\"line\":1}\n"
+             "{\"id\":\"A\",\"status\":\"invalid\",\"error_type\":\"DuplicateId\",\"line\":3}\n");
+    int fd = open(write_file("jobs.jsonl", "{\"id\":\"B\"}\n{\"id\":\"A\"}\n{\"id\":\"A\"}\n"), O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), 0);
+    close(fd);
+    fd = open(write_file("jobs.jsonl", "{\"id\":\"B\"}\n{\"id\":\"C\"}\n{\"id\":\"A\"}\n"), O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), -1);
+    if (!strstr(err, "results.jsonl:2 is the DuplicateId result of id \"A\" for line 3 of jobs.jsonl, but no earlier "
+                     "line has that id now"))
+        fail_msg("message: %s", err);
+    close(fd);
+    fr_resume_free(&r);
+}
+
 /* A results file with no result naming its line (empty, or only torn or
  * foreign lines) scans to nothing; it used to hand qsort a NULL array
  * (undefined behaviour, reported by UBSan under fuzz_result_line). */
@@ -157,7 +190,7 @@ static void test_nothing_to_resume(void **state)
         scan(&r, files[i]);
         assert_int_equal(r.ndone, 0);
         assert_null(r.done);
-        assert_int_equal(fr_resume_line(&r, 1, "{\"id\":\"a\"}", 10, "jobs", NULL, 0), 0);
+        assert_int_equal(fr_resume_line(&r, 1, "{\"id\":\"a\"}", 10, NULL, "jobs", NULL, 0), 0);
         fr_resume_free(&r);
     }
 }
@@ -168,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_line_by_line),
         cmocka_unit_test(test_first_result_and_shown_ids),
         cmocka_unit_test(test_verify_file),
+        cmocka_unit_test(test_verify_stale_duplicate),
         cmocka_unit_test(test_nothing_to_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
