@@ -196,7 +196,8 @@ static bool same_file(int a, int b)
 }
 
 /* Results: appended (O_APPEND, one write per line) so a crash loses at most
- * the line being written; replaced unless --resume. */
+ * the line being written; replaced unless --resume, by the pool once its
+ * runtime is up (a run that cannot start leaves the old results). */
 static int open_output(const char *name, bool resume, int in_fd)
 {
     if (!strcmp(name, "-")) {
@@ -216,15 +217,6 @@ static int open_output(const char *name, bool resume, int in_fd)
         fr_warn("--out %s is the jobs file", name);
         close(fd);
         return -1;
-    }
-    if (!resume && ftruncate(fd, 0) < 0) {
-        struct stat st;
-        /* a FIFO or a device cannot be truncated, and need not be */
-        if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode)) {
-            fr_warn("cannot truncate results file %s: %s", name, strerror(errno));
-            close(fd);
-            return -1;
-        }
     }
     return fd;
 }
@@ -424,6 +416,7 @@ static int run(const struct run_args *a, struct run_state *s)
         .in_name = strcmp(a->jobs, "-") ? a->jobs : "stdin",
         .out_fd = s->out_fd,
         .out_name = strcmp(out, "-") ? out : "stdout",
+        .replace_out = !a->resume && strcmp(out, "-") != 0,
         .shard = shard,
         .resume = s->has_resume ? &s->resume : NULL,
         .progress = a->progress,

@@ -289,3 +289,28 @@ PY
     run -0 "$FITRUN" run --jobs dup.jsonl --out r.jsonl --resume --quiet
     [ "$(jq -c '[.line, .id, .status]' r.jsonl | sort)" = "$(printf '%s\n' '[1,"B","ok"]' '[2,"A","ok"]' '[3,"A","invalid"]')" ]
 }
+
+@test "without --resume the results file is replaced only once the runtime is up: a failing prelude or an interrupt at start-up keeps it" {
+    job a echo a > one.jsonl
+    run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
+    before=$(md5sum < out.jsonl)
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = missing.py\n' > bad.ini
+    run -125 --separate-stderr "$FITRUN" run --profile bad.ini --jobs one.jsonl --out out.jsonl
+    [[ $stderr == *"prelude failed"* ]]
+    [ "$(md5sum < out.jsonl)" = "$before" ]
+    # interrupted while the runtime starts: no job ran, nothing replaced
+    printf 'import time\ntime.sleep(30)\n' > slow.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = slow.py\n' > slow.ini
+    "$FITRUN" run --profile slow.ini --jobs one.jsonl --out out.jsonl --quiet &
+    local pid=$!
+    sleep 1
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ "$(md5sum < out.jsonl)" = "$before" ]
+    # a run that starts replaces it
+    job b echo b > one.jsonl
+    run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
+    [ "$(jq -r .id out.jsonl)" = b ]
+}
