@@ -255,13 +255,19 @@ static int take(struct fr_resume *r, const char *name, long lineno, const char *
         return 0;
     }
     int rc = 0;
-    r->results++;
     if (k.line > 0) {
         snprintf(key, sizeof key, "%ld", k.line);
         rc = fr_idset_add(r->lines, key);
-        if (rc >= 0 && remember(r, &k, lineno) < 0)
+        if (rc == 0) {
+            /* fitrun never writes one (two files concatenated): merge's rule */
+            fr_warn("%s:%ld: a second result for line %ld (the first counts); ignored", name, lineno, k.line);
+            free(k.id);
+            return 0;
+        }
+        if (rc > 0 && remember(r, &k, lineno) < 0)
             rc = -1;
     }
+    r->results++;
     if (rc >= 0 && k.id && !k.duplicate)
         rc = fr_idset_add(k.line > 0 ? r->ids : r->noline, k.id);
     free(k.id);

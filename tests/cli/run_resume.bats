@@ -314,3 +314,14 @@ PY
     run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
     [ "$(jq -r .id out.jsonl)" = b ]
 }
+
+@test "--resume names a second result for the same line (file:line), as merge does; the first counts" {
+    for i in A B; do job "$i" echo "$i"; done > ab.jsonl
+    run -0 "$FITRUN" run --jobs ab.jsonl --out r.jsonl --quiet
+    jq -c 'select(.line == 1)' r.jsonl > twice.jsonl
+    jq -c 'select(.line == 1)' r.jsonl >> twice.jsonl # two copies concatenated
+    run -0 --separate-stderr "$FITRUN" run --jobs ab.jsonl --out twice.jsonl --resume
+    [[ $stderr == *"twice.jsonl:2: a second result for line 1 (the first counts); ignored"* ]]
+    [[ $stderr == *"resuming twice.jsonl: 1 result kept"* ]]
+    [ "$(count twice.jsonl B)" -eq 1 ]
+}
