@@ -81,8 +81,9 @@ struct fr_pool_opts {
     const char *in_name;
     int out_fd; /* results, written one line per write(2) */
     const char *out_name;
-    bool replace_out; /* truncate out_fd once the runtime is up (a run that
-                         stops before keeps the old results) */
+    /* truncate out_fd once the runtime is up (a run that stops before keeps
+     * the old results) */
+    bool replace_out;
     struct fr_shard shard;          /* enabled = only this shard's input lines */
     const struct fr_resume *resume; /* NULL = fresh run */
     enum fr_progress progress;

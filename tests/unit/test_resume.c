@@ -198,10 +198,8 @@ static void test_nothing_to_resume(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line_by_line),
-        cmocka_unit_test(test_first_result_and_shown_ids),
-        cmocka_unit_test(test_verify_file),
-        cmocka_unit_test(test_verify_stale_duplicate),
+        cmocka_unit_test(test_line_by_line),      cmocka_unit_test(test_first_result_and_shown_ids),
+        cmocka_unit_test(test_verify_file),       cmocka_unit_test(test_verify_stale_duplicate),
         cmocka_unit_test(test_nothing_to_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
