@@ -21,7 +21,8 @@ Modes (each one full scenario, run in turn): file (--jobs FILE --out FILE),
 stdin (--jobs -, the jobs file on stdin), pipe (--jobs - from a pipe that a
 writer feeds slowly), stdout (the first run writes --out - into the file,
 the rest resume it), shard (--shard 1/3 and --shard 0/3 into two files),
-python (python predictions). FITRUN names the binary (default
+python (python predictions), big (exec jobs that print 200 KB each: a
+SIGKILL often lands while results are being written). FITRUN names the binary (default
 build/fitrun). Exits 1 at the first broken invariant, printing it and the
 directory it kept.
 """
@@ -46,9 +47,13 @@ class Broken(Exception):
     pass
 
 
-def exec_line(rng, i):
+BIG = 200000  # bytes of output before the id in mode big: results take many writes
+
+
+def exec_line(rng, i, big=False):
     ident = f"e{i}"
-    return json.dumps({"id": ident, "argv": ["sh", "-c", f"sleep 0.0{rng.randrange(100)}; echo {ident}"]})
+    pad = f"printf %0{BIG}d 0; " if big else ""
+    return json.dumps({"id": ident, "argv": ["sh", "-c", f"sleep 0.0{rng.randrange(100)}; {pad}echo {ident}"]})
 
 
 def python_line(rng, i):
@@ -57,9 +62,9 @@ def python_line(rng, i):
     return json.dumps({"id": ident, "code": code, "inputs": [[[i]]], "expected": [[[i + 1]]]})
 
 
-def make_jobs(rng, n, python):
+def make_jobs(rng, n, python, big):
     """Job lines with a few invalid, id-less, duplicate and blank lines."""
-    gen = python_line if python else exec_line
+    gen = python_line if python else (lambda rng, i: exec_line(rng, i, big))
     lines = []
     for i in range(n):
         r = rng.random()
@@ -103,7 +108,7 @@ def expected(lines, shard):
     return want
 
 
-def check(path, lines, shard, garbage):
+def check(path, lines, shard, garbage, pad=""):
     want = expected(lines, shard)
     got = {}
     with open(path, "rb") as f:
@@ -133,8 +138,8 @@ def check(path, lines, shard, garbage):
         elif "passed" in r:
             if r["status"] != "ok" or r["passed"] != [True]:
                 raise Broken(f"{path}:{k}: line {n}: {r['status']} passed={r['passed']}: {r['error_message']}")
-        elif r["status"] != "ok" or r["stdout"] != ident + "\n":
-            raise Broken(f"{path}:{k}: line {n}: {r['status']} stdout={r['stdout']!r}: {r['error_message']}")
+        elif r["status"] != "ok" or r["stdout"] != pad + ident + "\n":
+            raise Broken(f"{path}:{k}: line {n}: {r['status']} stdout={r['stdout'][-80:]!r}: {r['error_message']}")
     if got:
         raise Broken(f"{path}: results for lines that should have none: {sorted(got)[:10]}")
     return len(want)
@@ -149,7 +154,8 @@ class Scenario:
     def __init__(self, mode, d, rng, n, rounds, log):
         self.mode, self.d, self.rng, self.rounds, self.log = mode, d, rng, rounds, log
         self.python = mode == "python"
-        self.lines = make_jobs(rng, n, self.python)
+        self.big = mode == "big"
+        self.lines = make_jobs(rng, n, self.python, self.big)
         self.jobs = os.path.join(d, "jobs.jsonl")
         write_jobs(self.jobs, self.lines)
         self.shards = [(1, 3), (0, 3)] if mode == "shard" else [None]
@@ -281,7 +287,8 @@ class Scenario:
         obj["id"] = f"{obj['id']}-renamed{self.next_id}"
         self.next_id += 1
         if "argv" in obj:
-            obj["argv"] = ["sh", "-c", f"sleep 0.01; echo {obj['id']}"]
+            pad = f"printf %0{BIG}d 0; " if self.big else ""
+            obj["argv"] = ["sh", "-c", f"sleep 0.01; {pad}echo {obj['id']}"]
         self.lines[n - 1] = json.dumps(obj)
         write_jobs(self.jobs, self.lines)
         p = self.start(shard, False)
@@ -310,7 +317,8 @@ class Scenario:
             return
         k = self.rng.randrange(1, 6)
         for _ in range(k):
-            self.lines.append(python_line(self.rng, self.next_id) if self.python else exec_line(self.rng, self.next_id))
+            self.lines.append(python_line(self.rng, self.next_id) if self.python else
+                              exec_line(self.rng, self.next_id, self.big))
             self.next_id += 1
         write_jobs(self.jobs, self.lines)
         self.log(f"    appended {k} jobs (now {len(self.lines)} lines)")
@@ -340,6 +348,11 @@ class Scenario:
             else:
                 p.kill()
                 rc = p.wait(timeout=60)
+                if os.path.exists(out) and os.path.getsize(out):
+                    with open(out, "rb") as f:
+                        f.seek(-1, os.SEEK_END)
+                        if f.read(1) != b"\n":
+                            self.log("    SIGKILL tore the last line (mid-write)")
                 if action == "CUT":
                     self.cut(out)
                 elif action == "GARBAGE":
@@ -363,7 +376,7 @@ class Scenario:
         rc = p.wait(timeout=600)
         if rc != 0 or open(out, "rb").read() != before:
             raise Broken(f"a resume of the complete {out} exited {rc} (want 0) or changed it")
-        return check(out, self.lines, shard, self.garbage)
+        return check(out, self.lines, shard, self.garbage, "0" * BIG if self.big else "")
 
     def run(self):
         try:
@@ -380,12 +393,12 @@ def main():
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--mode", action="append", choices=["file", "stdin", "pipe", "stdout", "shard", "python"])
+    ap.add_argument("--mode", action="append", choices=["file", "stdin", "pipe", "stdout", "shard", "python", "big"])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
-    modes = a.mode or ["file", "stdin", "pipe", "stdout", "shard", "python"]
+    modes = a.mode or ["file", "stdin", "pipe", "stdout", "shard", "python", "big"]
     for rep in range(a.repeat):
         for mode in modes:
             s = seed + rep
