@@ -66,10 +66,13 @@ int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_
                    const char *jobs_name, char *err, size_t errlen);
 /* The same check over a whole regular jobs file, before anything runs
  * (pread from the start; the descriptor's offset is left alone), plus
- * results for lines the file no longer has. A stream (not a regular file)
- * returns 0: its lines are checked with fr_resume_line as they come.
- * Returns 0, or -1 with the first mismatch in err. */
-int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen);
+ * results for lines the file no longer has; `shard` (NULL or not enabled:
+ * every line) says whose lines a DuplicateId result may refer to. A stream
+ * (not a regular file) returns 0: its lines are checked with
+ * fr_resume_line as they come. Returns 0, or -1 with the first mismatch in
+ * err. */
+int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *shard, const char *jobs_name, char *err,
+                     size_t errlen);
 
 struct fr_pool_opts {
     int workers; /* slots, >= 1 */

@@ -389,7 +389,7 @@ static int run(const struct run_args *a, struct run_state *s)
         }
         s->has_resume = true;
         const char *jobs_name = strcmp(a->jobs, "-") ? a->jobs : "stdin";
-        if (fr_resume_verify(&s->resume, s->in_fd, jobs_name, err, sizeof err) < 0) {
+        if (fr_resume_verify(&s->resume, s->in_fd, &shard, jobs_name, err, sizeof err) < 0) {
             fr_warn("%s", err);
             return FR_EXIT_USAGE;
         }

@@ -155,7 +155,8 @@ static int add_id(struct fr_idset *ids, const char *text, size_t len, long line)
     return rc;
 }
 
-int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen)
+int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *shard, const char *jobs_name, char *err,
+                     size_t errlen)
 {
     struct stat st;
     if (!r->ndone || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -166,7 +167,8 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
     in.use_pread = true;
     long last = 0;
     int rc = 0;
-    /* ids of the lines read so far, for DuplicateId results */
+    /* ids of the shard's lines read so far, for DuplicateId results (a
+     * shard finds duplicates among its own lines only) */
     struct fr_idset *earlier = has_duplicates(r) ? fr_idset_new() : NULL;
     if (has_duplicates(r) && !earlier) {
         fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
@@ -195,7 +197,8 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
             rc = -1;
         } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, earlier, jobs_name, err, errlen) < 0)
             rc = -1;
-        else if (earlier && k == INPUT_LINE && add_id(earlier, text, len, line) < 0) {
+        else if (earlier && k == INPUT_LINE && (!shard || !shard->enabled || fr_shard_selects(shard, line)) &&
+                 add_id(earlier, text, len, line) < 0) {
             fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
             rc = -1;
         }

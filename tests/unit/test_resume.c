@@ -123,33 +123,33 @@ static void test_verify_file(void **state)
     const char *ok = "{\"id\":\"A\"}\n{\"id\":\"B\"}\n{\"id\":\"C\"}\n{oops\n{\"id\":\"A\"}\n\n{\"id\":\"E\"}\n";
     int fd = open(write_file("jobs.jsonl", ok), O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), 0);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), 0);
     assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
     close(fd);
 
     const char *changed = "{\"id\":\"A\"}\n{\"id\":\"D\"}\n{\"id\":\"Q\"}\n{oops\n{\"id\":\"A\"}\n";
     fd = open(write_file("jobs.jsonl", changed), O_RDONLY);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), -1);
     if (!strstr(err, "--resume: line 2 of jobs.jsonl has id \"D\", but results.jsonl:5 is the result of id \"B\""))
         fail_msg("message: %s", err);
     close(fd);
 
     /* lines gone: results for lines past the end */
     fd = open(write_file("jobs.jsonl", "{\"id\":\"A\"}\n{\"id\":\"B\"}\n{\"id\":\"C\"}\n"), O_RDONLY);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), -1);
     assert_non_null(strstr(err, "results.jsonl:4 is a result for line 5, but jobs.jsonl has 3 lines"));
     close(fd);
 
     /* a result for a line that is blank now */
     fd = open(write_file("jobs.jsonl", "{\"id\":\"A\"}\n   \n"), O_RDONLY);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), -1);
     assert_non_null(strstr(err, "results.jsonl:5 is a result for line 2 of jobs.jsonl, which is blank"));
     close(fd);
 
     /* a pipe is checked line by line by the pool instead */
     int p[2];
     assert_int_equal(pipe(p), 0);
-    assert_int_equal(fr_resume_verify(&r, p[0], "stdin", err, sizeof err), 0);
+    assert_int_equal(fr_resume_verify(&r, p[0], NULL, "stdin", err, sizeof err), 0);
     close(p[0]);
     close(p[1]);
     fr_resume_free(&r);
@@ -166,14 +166,26 @@ static void test_verify_stale_duplicate(void **state)
              "{\"id\":\"A\",\"status\":\"invalid\",\"error_type\":\"DuplicateId\",\"line\":3}\n");
     int fd = open(write_file("jobs.jsonl", "{\"id\":\"B\"}\n{\"id\":\"A\"}\n{\"id\":\"A\"}\n"), O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), 0);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), 0);
     close(fd);
     fd = open(write_file("jobs.jsonl", "{\"id\":\"B\"}\n{\"id\":\"C\"}\n{\"id\":\"A\"}\n"), O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(fr_resume_verify(&r, fd, "jobs.jsonl", err, sizeof err), -1);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), -1);
     if (!strstr(err, "results.jsonl:2 is the DuplicateId result of id \"A\" for line 3 of jobs.jsonl, but no earlier "
                      "line has that id now"))
         fail_msg("message: %s", err);
+    close(fd);
+    fr_resume_free(&r);
+
+    /* a shard finds duplicates among its own lines: shard 1/3 holds lines
+     * 2 and 5; line 1's A is another shard's */
+    scan(&r, "{\"id\":\"A\",\"status\":\"invalid\",\"error_type\":\"DuplicateId\",\"line\":5}\n");
+    fd = open(write_file("jobs.jsonl", "{\"id\":\"A\"}\n{\"id\":\"C\"}\n\n\n{\"id\":\"A\"}\n"), O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fr_resume_verify(&r, fd, NULL, "jobs.jsonl", err, sizeof err), 0);
+    struct fr_shard shard = {.enabled = true, .index = 1, .count = 3};
+    assert_int_equal(fr_resume_verify(&r, fd, &shard, "jobs.jsonl", err, sizeof err), -1);
+    assert_non_null(strstr(err, "DuplicateId result of id \"A\" for line 5 of jobs.jsonl"));
     close(fd);
     fr_resume_free(&r);
 }
