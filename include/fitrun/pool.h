@@ -64,7 +64,13 @@ void fr_resume_free(struct fr_resume *r);
  * Never skips a line on a guess. */
 int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const struct fr_idset *earlier,
                    const char *jobs_name, char *err, size_t errlen);
-/* The same check over a whole regular jobs file, before anything runs
+/* A result for input line `line`, which is blank now (-1, message in err),
+ * or none (0). */
+int fr_resume_blank(const struct fr_resume *r, long line, const char *jobs_name, char *err, size_t errlen);
+/* At the end of the jobs (`last` lines): a result for a line past it (-1,
+ * message in err), or none (0). */
+int fr_resume_end(const struct fr_resume *r, long last, const char *jobs_name, char *err, size_t errlen);
+/* The same checks over a whole regular jobs file, before anything runs
  * (pread from the start; the descriptor's offset is left alone), plus
  * results for lines the file no longer has; `shard` (NULL or not enabled:
  * every line) says whose lines a DuplicateId result may refer to. A stream

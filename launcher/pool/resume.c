@@ -155,6 +155,30 @@ static int add_id(struct fr_idset *ids, const char *text, size_t len, long line)
     return rc;
 }
 
+int fr_resume_blank(const struct fr_resume *r, long line, const char *jobs_name, char *err, size_t errlen)
+{
+    const struct fr_resume_entry *e = find(r, line);
+    if (!e)
+        return 0;
+    fr_seterr(err, errlen,
+              "--resume: %s:%ld is a result for line %ld of %s, which is blank: the jobs file changed since these "
+              "results were written, or they belong to another jobs file",
+              r->name, e->rline, line, jobs_name);
+    return -1;
+}
+
+int fr_resume_end(const struct fr_resume *r, long last, const char *jobs_name, char *err, size_t errlen)
+{
+    const struct fr_resume_entry *tail = r->ndone ? &r->done[r->ndone - 1] : NULL;
+    if (!tail || tail->line <= last)
+        return 0;
+    fr_seterr(err, errlen,
+              "--resume: %s:%ld is a result for line %ld, but %s has %ld line%s: the jobs file changed since these "
+              "results were written, or they belong to another jobs file",
+              r->name, tail->rline, tail->line, jobs_name, last, last == 1 ? "" : "s");
+    return -1;
+}
+
 int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *shard, const char *jobs_name, char *err,
                      size_t errlen)
 {
@@ -189,12 +213,9 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *s
             continue;
         }
         last = line;
-        if (k == INPUT_LINE && line_is_blank(text, len) && find(r, line)) {
-            fr_seterr(err, errlen,
-                      "--resume: %s:%ld is a result for line %ld of %s, which is blank: the jobs file changed "
-                      "since these results were written, or they belong to another jobs file",
-                      r->name, find(r, line)->rline, line, jobs_name);
-            rc = -1;
+        if (k == INPUT_LINE && line_is_blank(text, len)) {
+            if (fr_resume_blank(r, line, jobs_name, err, errlen) < 0)
+                rc = -1;
         } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, earlier, jobs_name, err, errlen) < 0)
             rc = -1;
         else if (earlier && k == INPUT_LINE && (!shard || !shard->enabled || fr_shard_selects(shard, line)) &&
@@ -205,14 +226,8 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *s
     }
     fr_idset_free(earlier);
     input_free(&in);
-    const struct fr_resume_entry *tail = r->ndone ? &r->done[r->ndone - 1] : NULL;
-    if (rc == 0 && tail && tail->line > last) {
-        fr_seterr(err, errlen,
-                  "--resume: %s:%ld is a result for line %ld, but %s has %ld line%s: the jobs file changed since "
-                  "these results were written, or they belong to another jobs file",
-                  r->name, tail->rline, tail->line, jobs_name, last, last == 1 ? "" : "s");
+    if (rc == 0 && fr_resume_end(r, last, jobs_name, err, errlen) < 0)
         rc = -1;
-    }
     return rc;
 }
 

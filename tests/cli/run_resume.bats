@@ -106,6 +106,13 @@ interrupt() {
     job A echo A > abc.jsonl
     run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
     [[ $stderr == *"but abc.jsonl has 1 line"* ]]
+    # the same from a pipe, checked when it ends; and a line that is blank now
+    run -125 --separate-stderr sh -c 'cat abc.jsonl | "$1" run --jobs - --out r.jsonl --resume' sh "$FITRUN"
+    [[ $stderr == *"is a result for line "*", but stdin has 1 line"* ]]
+    { job A echo A; echo; job C echo C; } > abc.jsonl
+    run -125 --separate-stderr sh -c 'cat abc.jsonl | "$1" run --jobs - --out r.jsonl --resume' sh "$FITRUN"
+    [[ $stderr == *"is a result for line 2 of stdin, which is blank"* ]]
+    [ "$(md5sum < r.jsonl)" = "$before" ]
     # with the jobs file the results came from, resume is a no-op as before
     for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
     run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume --quiet
