@@ -47,6 +47,10 @@ class Broken(Exception):
     pass
 
 
+def block_stop_signals():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
 BIG = 200000  # bytes of output before the id in mode big: results take many writes
 
 
@@ -196,7 +200,10 @@ class Scenario:
         if self.mode == "stdout" and first:
             stdout = open(self.out(shard), "ab")
         with open(os.path.join(self.d, "err.txt"), "ab") as err:
-            p = subprocess.Popen(self.argv(shard, first), stdin=stdin, stdout=stdout, stderr=err, cwd=self.d)
+            # started with the three stop signals blocked, as docs/run.md
+            # advises a caller that may signal fitrun right after starting it
+            p = subprocess.Popen(self.argv(shard, first), stdin=stdin, stdout=stdout, stderr=err, cwd=self.d,
+                                 preexec_fn=block_stop_signals)
         self.procs.append(p)
         for f in (stdin, stdout):
             if hasattr(f, "close"):
@@ -348,6 +355,8 @@ class Scenario:
             else:
                 p.kill()
                 rc = p.wait(timeout=60)
+                if rc not in (-signal.SIGKILL, 0, 1):
+                    raise Broken(f"SIGKILL ({action}): exit {rc}")
                 if os.path.exists(out) and os.path.getsize(out):
                     with open(out, "rb") as f:
                         f.seek(-1, os.SEEK_END)
