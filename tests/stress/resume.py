@@ -21,7 +21,8 @@ Modes (each one full scenario, run in turn): file (--jobs FILE --out FILE),
 stdin (--jobs -, the jobs file on stdin), pipe (--jobs - from a pipe that a
 writer feeds slowly), stdout (the first run writes --out - into the file,
 the rest resume it), shard (--shard 1/3 and --shard 0/3 into two files),
-python (python predictions), big (exec jobs that print 200 KB each: a
+python (python predictions; a python worker or the interpreter is also
+SIGKILLed now and then: the job is retried, and still has one result), big (exec jobs that print 200 KB each: a
 SIGKILL often lands while results are being written). FITRUN names the binary (default
 build/fitrun). Exits 1 at the first broken invariant, printing it and the
 directory it kept.
@@ -45,6 +46,39 @@ GARBAGE = ['{"id": "garbage", "status"', "not a result at all", "[1, 2, 3]", '{"
 
 class Broken(Exception):
     pass
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def kill_python_worker(rng, fitrun_pid):
+    """SIGKILL the interpreter (fitrun's python child) or one of its workers,
+    never a prediction's own process: the pool retries the job, which must
+    still get exactly one result. Returns what it killed, or None."""
+    zygotes = [c for c in children(fitrun_pid) if comm(c).startswith("python")]
+    workers = [w for z in zygotes for w in children(z)]
+    victims = workers + zygotes if rng.random() < 0.2 else workers
+    if not victims:
+        return None
+    v = rng.choice(victims)
+    try:
+        os.kill(v, signal.SIGKILL)
+    except ProcessLookupError:
+        return None
+    return "interpreter" if v in zygotes else "worker"
 
 
 def block_stop_signals():
@@ -346,6 +380,11 @@ class Scenario:
                     raise Broken(f"the last run exited {rc}")
                 break
             time.sleep(self.rng.uniform(0.05, 1.0))
+            if self.python and self.rng.random() < 0.5:
+                what = kill_python_worker(self.rng, p.pid)
+                if what:
+                    self.log(f"    SIGKILL to a python {what} (its job is retried)")
+                time.sleep(self.rng.uniform(0.05, 0.5))
             action = self.rng.choice(["INT", "TERM", "HUP", "KILL", "KILL", "CUT", "GARBAGE", "APPEND", "EDIT", "RENAME"])
             if action in SIGS:
                 p.send_signal(SIGS[action][0])
