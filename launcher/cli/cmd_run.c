@@ -195,6 +195,36 @@ static bool same_file(int a, int b)
            sa.st_ino == sb.st_ino;
 }
 
+/* One writer per results file: a second run on it (a batch task requeued
+ * while the first still runs, the same command started twice) would answer
+ * the same jobs again. A POSIX record lock belongs to this process alone (a
+ * forked child does not hold it) and goes when it exits however it ends,
+ * so a --resume right after a SIGKILL finds the file free. Regular files
+ * only (/dev/null or a FIFO may be shared on purpose); a file system
+ * without locks is said and not enforced. fitrun opens the file once, so
+ * no close(2) of another descriptor drops the lock. */
+static int lock_output(int fd, const char *name)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) == 0)
+        return 0;
+    if (errno != EAGAIN && errno != EACCES) {
+        fr_warn("--out %s: cannot lock it (%s): a second fitrun run on the same file would not be noticed", name,
+                strerror(errno));
+        return 0;
+    }
+    struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    char pid[32] = "";
+    if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK && who.l_pid > 0)
+        snprintf(pid, sizeof pid, " (pid %d)", (int)who.l_pid);
+    fr_warn("--out %s: in use by another fitrun%s: one run per results file; wait for it to end, or use another --out",
+            name, pid);
+    return -1;
+}
+
 /* Results: appended (O_APPEND, one write per line) so a crash loses at most
  * the line being written; replaced unless --resume, by the pool once its
  * runtime is up (a run that cannot start leaves the old results). */
@@ -215,6 +245,10 @@ static int open_output(const char *name, bool resume, int in_fd)
     }
     if (same_file(fd, in_fd)) {
         fr_warn("--out %s is the jobs file", name);
+        close(fd);
+        return -1;
+    }
+    if (lock_output(fd, name) < 0) {
         close(fd);
         return -1;
     }

@@ -332,3 +332,28 @@ PY
     [[ $stderr == *"resuming twice.jsonl: 1 result kept"* ]]
     [ "$(count twice.jsonl B)" -eq 1 ]
 }
+
+@test "a results file in use by another fitrun run is refused (125): two runs never write the same file" {
+    for i in $(seq 1 20); do job "c$i" sleep 0.1; done > cc.jsonl
+    "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet --workers 2 &
+    local pid=$!
+    wait_for test -s cc.out
+    before=$(wc -l < cc.out)
+    run -125 --separate-stderr "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet
+    [[ $stderr == *"--out cc.out: in use by another fitrun (pid $pid)"* ]]
+    run -125 --separate-stderr "$FITRUN" run --jobs cc.jsonl --out cc.out --quiet # nor replaced
+    [[ $stderr == *"in use by another fitrun (pid $pid)"* ]]
+    [ "$(wc -l < cc.out)" -ge "$before" ] # not truncated
+    wait "$pid"
+    [ "$(wc -l < cc.out)" -eq 20 ]
+    [ "$(jq -r .id cc.out | sort | uniq -d)" = "" ]
+    # once it has ended (also when SIGKILLed: the lock goes with the process)
+    "$FITRUN" run --jobs cc.jsonl --out cc.out --quiet --workers 2 &
+    pid=$!
+    wait_for test -s cc.out
+    kill -KILL "$pid"
+    wait "$pid" || true
+    run -0 "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet
+    [ "$(wc -l < cc.out)" -eq 20 ]
+    [ "$(jq -r .id cc.out | sort | uniq -d)" = "" ]
+}
