@@ -10,7 +10,9 @@
 load run_common
 
 stress() {
-    run -0 /usr/bin/python3 "$FITRUN_SRC/tests/stress/resume.py" --jobs 80 --rounds 5 "$@"
+    run /usr/bin/python3 "$FITRUN_SRC/tests/stress/resume.py" --jobs 80 --rounds 5 "$@"
+    echo "$output" # shown when the test fails: the seed, the rounds, the broken invariant
+    [ "$status" -eq 0 ]
 }
 
 @test "interrupted and resumed at random, exec jobs: --jobs FILE, --jobs - (a file, a slow pipe), --out - then --resume" {

@@ -68,7 +68,10 @@ def kill_python_worker(rng, fitrun_pid):
     """SIGKILL the interpreter (fitrun's python child) or one of its workers,
     never a prediction's own process: the pool retries the job, which must
     still get exactly one result. Returns what it killed, or None."""
-    zygotes = [c for c in children(fitrun_pid) if comm(c).startswith("python")]
+    # Only once the interpreter is ready (both workers its children): before,
+    # its one child may be its start-up self-test's, and an interpreter
+    # killed while it starts stops the run (125, docs/python-runtime.md).
+    zygotes = [c for c in children(fitrun_pid) if comm(c).startswith("python") and len(children(c)) >= 2]
     workers = [w for z in zygotes for w in children(z)]
     victims = workers + zygotes if rng.random() < 0.2 else workers
     if not victims:
