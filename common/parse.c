@@ -149,7 +149,8 @@ static int parse_decimal(const char *s, const char **end, struct decimal *d, con
         }
         for (; zeros >= 0; zeros--) {
             if (v >= MAX_DIGITS) {
-                *why = "too large";
+                /* after the point, fewer decimals would have fit */
+                *why = dot ? "too many decimals" : "too large";
                 return -1;
             }
             v *= 10;

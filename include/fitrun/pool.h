@@ -54,19 +54,31 @@ int fr_resume_scan(int fd, const char *name, struct fr_resume *r, char *err, siz
 void fr_resume_free(struct fr_resume *r);
 
 /* Is input line `line` of `jobs_name` already answered? text/len is the
- * line (text NULL: an over-long line, not a job). Returns 0 (no result:
- * run it), 1 (its result is there, for the id this line holds: skip it) or
- * -1 when the result there answered another id (the jobs file changed):
- * a message naming the line, both ids and the result's place goes to err,
- * and the caller stops with 125. Never skips a line on a guess. */
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
-                   size_t errlen);
-/* The same check over a whole regular jobs file, before anything runs
+ * line (text NULL: an over-long line, not a job); `earlier` holds the ids
+ * of the lines before it (a DuplicateId result stands only while one of
+ * them has its id; NULL = none). Returns 0 (no result: run it), 1 (its
+ * result is there, for the id this line holds: skip it) or -1 when the
+ * result there answered another id, or is a DuplicateId of an id no earlier
+ * line has now (the jobs file changed): a message naming the line, the
+ * ids and the result's place goes to err, and the caller stops with 125.
+ * Never skips a line on a guess. */
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const struct fr_idset *earlier,
+                   const char *jobs_name, char *err, size_t errlen);
+/* A result for input line `line`, which is blank now (-1, message in err),
+ * or none (0). */
+int fr_resume_blank(const struct fr_resume *r, long line, const char *jobs_name, char *err, size_t errlen);
+/* At the end of the jobs (`last` lines): a result for a line past it (-1,
+ * message in err), or none (0). */
+int fr_resume_end(const struct fr_resume *r, long last, const char *jobs_name, char *err, size_t errlen);
+/* The same checks over a whole regular jobs file, before anything runs
  * (pread from the start; the descriptor's offset is left alone), plus
- * results for lines the file no longer has. A stream (not a regular file)
- * returns 0: its lines are checked with fr_resume_line as they come.
- * Returns 0, or -1 with the first mismatch in err. */
-int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen);
+ * results for lines the file no longer has; `shard` (NULL or not enabled:
+ * every line) says whose lines a DuplicateId result may refer to. A stream
+ * (not a regular file) returns 0: its lines are checked with
+ * fr_resume_line as they come. Returns 0, or -1 with the first mismatch in
+ * err. */
+int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *shard, const char *jobs_name, char *err,
+                     size_t errlen);
 
 struct fr_pool_opts {
     int workers; /* slots, >= 1 */
@@ -78,6 +90,9 @@ struct fr_pool_opts {
     const char *in_name;
     int out_fd; /* results, written one line per write(2) */
     const char *out_name;
+    /* truncate out_fd once the runtime is up (a run that stops before keeps
+     * the old results) */
+    bool replace_out;
     struct fr_shard shard;          /* enabled = only this shard's input lines */
     const struct fr_resume *resume; /* NULL = fresh run */
     enum fr_progress progress;

@@ -196,8 +196,39 @@ static bool same_file(int a, int b)
            sa.st_ino == sb.st_ino;
 }
 
+/* One writer per results file: a second run on it (a batch task requeued
+ * while the first still runs, the same command started twice) would answer
+ * the same jobs again. A POSIX record lock belongs to this process alone (a
+ * forked child does not hold it) and goes when it exits however it ends,
+ * so a --resume right after a SIGKILL finds the file free. Regular files
+ * only (/dev/null or a FIFO may be shared on purpose); a file system
+ * without locks is said and not enforced. fitrun opens the file once, so
+ * no close(2) of another descriptor drops the lock. */
+static int lock_output(int fd, const char *name)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) == 0)
+        return 0;
+    if (errno != EAGAIN && errno != EACCES) {
+        fr_warn("--out %s: cannot lock it (%s): a second fitrun run on the same file would not be noticed", name,
+                strerror(errno));
+        return 0;
+    }
+    struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    char pid[32] = "";
+    if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK && who.l_pid > 0)
+        snprintf(pid, sizeof pid, " (pid %d)", (int)who.l_pid);
+    fr_warn("--out %s: in use by another fitrun%s: one run per results file; wait for it to end, or use another --out",
+            name, pid);
+    return -1;
+}
+
 /* Results: appended (O_APPEND, one write per line) so a crash loses at most
- * the line being written; replaced unless --resume. */
+ * the line being written; replaced unless --resume, by the pool once its
+ * runtime is up (a run that cannot start leaves the old results). */
 static int open_output(const char *name, bool resume, int in_fd)
 {
     if (!strcmp(name, "-")) {
@@ -218,14 +249,9 @@ static int open_output(const char *name, bool resume, int in_fd)
         close(fd);
         return -1;
     }
-    if (!resume && ftruncate(fd, 0) < 0) {
-        struct stat st;
-        /* a FIFO or a device cannot be truncated, and need not be */
-        if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode)) {
-            fr_warn("cannot truncate results file %s: %s", name, strerror(errno));
-            close(fd);
-            return -1;
-        }
+    if (lock_output(fd, name) < 0) {
+        close(fd);
+        return -1;
     }
     return fd;
 }
@@ -398,7 +424,7 @@ static int run(const struct run_args *a, struct run_state *s)
         }
         s->has_resume = true;
         const char *jobs_name = strcmp(a->jobs, "-") ? a->jobs : "stdin";
-        if (fr_resume_verify(&s->resume, s->in_fd, jobs_name, err, sizeof err) < 0) {
+        if (fr_resume_verify(&s->resume, s->in_fd, &shard, jobs_name, err, sizeof err) < 0) {
             fr_warn("%s", err);
             return FR_EXIT_USAGE;
         }
@@ -425,6 +451,7 @@ static int run(const struct run_args *a, struct run_state *s)
         .in_name = strcmp(a->jobs, "-") ? a->jobs : "stdin",
         .out_fd = s->out_fd,
         .out_name = strcmp(out, "-") ? out : "stdout",
+        .replace_out = !a->resume && strcmp(out, "-") != 0,
         .shard = shard,
         .resume = s->has_resume ? &s->resume : NULL,
         .progress = a->progress,

@@ -24,7 +24,7 @@ static int resumed(struct fr_host *h, long line, const char *text, size_t len)
     char err[1024];
     if (!h->o->resume)
         return 0;
-    int r = fr_resume_line(h->o->resume, line, text, len, h->o->in_name, err, sizeof err);
+    int r = fr_resume_line(h->o->resume, line, text, len, h->seen, h->o->in_name, err, sizeof err);
     if (r < 0)
         fr_host_fail(h, "%s", err);
     return r != 0;
@@ -36,8 +36,16 @@ static void handle_line(struct fr_host *h, const char *text, size_t len, long li
     const struct fr_resume *res = h->o->resume;
     if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
         return;
-    if (line_is_blank(text, len) || resumed(h, line, text, len))
-        return; /* blank, or has a result already (--resume) */
+    if (line_is_blank(text, len)) {
+        /* --resume: a result for a line that is blank now (a stream's
+         * check; a jobs file was checked whole before the run) */
+        char err[1024];
+        if (res && fr_resume_blank(res, line, h->o->in_name, err, sizeof err) < 0)
+            fr_host_fail(h, "%s", err);
+        return;
+    }
+    if (resumed(h, line, text, len))
+        return; /* has a result already (--resume) */
     struct fr_job job;
     const char *type = NULL;
     char err[1024];
@@ -99,7 +107,13 @@ void pool_intake(struct fr_host *h, bool readable)
             pool_emit_invalid(h, NULL, line, "InvalidJSON", msg);
             continue;
         }
-        case INPUT_END: h->in_done = true; continue;
+        case INPUT_END: {
+            h->in_done = true;
+            char err[1024];
+            if (h->o->resume && fr_resume_end(h->o->resume, h->in.line, h->o->in_name, err, sizeof err) < 0)
+                fr_host_fail(h, "%s", err);
+            continue;
+        }
         case INPUT_MORE: break;
         }
         if (h->in.pollable && !readable)

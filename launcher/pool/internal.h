@@ -229,6 +229,10 @@ void pool_flush_due(struct fr_host *h, uint64_t now);
 /* Decide how results are written: held across iterations when the output
  * is a regular file. */
 void pool_results_setup(struct fr_host *h);
+/* Without --resume: truncate the results file, once the runtime is up and
+ * before the first job (a FIFO or a device is left as it is); failing, the
+ * run stops with 125. */
+void pool_replace_results(struct fr_host *h);
 /* When pool_flush_due will write the held lines; UINT64_MAX = nothing
  * held back across a wait. */
 uint64_t pool_results_due(const struct fr_host *h);

@@ -167,8 +167,11 @@ int fr_pool_run(const struct fr_pool_opts *o)
             fr_cgroup_tree_contained(o->cgroups);
         if (note[0])
             fr_info("%s", note);
-        pool_ready(&h);
-        loop(&h);
+        pool_replace_results(&h);
+        if (!h.failed) {
+            pool_ready(&h);
+            loop(&h);
+        }
         pool_flush_results(&h);
         h.rt.ops->stop(&h.rt);
     }

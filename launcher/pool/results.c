@@ -43,6 +43,17 @@ void pool_results_setup(struct fr_host *h)
     h->out_hold = fstat(h->o->out_fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+void pool_replace_results(struct fr_host *h)
+{
+    if (!h->o->replace_out || ftruncate(h->o->out_fd, 0) == 0)
+        return;
+    int err = errno;
+    struct stat st;
+    /* a FIFO or a device cannot be truncated, and need not be */
+    if (fstat(h->o->out_fd, &st) < 0 || S_ISREG(st.st_mode))
+        fr_host_fail(h, "cannot truncate results file %s: %s", h->o->out_name, strerror(err));
+}
+
 void pool_flush_results(struct fr_host *h)
 {
     const char *buf = h->outbuf;

@@ -8,7 +8,9 @@
  * A result names its input line; the line counts as done only when it
  * still holds the result's id, as `fitrun merge` checks. A jobs file that
  * changed since (line 2's id B replaced by D) must not have D skipped
- * silently: the first mismatch stops the run with its line and both ids. */
+ * silently: the first mismatch stops the run with its line and both ids.
+ * A DuplicateId result also depends on an earlier line: it stands only
+ * while one of them still holds its id. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +91,8 @@ static void shown_id(const char *id, char *buf, size_t n)
     snprintf(buf, n, "\"%s\"", safe);
 }
 
-int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const char *jobs_name, char *err,
-                   size_t errlen)
+int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_t len, const struct fr_idset *earlier,
+                   const char *jobs_name, char *err, size_t errlen)
 {
     const struct fr_resume_entry *e = find(r, line);
     if (!e)
@@ -113,13 +115,72 @@ int fr_resume_line(const struct fr_resume *r, long line, const char *text, size_
                   "file changed since these results were written, or they belong to another jobs file; resume "
                   "with the jobs file they came from, or start a fresh --out",
                   line, jobs_name, got, r->name, e->rline, want);
+    } else if (e->duplicate && id && !(earlier && fr_idset_has(earlier, id))) {
+        /* Its verdict came from an earlier line that has changed since:
+         * skipping this line would leave the id without a result. */
+        char got[200];
+        shown_id(id, got, sizeof got);
+        fr_seterr(err, errlen,
+                  "--resume: %s:%ld is the DuplicateId result of id %s for line %ld of %s, but no earlier line has "
+                  "that id now: the jobs file changed since these results were written, or they belong to another "
+                  "jobs file; resume with the jobs file they came from, or start a fresh --out",
+                  r->name, e->rline, got, line, jobs_name);
+        same = false;
     }
     if (text)
         fr_job_clear(&job);
     return same ? 1 : -1;
 }
 
-int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, char *err, size_t errlen)
+/* Does any kept result say DuplicateId? Only then does the check need the
+ * ids of every earlier line. */
+static bool has_duplicates(const struct fr_resume *r)
+{
+    for (size_t i = 0; i < r->ndone; i++)
+        if (r->done[i].duplicate)
+            return true;
+    return false;
+}
+
+/* Add the id that text (a job line) holds to `ids`. -1 on ENOMEM. */
+static int add_id(struct fr_idset *ids, const char *text, size_t len, long line)
+{
+    struct fr_job job;
+    const char *type = NULL;
+    char perr[256];
+    int rc = 0;
+    if (fr_job_parse(text, len, line, &job, &type, perr, sizeof perr) == 0)
+        rc = fr_idset_add(ids, job.id) < 0 ? -1 : 0;
+    fr_job_clear(&job);
+    return rc;
+}
+
+int fr_resume_blank(const struct fr_resume *r, long line, const char *jobs_name, char *err, size_t errlen)
+{
+    const struct fr_resume_entry *e = find(r, line);
+    if (!e)
+        return 0;
+    fr_seterr(err, errlen,
+              "--resume: %s:%ld is a result for line %ld of %s, which is blank: the jobs file changed since these "
+              "results were written, or they belong to another jobs file",
+              r->name, e->rline, line, jobs_name);
+    return -1;
+}
+
+int fr_resume_end(const struct fr_resume *r, long last, const char *jobs_name, char *err, size_t errlen)
+{
+    const struct fr_resume_entry *tail = r->ndone ? &r->done[r->ndone - 1] : NULL;
+    if (!tail || tail->line <= last)
+        return 0;
+    fr_seterr(err, errlen,
+              "--resume: %s:%ld is a result for line %ld, but %s has %ld line%s: the jobs file changed since these "
+              "results were written, or they belong to another jobs file",
+              r->name, tail->rline, tail->line, jobs_name, last, last == 1 ? "" : "s");
+    return -1;
+}
+
+int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *shard, const char *jobs_name, char *err,
+                     size_t errlen)
 {
     struct stat st;
     if (!r->ndone || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -130,6 +191,13 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
     in.use_pread = true;
     long last = 0;
     int rc = 0;
+    /* ids of the shard's lines read so far, for DuplicateId results (a
+     * shard finds duplicates among its own lines only) */
+    struct fr_idset *earlier = has_duplicates(r) ? fr_idset_new() : NULL;
+    if (has_duplicates(r) && !earlier) {
+        fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
+        rc = -1;
+    }
     while (rc == 0) {
         const char *text;
         size_t len;
@@ -145,24 +213,21 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const char *jobs_name, c
             continue;
         }
         last = line;
-        if (k == INPUT_LINE && line_is_blank(text, len) && find(r, line)) {
-            fr_seterr(err, errlen,
-                      "--resume: %s:%ld is a result for line %ld of %s, which is blank: the jobs file changed "
-                      "since these results were written, or they belong to another jobs file",
-                      r->name, find(r, line)->rline, line, jobs_name);
+        if (k == INPUT_LINE && line_is_blank(text, len)) {
+            if (fr_resume_blank(r, line, jobs_name, err, errlen) < 0)
+                rc = -1;
+        } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, earlier, jobs_name, err, errlen) < 0)
             rc = -1;
-        } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, jobs_name, err, errlen) < 0)
+        else if (earlier && k == INPUT_LINE && (!shard || !shard->enabled || fr_shard_selects(shard, line)) &&
+                 add_id(earlier, text, len, line) < 0) {
+            fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
             rc = -1;
+        }
     }
+    fr_idset_free(earlier);
     input_free(&in);
-    const struct fr_resume_entry *tail = r->ndone ? &r->done[r->ndone - 1] : NULL;
-    if (rc == 0 && tail && tail->line > last) {
-        fr_seterr(err, errlen,
-                  "--resume: %s:%ld is a result for line %ld, but %s has %ld line%s: the jobs file changed since "
-                  "these results were written, or they belong to another jobs file",
-                  r->name, tail->rline, tail->line, jobs_name, last, last == 1 ? "" : "s");
+    if (rc == 0 && fr_resume_end(r, last, jobs_name, err, errlen) < 0)
         rc = -1;
-    }
     return rc;
 }
 
@@ -208,13 +273,19 @@ static int take(struct fr_resume *r, const char *name, long lineno, const char *
         return 0;
     }
     int rc = 0;
-    r->results++;
     if (k.line > 0) {
         snprintf(key, sizeof key, "%ld", k.line);
         rc = fr_idset_add(r->lines, key);
-        if (rc >= 0 && remember(r, &k, lineno) < 0)
+        if (rc == 0) {
+            /* fitrun never writes one (two files concatenated): merge's rule */
+            fr_warn("%s:%ld: a second result for line %ld (the first counts); ignored", name, lineno, k.line);
+            free(k.id);
+            return 0;
+        }
+        if (rc > 0 && remember(r, &k, lineno) < 0)
             rc = -1;
     }
+    r->results++;
     if (rc >= 0 && k.id && !k.duplicate)
         rc = fr_idset_add(k.line > 0 ? r->ids : r->noline, k.id);
     free(k.id);

@@ -589,8 +589,12 @@ int fr_profile_load(struct fr_profile *p, const char *path, char *err, size_t er
                  errno == EFBIG ? "larger than 1 MiB" : fr_read_strerror(errno));
         return -1;
     }
-    if (strlen(text) != len) {
-        snprintf(err, errlen, "%s: contains a NUL byte; not a text file", path);
+    size_t nul = strlen(text);
+    if (nul != len) {
+        long line = 1;
+        for (const char *c = text; (c = memchr(c, '\n', (size_t)(text + nul - c))); c++)
+            line++;
+        snprintf(err, errlen, "%s:%ld: a NUL byte; not a text file", path, line);
         free(text);
         return -1;
     }

@@ -106,6 +106,13 @@ interrupt() {
     job A echo A > abc.jsonl
     run -125 --separate-stderr "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume
     [[ $stderr == *"but abc.jsonl has 1 line"* ]]
+    # the same from a pipe, checked when it ends; and a line that is blank now
+    run -125 --separate-stderr sh -c 'cat abc.jsonl | "$1" run --jobs - --out r.jsonl --resume' sh "$FITRUN"
+    [[ $stderr == *"is a result for line "*", but stdin has 1 line"* ]]
+    { job A echo A; echo; job C echo C; } > abc.jsonl
+    run -125 --separate-stderr sh -c 'cat abc.jsonl | "$1" run --jobs - --out r.jsonl --resume' sh "$FITRUN"
+    [[ $stderr == *"is a result for line 2 of stdin, which is blank"* ]]
+    [ "$(md5sum < r.jsonl)" = "$before" ]
     # with the jobs file the results came from, resume is a no-op as before
     for i in A B C; do job "$i" echo "$i"; done > abc.jsonl
     run -0 "$FITRUN" run --jobs abc.jsonl --out r.jsonl --resume --quiet
@@ -265,4 +272,88 @@ PY
     [ "$(wc -l < part.jsonl)" -eq 3000 ]
     [ "$(jq -r .id part.jsonl | sort | uniq -d)" = "" ]
     [ "$(jq -r 'select(.status != "ok" or .stdout != (.id[1:] + "\n")) | .id' part.jsonl)" = "" ]
+}
+
+@test "--resume: a kept DuplicateId result whose earlier line no longer has that id is 125, never a lost job" {
+    # B, A, A: line 3 is A's DuplicateId; line 2 (A) was running at the interrupt
+    for i in B A A; do job "$i" echo "$i"; done > dup.jsonl
+    run -1 "$FITRUN" run --jobs dup.jsonl --out r.jsonl --quiet
+    jq -c 'select(.line != 2)' r.jsonl > kept.jsonl
+    mv kept.jsonl r.jsonl
+    before=$(md5sum < r.jsonl)
+    # line 2, which had no result, now holds C: A is no longer a duplicate,
+    # and skipping line 3 would leave A without a result
+    for i in B C A; do job "$i" echo "$i"; done > dup.jsonl
+    run -125 --separate-stderr "$FITRUN" run --jobs dup.jsonl --out r.jsonl --resume
+    [[ $stderr == *'--resume: r.jsonl:'*' is the DuplicateId result of id "A" for line 3 of dup.jsonl, but no earlier line has that id now'* ]]
+    [ "$(md5sum < r.jsonl)" = "$before" ]
+    # the same from a stream
+    run -125 --separate-stderr "$FITRUN" run --jobs - --out r.jsonl --resume < dup.jsonl
+    [[ $stderr == *'DuplicateId result of id "A" for line 3 of stdin, but no earlier line has that id now'* ]]
+    [ "$(count r.jsonl A)" -eq 1 ]
+    # with the jobs file the results came from, line 2 runs and line 3 stays done
+    for i in B A A; do job "$i" echo "$i"; done > dup.jsonl
+    run -0 "$FITRUN" run --jobs dup.jsonl --out r.jsonl --resume --quiet
+    [ "$(jq -c '[.line, .id, .status]' r.jsonl | sort)" = "$(printf '%s\n' '[1,"B","ok"]' '[2,"A","ok"]' '[3,"A","invalid"]')" ]
+}
+
+@test "without --resume the results file is replaced only once the runtime is up: a failing prelude or an interrupt at start-up keeps it" {
+    job a echo a > one.jsonl
+    run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
+    before=$(md5sum < out.jsonl)
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = missing.py\n' > bad.ini
+    run -125 --separate-stderr "$FITRUN" run --profile bad.ini --jobs one.jsonl --out out.jsonl
+    [[ $stderr == *"prelude failed"* ]]
+    [ "$(md5sum < out.jsonl)" = "$before" ]
+    # interrupted while the runtime starts: no job ran, nothing replaced
+    printf 'import time\ntime.sleep(30)\n' > slow.py
+    printf '[runtime]\nkind = python\ninterpreter = /usr/bin/python3\nprelude = slow.py\n' > slow.ini
+    "$FITRUN" run --profile slow.ini --jobs one.jsonl --out out.jsonl --quiet &
+    local pid=$!
+    sleep 1
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ "$(md5sum < out.jsonl)" = "$before" ]
+    # a run that starts replaces it
+    job b echo b > one.jsonl
+    run -0 "$FITRUN" run --jobs one.jsonl --out out.jsonl --quiet
+    [ "$(jq -r .id out.jsonl)" = b ]
+}
+
+@test "--resume names a second result for the same line (file:line), as merge does; the first counts" {
+    for i in A B; do job "$i" echo "$i"; done > ab.jsonl
+    run -0 "$FITRUN" run --jobs ab.jsonl --out r.jsonl --quiet
+    jq -c 'select(.line == 1)' r.jsonl > twice.jsonl
+    jq -c 'select(.line == 1)' r.jsonl >> twice.jsonl # two copies concatenated
+    run -0 --separate-stderr "$FITRUN" run --jobs ab.jsonl --out twice.jsonl --resume
+    [[ $stderr == *"twice.jsonl:2: a second result for line 1 (the first counts); ignored"* ]]
+    [[ $stderr == *"resuming twice.jsonl: 1 result kept"* ]]
+    [ "$(count twice.jsonl B)" -eq 1 ]
+}
+
+@test "a results file in use by another fitrun run is refused (125): two runs never write the same file" {
+    for i in $(seq 1 20); do job "c$i" sleep 0.1; done > cc.jsonl
+    "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet --workers 2 &
+    local pid=$!
+    wait_for test -s cc.out
+    before=$(wc -l < cc.out)
+    run -125 --separate-stderr "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet
+    [[ $stderr == *"--out cc.out: in use by another fitrun (pid $pid)"* ]]
+    run -125 --separate-stderr "$FITRUN" run --jobs cc.jsonl --out cc.out --quiet # nor replaced
+    [[ $stderr == *"in use by another fitrun (pid $pid)"* ]]
+    [ "$(wc -l < cc.out)" -ge "$before" ] # not truncated
+    wait "$pid"
+    [ "$(wc -l < cc.out)" -eq 20 ]
+    [ "$(jq -r .id cc.out | sort | uniq -d)" = "" ]
+    # once it has ended (also when SIGKILLed: the lock goes with the process)
+    "$FITRUN" run --jobs cc.jsonl --out cc.out --quiet --workers 2 &
+    pid=$!
+    wait_for test -s cc.out
+    kill -KILL "$pid"
+    wait "$pid" || true
+    run -0 "$FITRUN" run --jobs cc.jsonl --out cc.out --resume --quiet
+    [ "$(wc -l < cc.out)" -eq 20 ]
+    [ "$(jq -r .id cc.out | sort | uniq -d)" = "" ]
 }

@@ -159,6 +159,11 @@ static void test_parse_duration(void **state)
     const char *why = NULL;
     assert_int_equal(fr_parse_duration_why("18446744073710ms", &v, &why), -1);
     assert_non_null(strstr(why, "365 days"));
+    /* a value near 1 s with too many digits after the point is not "too large" */
+    assert_int_equal(fr_parse_duration_why("1.00000000000000000000000001s", &v, &why), -1);
+    assert_string_equal(why, "too many decimals");
+    assert_int_equal(fr_parse_duration_why("100000000000000000000000000s", &v, &why), -1);
+    assert_string_equal(why, "too large");
 }
 
 /* ---- integers, doubles, bools ---- */

@@ -316,6 +316,18 @@ static void test_load_file(void **state)
     assert_string_equal(p.prelude, want);
     assert_string_equal(p.path, path);
     fr_profile_free(&p);
+
+    /* a NUL byte: named with its line, like every other mistake */
+    static const char nul[] = "[sandbox]\ncpu_time = 1\0s\n";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
+    assert_int_equal(fclose(f), 0);
+    fr_profile_defaults(&p);
+    assert_int_equal(fr_profile_load(&p, path, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s:2: a NUL byte; not a text file", path);
+    assert_string_equal(err, want);
+    fr_profile_free(&p);
     unlink(path);
 
     assert_int_equal(fr_profile_load(&p, path, err, sizeof err), -1);
