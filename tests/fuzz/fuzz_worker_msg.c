@@ -9,8 +9,9 @@
  *
  * Input: byte 0 = what fitrun saw of the job (bit 0 stdout over its cap,
  * bit 1 stderr over, bit 2 report over, bits 3-4 the runtime's kill: none,
- * CPU, wall, output; bit 5 a small result cap), byte 1 = the message's
- * length L, then L bytes of message, then the report.
+ * CPU, wall, output; bit 5 a small result cap; bits 6-7 how many inputs
+ * the job has, 0 to 3), byte 1 = the message's length L, then L bytes of
+ * message, then the report.
  *
  * Invariants:
  *  - a message is well formed exactly when its kind has the length it
@@ -24,7 +25,8 @@
  *    outputs, when set, a STRICT JSON array jansson reads, at most the
  *    result cap; an error type NUL-terminated UTF-8 below PY_TYPE_MAX, an
  *    error message UTF-8 of at most PY_MESSAGE_MAX bytes; an error line
- *    above 0 and within int32;
+ *    above 0 and within int32; a result the report made `ok` has one
+ *    output per input;
  *  - the result line written from them is one JSON object jansson reads,
  *    with its outputs equal to the report's, its error message the same
  *    bytes, and cpu_ms and max_rss_kb integers >= 0. */
@@ -82,7 +84,7 @@ static void check_decode(const char *m, size_t len, const struct py_msg *d)
                    "facts are not the message's bytes");
 }
 
-static void check_raw(const struct fr_raw *raw, const struct pyrt *py, const struct exit_facts *f)
+static void check_raw(const struct fr_raw *raw, const struct pyrt *py, const struct exit_facts *f, size_t inputs)
 {
     const struct timeval *tv[2] = {&raw->ru.ru_utime, &raw->ru.ru_stime};
     for (int i = 0; i < 2; i++)
@@ -98,6 +100,12 @@ static void check_raw(const struct fr_raw *raw, const struct pyrt *py, const str
         FUZZ_CHECK(raw->outputs_len && raw->outputs[0] == '[' &&
                        fr_json_whole(raw->outputs, raw->outputs_len, 1 + PY_MAX_NESTING, FR_JSON_STRICT),
                    "outputs are no STRICT array");
+    }
+    if (raw->status == FR_STATUS_OK) {
+        json_t *o = raw->outputs ? json_loadb(raw->outputs, raw->outputs_len, JSON_DECODE_ANY, NULL) : NULL;
+        FUZZ_CHECK(o && json_array_size(o) == inputs, "ok with %zu outputs for %zu inputs", o ? json_array_size(o) : 0,
+                   inputs);
+        json_decref(o);
     }
     if (raw->error_type) {
         size_t n = strlen(raw->error_type);
@@ -178,7 +186,17 @@ static void collect(const struct py_msg *d, uint8_t flags, const char *report, s
 {
     struct pyrt py = {.result_cap = flags & 32 ? 64 : 1u << 20};
     struct fr_runtime rt = {.priv = &py};
-    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1};
+    /* The job: what the report's outputs are counted against. */
+    static const char *const lines[4] = {
+        "{\"id\":\"j\",\"code\":\"\",\"inputs\":[]}", "{\"id\":\"j\",\"code\":\"\",\"inputs\":[[[0]]]}",
+        "{\"id\":\"j\",\"code\":\"\",\"inputs\":[[[0]],1]}", "{\"id\":\"j\",\"code\":\"\",\"inputs\":[0,[],{}]}"};
+    size_t inputs = flags >> 6;
+    struct fr_job job;
+    const char *type = NULL;
+    char perr[256];
+    if (fr_job_parse(lines[inputs], strlen(lines[inputs]), 1, &job, &type, perr, sizeof perr) < 0)
+        abort();
+    struct pyslot s = {.chan = -1, .pidfd = -1, .job_w = -1, .child_fd = -1, .proc_fd = -1, .job = &job};
     py_stream_open(&s.out, -1, 65536);
     py_stream_open(&s.err, -1, 65536);
     py_stream_open(&s.rep, -1, py.result_cap + PY_REPORT_SLACK);
@@ -197,10 +215,11 @@ static void collect(const struct py_msg *d, uint8_t flags, const char *report, s
     struct fr_raw raw;
     char msg[512];
     py_collect(&rt, &s, &raw, msg, sizeof msg);
-    check_raw(&raw, &py, &d->facts);
+    check_raw(&raw, &py, &d->facts, inputs);
     check_line(&raw);
     free(s.rep.buf);
     free(s.message);
+    fr_job_clear(&job);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
