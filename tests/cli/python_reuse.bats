@@ -383,6 +383,19 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" putenv .worker_replaced)" = '"poisoned: it used os.putenv"' ]
 }
 
+@test "python reuse: a poisoned process's \"done\" counts even when it has exited before its worker reads it" {
+    # The tripwire's message, "done" and the exit come in a burst: the
+    # worker reads everything queued before it takes the exit for the
+    # job's end (it said "ended" for about 1 in 6 of these).
+    local i
+    for i in $(seq 30); do
+        job "env$i" $'import os\nos.environ["POISON"] = "1"\ndef transform(g):\n    return g\n'
+    done > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/reuse.jsonl"
+    [ "$status" -eq 0 ]
+    [ "$(jq -sc 'map([.status, .worker_replaced]) | unique' "$D/reuse.jsonl")" = '[["ok","poisoned: os.environ was changed"]]' ]
+}
+
 @test "python reuse: the process's socket to its worker cannot be used to forge or steal a job" {
     # A forged "done" (no nonce) does not end the job: it ends when the
     # real one comes, and the process is replaced after it.

@@ -1919,25 +1919,37 @@ class ReuseWorker(Worker):
             elif p.listener >= 0 and events.get(p.listener, 0):
                 poller.unregister(p.listener)
             sock_ev = events.get(p.sock.fileno(), 0)
-            msg = b""
-            if sock_ev & select.POLLIN:
-                msg, fds, _, _ = socket.recv_fds(p.sock, 1024, 4)
-                for fd in fds:
-                    os.close(fd)
-            if msg[:1] == b"T":
-                taint = taint or f"it used {msg[1:].decode(errors='replace') or '?'}"
-            elif msg[:1] == b"D" and msg[1:17] == nonce and violation < 0:
-                return violation, msg[17:].decode(errors="replace"), taint
-            elif msg:
-                # A forged "done" or a stray message: the job is not over
-                # (its end is the real "done", its death or its limits),
-                # and the process goes after it.
-                taint = taint or "a message on its socket that is not its own protocol's"
-            elif sock_ev:
-                # Closed: it can no longer answer, and ends after the job
-                # (or at its limits); its death is the job's end.
-                poller.unregister(p.sock.fileno())
-            if p.pidfd in events:
+            # Dead: everything it sent is queued now, and read to the end
+            # (a poisoned process says "done" and exits at once, often
+            # right behind a tripwire message: its "done" still counts).
+            dead = p.pidfd in events
+            while sock_ev:
+                msg = b""
+                if sock_ev & select.POLLIN:
+                    try:
+                        msg, fds, _, _ = socket.recv_fds(p.sock, 1024, 4, socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        break
+                    for fd in fds:
+                        os.close(fd)
+                if msg[:1] == b"T":
+                    taint = taint or f"it used {msg[1:].decode(errors='replace') or '?'}"
+                elif msg[:1] == b"D" and msg[1:17] == nonce and violation < 0:
+                    why = msg[17:].decode(errors="replace")
+                    return violation, why or (dead and "ended: its process exited after its report") or "", taint
+                elif msg:
+                    # A forged "done" or a stray message: the job is not over
+                    # (its end is the real "done", its death or its limits),
+                    # and the process goes after it.
+                    taint = taint or "a message on its socket that is not its own protocol's"
+                else:
+                    # Closed: it can no longer answer, and ends after the job
+                    # (or at its limits); its death is the job's end.
+                    poller.unregister(p.sock.fileno())
+                    break
+                if not dead:
+                    break
+            if dead:
                 return violation, None, taint
 
 
