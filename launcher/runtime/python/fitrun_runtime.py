@@ -863,7 +863,7 @@ def supervise(sandbox, pid, pidfd, sock):
     violation (a record written anywhere, a SIGSYS it raises) nor hide one
     (handlers, masks)."""
     listener = sandbox.receive(sock)  # blocks until the child applied, or died (-EPIPE)
-    applied = listener >= 0 or listener == -errno.ENODATA
+    applied = _applied(listener)
     violation = -1
     try:
         poller = select.poll()
@@ -896,6 +896,14 @@ def supervise(sandbox, pid, pidfd, sock):
         if listener >= 0:
             os.close(listener)
     return violation, applied
+
+
+def _applied(listener):
+    """Did the child apply the sandbox, by what receiving its listener
+    gave: the listener, or -ENODATA (a policy without a filter), both
+    sent only once every step succeeded; else -errno (-EPIPE: it died or
+    failed first)."""
+    return listener >= 0 or listener == -errno.ENODATA
 
 
 def _kill(pid):
@@ -952,8 +960,10 @@ def _install_tripwire(chan_fd, allowed):
             return
         if event == "resource.prlimit" and args[2] is None:
             return  # reading a limit
+        # The runtime's own, before each job (the check leaves them out
+        # too). Exactly bytes: no __eq__ of a subclass runs here.
         if event == "os.putenv" and type(args[0]) is bytes and args[0] in job_vars:
-            return  # the runtime's own, before each job (the check leaves them out too); exactly bytes: no __eq__ of a subclass runs here
+            return
         if not said[0]:
             try:
                 st = fstat(chan_fd)
@@ -1168,9 +1178,8 @@ class _Baseline:
         self.generators = _user_generators(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
-        self.streams = [(name, stream, _stream_mode(stream))
-                        for name, stream in ((n, getattr(sys, n)) for n in ("stdout", "stderr", "__stdout__", "__stderr__"))
-                        if stream is not None]
+        self.streams = [(name, stream, _stream_mode(stream)) for name in ("stdout", "stderr", "__stdout__", "__stderr__")
+                        if (stream := getattr(sys, name)) is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
 
     @staticmethod
@@ -1817,7 +1826,7 @@ class ReuseWorker(Worker):
         # (EOF instead: it died; the job finds it dead). Not when applying
         # the sandbox failed: the message may have gone to receive(), and
         # the first job reports the failure anyway.
-        if listener >= 0 or listener == -errno.ENODATA:
+        if _applied(listener):
             ours.recv(16)
         return ReusedProcess(pid, pidfd, ours, listener)
 
@@ -1888,9 +1897,8 @@ class ReuseWorker(Worker):
     def exited(self, seq, p, status, violation, cpu_us, rss_kb, t0, fork_us, why):
         wall_us = (time.monotonic_ns() - t0) // 1000
         # p applied the sandbox once, when it started (spawn): for all its jobs
-        applied = p.listener >= 0 or p.listener == -errno.ENODATA
-        self.chan.send(MSG_EXITED.pack(b"E", EXITED_APPLIED if applied else 0, seq, status, violation, cpu_us, 0,
-                                       rss_kb, wall_us, fork_us)
+        self.chan.send(MSG_EXITED.pack(b"E", EXITED_APPLIED if _applied(p.listener) else 0, seq, status, violation,
+                                       cpu_us, 0, rss_kb, wall_us, fork_us)
                        + why.encode(errors="replace")[:400])
 
     def wait(self, p, nonce):
