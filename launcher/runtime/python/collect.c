@@ -186,6 +186,13 @@ static bool parse_report(const struct stream *rep, struct report *r)
            (!r->f[R_MEMORY].p || span_is_word(r->f[R_MEMORY], "true") || span_is_word(r->f[R_MEMORY], "false"));
 }
 
+/* Did the prediction fail, by its report: it raised (an error type), or
+ * ran out of memory. */
+static bool report_failed(const struct report *r)
+{
+    return span_is(r->f[R_TYPE], '"') || span_is_word(r->f[R_MEMORY], "true");
+}
+
 /* Does the report hold as many outputs as the runtime writes for this
  * job? One per input; fewer only after a failure (none when the code did
  * not compile or define the entry, those before a MemoryError). Any other
@@ -200,8 +207,7 @@ static bool outputs_fit(const struct pyslot *s, const struct report *r)
     fr_json_iter_init(&it, r->f[R_OUTPUTS]);
     while (n <= inputs->count && fr_json_iter_next(&it, &v))
         n++;
-    bool failed = span_is(r->f[R_TYPE], '"') || span_is_word(r->f[R_MEMORY], "true");
-    return n == inputs->count || (n < inputs->count && failed);
+    return n == inputs->count || (n < inputs->count && report_failed(r));
 }
 
 /* A checked string literal as text of at most max bytes (cut at a
@@ -307,7 +313,7 @@ static void exited_by_itself(struct pyrt *py, struct pyslot *s, const struct str
     if (integer_span(r.f[R_LINE], &v) && v > 0)
         raw->error_line = v;
     raw->memory_hint = span_is_word(r.f[R_MEMORY], "true");
-    if (raw->memory_hint || span_is(r.f[R_TYPE], '"')) {
+    if (report_failed(&r)) {
         raw->status = raw->memory_hint ? FR_STATUS_MEMORY : FR_STATUS_ERROR;
         report_error(s, &r, raw);
         if (!raw->error_type)
