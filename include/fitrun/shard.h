@@ -28,7 +28,8 @@ struct fr_shard {
 /* "K/N" or "auto" (auto reads SLURM_ARRAY_TASK_ID/_MIN/_COUNT from envp).
  * Returns 0, or -1 with a message in err. */
 int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char *err, size_t errlen);
-/* Does input line `line` (1-based) belong to this shard? (line-1) mod N == K. */
+/* Does input line `line` (1-based) belong to this shard? (line-1) mod N == K;
+ * every line does when s is NULL or not enabled. */
 bool fr_shard_selects(const struct fr_shard *s, long line);
 /* Replace "{shard}" in pattern with K. Returns 0 or -1 (too long). */
 int fr_shard_expand(const char *pattern, const struct fr_shard *s, char *buf, size_t n);

@@ -114,7 +114,7 @@ ssize_t input_fill(struct input *in)
 /* One line of the pre-count. */
 static bool counts(long line, const char *s, size_t n, const struct fr_shard *shard, const struct fr_resume *resume)
 {
-    if (shard->enabled && !fr_shard_selects(shard, line))
+    if (!fr_shard_selects(shard, line))
         return false;
     if (line_is_blank(s, n))
         return false;

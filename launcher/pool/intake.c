@@ -34,7 +34,7 @@ static int resumed(struct fr_host *h, long line, const char *text, size_t len)
 static void handle_line(struct fr_host *h, const char *text, size_t len, long line)
 {
     const struct fr_resume *res = h->o->resume;
-    if (h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line))
+    if (!fr_shard_selects(&h->o->shard, line))
         return;
     if (line_is_blank(text, len)) {
         /* --resume: a result for a line that is blank now (a stream's
@@ -100,7 +100,7 @@ void pool_intake(struct fr_host *h, bool readable)
         switch (input_next(&h->in, &text, &len, &line)) {
         case INPUT_LINE: handle_line(h, text, len, line); continue;
         case INPUT_TOO_LONG: {
-            if ((h->o->shard.enabled && !fr_shard_selects(&h->o->shard, line)) || resumed(h, line, NULL, 0))
+            if (!fr_shard_selects(&h->o->shard, line) || resumed(h, line, NULL, 0))
                 continue;
             char msg[128];
             snprintf(msg, sizeof msg, "line %ld: longer than %u MiB", line, FR_JOB_MAX_LINE >> 20);

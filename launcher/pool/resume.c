@@ -193,8 +193,9 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *s
     int rc = 0;
     /* ids of the shard's lines read so far, for DuplicateId results (a
      * shard finds duplicates among its own lines only) */
-    struct fr_idset *earlier = has_duplicates(r) ? fr_idset_new() : NULL;
-    if (has_duplicates(r) && !earlier) {
+    bool duplicates = has_duplicates(r);
+    struct fr_idset *earlier = duplicates ? fr_idset_new() : NULL;
+    if (duplicates && !earlier) {
         fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
         rc = -1;
     }
@@ -218,8 +219,7 @@ int fr_resume_verify(const struct fr_resume *r, int fd, const struct fr_shard *s
                 rc = -1;
         } else if (fr_resume_line(r, line, k == INPUT_LINE ? text : NULL, len, earlier, jobs_name, err, errlen) < 0)
             rc = -1;
-        else if (earlier && k == INPUT_LINE && (!shard || !shard->enabled || fr_shard_selects(shard, line)) &&
-                 add_id(earlier, text, len, line) < 0) {
+        else if (earlier && k == INPUT_LINE && fr_shard_selects(shard, line) && add_id(earlier, text, len, line) < 0) {
             fr_seterr(err, errlen, "--resume: out of memory reading %s", jobs_name);
             rc = -1;
         }
