@@ -8,6 +8,11 @@ without fitrun, in-process, as the reference for fitrun's verdicts
   pool        a persistent multiprocessing.Pool (fork), imap_unordered
   fork        a fork of the warm process per prediction, no exec (the naive
               isolating loop), W at a time
+  shared      W copies of the sequential loop at once, each taking the next
+              line by one counter in shared memory: no dispatcher, no
+              isolation, no copy of a job; what W processes on this
+              machine do with these jobs in this order (the in-process
+              bound, measured rather than multiplied)
 
 Every peer loads the profile's prelude once per worker process and runs each
 prediction with python_common.InProcess: fresh globals, the profile's
@@ -35,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_common as pc  # noqa: E402
 
-PEERS = ("sequential", "joblib", "pool", "fork")
+PEERS = ("sequential", "joblib", "pool", "fork", "shared")
 
 _RUNNER = None  # this worker process's InProcess, made on its first job
 
@@ -133,6 +138,45 @@ def peer_fork(jobs_path, cfg, workers):
         os.close(r)
         yield (json.loads(b"".join(chunks)) if chunks else
                {"id": jid, "status": "crash", "passed": None, "error_type": "NoResult"})
+
+
+def _shared_loop(lines, counter, cfg, path):
+    """One of peer_shared's processes: the next line until none is left."""
+    _worker_init(cfg)
+    with open(path, "w") as out:
+        while True:
+            with counter.get_lock():
+                i = counter.value
+                counter.value = i + 1
+            if i >= len(lines):
+                return
+            out.write(json.dumps(_RUNNER.run(json.loads(lines[i])), separators=(",", ":")) + "\n")
+
+
+def peer_shared(jobs_path, cfg, workers):
+    """The lines are read before the fork (each process parses its own, as
+    the sequential loop does); results go to one file per process, read
+    once every process has exited. A process that died is a crash of the
+    run, not of a prediction: there is nothing to compare such a run with."""
+    import multiprocessing as mp
+    import tempfile
+    with open(jobs_path) as f:
+        lines = [line for line in f if line.strip()]
+    ctx = mp.get_context("fork")
+    counter = ctx.Value("q", 0)
+    with tempfile.TemporaryDirectory(prefix="arc-peers-shared.") as tmp:
+        paths = [os.path.join(tmp, f"{k}.jsonl") for k in range(workers)]
+        procs = [ctx.Process(target=_shared_loop, args=(lines, counter, cfg, p)) for p in paths]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+            if p.exitcode != 0:
+                sys.exit(f"arc_peers: shared: a process exited with {p.exitcode}")
+        for path in paths:
+            with open(path) as f:
+                for line in f:
+                    yield json.loads(line)
 
 
 def run_peer(name, jobs_path, cfg, workers, out):

@@ -17,7 +17,12 @@ Below it, the scheduled bound: the same run's time per job, scheduled in
 input order onto W workers that each take the next job the moment they
 are free, with nothing else (its start-up once): what the best pool can
 do with these jobs in this order, tail included (a long job near the end
-while the other workers have nothing left).
+while the other workers have nothing left). Both are computed from one
+process running alone; the runner `shared` measures the bound instead: W
+copies of that loop run at once, each taking the next job from one
+counter in shared memory (no dispatcher, no isolation), so it pays what
+W processes pay on this machine together (shared caches, memory
+bandwidth, sibling hyperthreads, the kernel) and the tail.
 
 --baseline FITRUN adds the runner fitrun-base: another fitrun binary (a
 build of main, say), run interleaved with the others, for before/after;
@@ -60,8 +65,10 @@ sys.path.insert(0, HERE)
 import arc_compare  # noqa: E402
 import python_common as pc  # noqa: E402
 
-RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "fitrun-base-reuse", "joblib", "pool", "sequential")
-DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool", "sequential")
+RUNNERS = ("fitrun", "fitrun-base", "fitrun-reuse", "fitrun-base-reuse", "joblib", "pool", "sequential", "shared")
+DEFAULT_RUNNERS = ("fitrun", "fitrun-reuse", "joblib", "pool", "sequential", "shared")
+# How the table names a runner whose name alone does not say what it is.
+LABELS = {"shared": "shared bound (W in-process loops at once, one job counter)"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -296,6 +303,8 @@ def table(rows, workers, runners):
             vs_p = f"{r['rate'] / po['rate']:.2f}×" if po else "–"
             if in_caller(name, w):
                 lu = "– (n_jobs=1 runs in the caller)"
+            elif name == "shared":
+                lu = "– (no dispatcher)"
             else:
                 lu = fmt_num(r["launcher_us"], ".0f") + ("" if name.startswith("fitrun") else
                                                           " (dispatcher)")
@@ -316,7 +325,7 @@ def table(rows, workers, runners):
                     out.append(f"| {w} | scheduled bound (its job times on {w} workers, in order, "
                                f"no overhead) | {s:.0f} | {vs_j} | {vs_p} | – | – | – | – |")
                 continue
-            out.append(f"| {w} | {name} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
+            out.append(f"| {w} | {LABELS.get(name, name)} | {r['rate']:.0f} ({r['min']:.0f}–{r['max']:.0f}) | {vs_j} "
                        f"| {vs_p} | {lu} | {child} | {r['busy']:.2f} | {r['differ']} |")
     return out
 
@@ -395,7 +404,9 @@ def plot(rows, workers, runners, path, m):
         rates = [rows[(w, name)]["rate"] for w in ws]
         err = [[rows[(w, name)]["rate"] - rows[(w, name)]["min"] for w in ws],
                [rows[(w, name)]["max"] - rows[(w, name)]["rate"] for w in ws]]
-        ax1.errorbar(ws, rates, yerr=err, marker="o", capsize=3, label=name)
+        ax1.errorbar(ws, rates, yerr=err, marker="o", capsize=3, label=LABELS.get(name, name))
+        if name == "shared":  # its parent only starts and waits: no dispatcher
+            continue
         lu = [None if in_caller(name, w) else rows[(w, name)]["launcher_us"] for w in ws]
         if name.startswith("fitrun") and any(x is not None for x in lu):
             ax2.plot(ws, lu, marker="o", label=f"{name} launcher")

@@ -155,7 +155,7 @@ class Peers(unittest.TestCase):
             for jobs, outcomes in (("jobs.jsonl", "outcomes.jsonl"),
                                    ("scoring.jsonl", "scoring-outcomes.jsonl")):
                 known = {r["id"]: r for r in jsonl(os.path.join(MINI, outcomes))}
-                for name in ("sequential", "joblib", "pool", "fork"):
+                for name in ("sequential", "joblib", "pool", "fork", "shared"):
                     got = peer(name, os.path.join(MINI, "profile.ini"), os.path.join(MINI, jobs),
                                os.path.join(tmp, f"{name}.jsonl"))
                     self.assertEqual(arc_compare.compare(known, got, {}), [], (name, jobs))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # bench_tools.bats — the bench tools of bench/README.md ("arc-dsl corpus,
 # peers and scale") keep working without arc-dsl: the unit tests of
-# tests/bench/test_bench_tools.py (generator on a stand-in DSL, the four
+# tests/bench/test_bench_tools.py (generator on a stand-in DSL, the five
 # in-process peers, the comparer, the projection), then fitrun itself
 # against the peers' known outcomes, and a one-round scale run.
 
@@ -47,7 +47,7 @@ teardown() {
 
 @test "scale: one round at 1 worker writes the table, the projection and the machine" {
     run --separate-stderr "$SRC/bench/scale.sh" --corpus "$MINI" --fitrun "$FITRUN" --workers 1 \
-        --rounds 1 --runners fitrun,fitrun-reuse,pool,sequential --perf off --no-warmup --out "$D/scale"
+        --rounds 1 --runners fitrun,fitrun-reuse,pool,sequential,shared --perf off --no-warmup --out "$D/scale"
     echo "$output"
     echo "$stderr"
     [ "$status" -eq 0 ]
@@ -55,6 +55,7 @@ teardown() {
     grep -E '^\| 1 \| pool \| [0-9]+ .*\| 1\.00× \| [0-9]+ \(dispatcher\) \|' "$D/scale/scale.md"
     grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| [0-9]\.[0-9]{2} \(× 1\) \| 0 \|$' "$D/scale/scale.md"
     grep -E '^\| 1 \| scheduled bound \(its job times on 1 workers, in order, no overhead\) \| [0-9]+ \| – \| [0-9.]+× \|' "$D/scale/scale.md"
+    grep -E '^\| 1 \| shared bound \(W in-process loops at once, one job counter\) \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \| [0-9]\.[0-9]{2} \| 0 \|$' "$D/scale/scale.md"
     # The schedule has the tail: a long last job keeps one worker busy
     # while the other idles; a long first one does not.
     [ "$(/usr/bin/python3 -c "import sys; sys.path.insert(0, '$SRC/bench'); import scale
