@@ -361,6 +361,11 @@ def report(out_dir):
                          for n in runners) + ".",
              "", f"Command: `{meta['command']}`", ""]
     lines += table(rows, workers, runners)
+    shares = [f"{name} at {w}: {rows[(w, name)]['rate'] / rows[(w, 'shared')]['rate']:.0%}"
+              for w in workers if (w, "shared") in rows
+              for name in runners if name not in ("shared", "sequential") and (w, name) in rows]
+    if shares:
+        lines += ["", "Of the shared bound (median against median): " + "; ".join(shares) + "."]
     for note in meta.get("notes", []):
         lines += ["", f"Note: {note}"]
     lines += ["", "Projection (from the largest worker count measured):", ""]

@@ -56,6 +56,7 @@ teardown() {
     grep -E '^\| 1 \| in-process bound \(sequential [0-9]+/s × 1\) \| [0-9]+ \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \(its own\) \| [0-9]\.[0-9]{2} \(× 1\) \| 0 \|$' "$D/scale/scale.md"
     grep -E '^\| 1 \| scheduled bound \(its job times on 1 workers, in order, no overhead\) \| [0-9]+ \| – \| [0-9.]+× \|' "$D/scale/scale.md"
     grep -E '^\| 1 \| shared bound \(W in-process loops at once, one job counter\) \| [0-9]+ \([0-9]+–[0-9]+\) \| – \| [0-9.]+× \| – \(no dispatcher\) \| [0-9.]+ \| [0-9]\.[0-9]{2} \| 0 \|$' "$D/scale/scale.md"
+    grep -qE '^Of the shared bound \(median against median\): fitrun at 1: [0-9]+%; .*pool at 1: [0-9]+%\.$' "$D/scale/scale.md"
     # The schedule has the tail: a long last job keeps one worker busy
     # while the other idles; a long first one does not.
     [ "$(/usr/bin/python3 -c "import sys; sys.path.insert(0, '$SRC/bench'); import scale
