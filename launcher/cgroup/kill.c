@@ -16,8 +16,7 @@ void cg_sleep_ms(long ms)
         ;
 }
 
-/* Does dir (and below, v2) still hold a process? */
-static bool populated(const struct fr_cgroup_hier *h, const char *dir)
+bool cg_populated(const struct fr_cgroup_hier *h, const char *dir)
 {
     char path[CG_PATH];
     if (h->version == 2) {
@@ -57,7 +56,7 @@ void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir)
                 free(pids);
             }
         }
-        if (!populated(h, dir))
+        if (!cg_populated(h, dir))
             return;
         cg_sleep_ms(1);
     }

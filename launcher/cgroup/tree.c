@@ -415,6 +415,23 @@ static void take_over(struct fr_cgroup_tree *t)
 
 /* ---- create --------------------------------------------------------------- */
 
+#define CG_MAKE_TRIES 3 /* a neighbour removes a tree it finds empty once, as it starts */
+
+/* Was a cgroup of the tree made so far removed (by a neighbour's
+ * stale.c) while this process had not yet moved into it? */
+static bool removed_beneath(const struct fr_cgroup_tree *t)
+{
+    char dir[CG_PATH];
+    for (int i = 0; i < t->p.nhier; i++) {
+        if (t->made_base[i] && access(t->base[i], F_OK) < 0 && errno == ENOENT)
+            return true;
+        if (t->made_launcher[i] && path_in(t, i, CG_LAUNCHER, dir, sizeof dir) && access(dir, F_OK) < 0 &&
+            errno == ENOENT)
+            return true;
+    }
+    return false;
+}
+
 /* fitrun-<pid> and its launcher cgroup, and this process in it. */
 static int make_launcher(struct fr_cgroup_tree *t, int i, char *err, size_t errlen)
 {
@@ -526,14 +543,23 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     if (note[0])
         fr_warn("%s", note);
     int r = 0;
-    for (int i = 0; i < p->nhier && r == 0; i++) {
+    for (int i = 0; i < p->nhier && r == 0; i++)
         if (snprintf(t->base[i], sizeof t->base[i], "%s/" CG_PREFIX "%d",
                      strcmp(p->hier[i].own, "/") ? p->hier[i].own : "", (int)t->pid) >= (int)sizeof t->base[i]) {
             fr_seterr(err, errlen, "cgroup path too long below %s", p->hier[i].own);
             r = -1;
-            break;
         }
-        r = make_launcher(t, i, err, errlen);
+    /* A run in another pid namespace that shares this cgroup cannot tell
+     * from our pid that the tree is ours, and removes it if it finds it
+     * still empty (stale.c); it never can once we are in launcher. Made
+     * again from the start when that is why it failed. */
+    for (int attempt = 1; r == 0; attempt++) {
+        for (int i = 0; i < p->nhier && r == 0; i++)
+            r = make_launcher(t, i, err, errlen);
+        if (r == 0 || attempt == CG_MAKE_TRIES || !removed_beneath(t))
+            break;
+        undo(t, false);
+        r = 0;
     }
     /* v2: from here on a SIGKILLed fitrun leaves what it made to its janitor. */
     if (r == 0 && p->version == 2)
