@@ -45,16 +45,20 @@
 #include "fitrun/common.h"
 #include "internal.h"
 
-/* "fitrun-<digits>" -> pid, else 0. */
+/* "fitrun-<digits>" or "fitrun-<digits>-<digits>" (tree.c's claim_name:
+ * a name another pid namespace's run had) -> pid, else 0. */
 static pid_t pid_of(const char *name)
 {
     size_t pl = strlen(CG_PREFIX);
-    if (strncmp(name, CG_PREFIX, pl) || !name[pl] || strlen(name + pl) > 9)
+    if (strncmp(name, CG_PREFIX, pl))
         return 0;
-    for (const char *c = name + pl; *c; c++)
-        if (!isdigit((unsigned char)*c))
-            return 0;
-    long v = strtol(name + pl, NULL, 10);
+    const char *c = name + pl;
+    size_t digits = strspn(c, "0123456789");
+    if (!digits || digits > 9 ||
+        (c[digits] && (c[digits] != '-' || !c[digits + 1] || strlen(c + digits + 1) > 9 ||
+                       strspn(c + digits + 1, "0123456789") != strlen(c + digits + 1))))
+        return 0;
+    long v = strtol(c, NULL, 10);
     return v > 0 ? (pid_t)v : 0;
 }
 
@@ -72,18 +76,18 @@ static bool cgroup_path_of(const char *pid, const struct fr_cgroup_hier *h, char
     return ok;
 }
 
-/* Is process pid in <own>/fitrun-<pid>/launcher, or still in <own>
+/* Is process pid in <own>/<name>/launcher (name: fitrun-<pid>[-k]), or still in <own>
  * (making its sub-tree, about to move)? Only the process that made that
  * cgroup moves itself there under that pid (its zygote and workers there
  * have other pids and die with it), whatever its binary is called. (self:
  * our own path, which is own's while this runs: before we move.) */
-static bool owner_alive(pid_t pid, const struct fr_cgroup_hier *h, const char *self)
+static bool owner_alive(pid_t pid, const char *name, const struct fr_cgroup_hier *h, const char *self)
 {
     char id[16], path[CG_PATH], want[CG_PATH];
     snprintf(id, sizeof id, "%d", (int)pid);
     if (!cgroup_path_of(id, h, path, sizeof path))
         return false;
-    int r = snprintf(want, sizeof want, "%s/" CG_PREFIX "%d/" CG_LAUNCHER, strcmp(self, "/") ? self : "", (int)pid);
+    int r = snprintf(want, sizeof want, "%s/%s/" CG_LAUNCHER, strcmp(self, "/") ? self : "", name);
     return !strcmp(path, self) || (r > 0 && (size_t)r < sizeof want && !strcmp(path, want));
 }
 
@@ -213,7 +217,7 @@ int fr_cgroup_remove_stale(const struct fr_cgroup_probe *p, char *note, size_t n
             if (!pid || e->d_type != DT_DIR || !fr_dir_file(dir, sizeof dir, h->own, e->d_name))
                 continue;
             /* Our own pid: an earlier process that had it (we make ours later). */
-            if (pid != getpid() && owner_alive(pid, h, self))
+            if (pid != getpid() && owner_alive(pid, e->d_name, h, self))
                 continue;
             if (launcher_listed(p, e->d_name) || !remove_launchers(p, e->d_name, note, n))
                 continue;
