@@ -39,6 +39,8 @@ static char home[FR_CG_HIER_MAX][CG_PATH]; /* where the test started, per hierar
 static char mine[FR_CG_HIER_MAX][CG_PATH]; /* stale-test-<pid> below it */
 static int nmine;
 static bool ready;
+static pid_t holders[16]; /* the holders a failed case left, ended by teardown */
+static int nholders;
 
 static void probe_here(struct fr_cgroup_probe *p)
 {
@@ -109,6 +111,10 @@ static void remove_all(const char *dir)
 static int teardown(void **state)
 {
     (void)state;
+    /* Our children, not reaped yet: their pids are still theirs. */
+    for (int k = 0; k < nholders; k++)
+        if (holders[k] > 0 && kill(holders[k], SIGKILL) == 0)
+            waitpid(holders[k], NULL, 0);
     for (int i = 0; i < nmine; i++) {
         if (write_text(home[i], "cgroup.procs", "0") < 0)
             fprintf(stderr, "test_cgroup_stale: cannot move back into %s: %s\n", home[i], strerror(errno));
@@ -191,6 +197,8 @@ static pid_t holder(const char *name, const char *rel)
     char c;
     assert_int_equal(read(p[0], &c, 1), 1);
     close(p[0]);
+    if (nholders < (int)(sizeof holders / sizeof *holders))
+        holders[nholders++] = pid;
     return pid;
 }
 
@@ -202,10 +210,20 @@ static bool running(pid_t pid)
     return si.si_pid == 0;
 }
 
+/* Reap holder pid (its status in *status) and forget it: once reaped, its
+ * pid may be another process's, never to be signalled. */
+static void reap_holder(pid_t pid, int *status)
+{
+    assert_int_equal(waitpid(pid, status, 0), pid);
+    for (int k = 0; k < nholders; k++)
+        if (holders[k] == pid)
+            holders[k] = 0;
+}
+
 static void end_holder(pid_t pid)
 {
     kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    reap_holder(pid, NULL);
 }
 
 /* Remove the tree the test made (its processes ended), deepest first. */
@@ -241,7 +259,7 @@ static void test_dead_tree_is_removed(void **state)
     assert_int_equal(remove_stale(), probe.nhier);
     assert_false(tree_exists(name));
     int status;
-    assert_int_equal(waitpid(job, &status, 0), job);
+    reap_holder(job, &status);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
@@ -315,12 +333,53 @@ static void test_invisible_launcher_keeps_tree(void **state)
     remove_tree(name);
 }
 
+/* fitrun-<pid>-<k>: the name a run takes where fitrun-<pid> was taken; a
+ * dead one's tree is removed as well. */
+static void test_suffixed_dead_tree_is_removed(void **state)
+{
+    (void)state;
+    need_cgroups();
+    char name[48];
+    snprintf(name, sizeof name, CG_PREFIX "%d-3", (int)dead_pid());
+    make_tree(name);
+    pid_t job = holder(name, CG_JOBS "/" CG_WORKER "0");
+    assert_int_equal(remove_stale(), probe.nhier);
+    assert_false(tree_exists(name));
+    reap_holder(job, NULL);
+}
+
+/* A live tree already named after our pid (a run that has our pid in its
+ * own pid namespace) is neither removed nor shared: ours is
+ * fitrun-<pid>-1, and the other is untouched when ours is gone. */
+static void test_taken_name_is_not_shared(void **state)
+{
+    (void)state;
+    need_cgroups();
+    char name[48], dir[CG_PATH + 64], err[2048];
+    snprintf(name, sizeof name, CG_PREFIX "%d", (int)getpid());
+    make_tree(name);
+    pid_t other = holder(name, CG_LAUNCHER);
+    struct fr_cgroup_limits lim = {.memory = 64ull << 20, .pids = 16};
+    struct fr_cgroup_tree *t = NULL;
+    assert_int_equal(fr_cgroup_tree_create(&probe, &lim, 1, &t, err, sizeof err), 0);
+    for (int i = 0; i < probe.nhier; i++) {
+        snprintf(dir, sizeof dir, "%s/" CG_PREFIX "%d-1", probe.hier[i].own, (int)getpid());
+        assert_string_equal(t->base[i], dir);
+    }
+    fr_cgroup_tree_destroy(t);
+    assert_true(running(other));
+    path_of(0, name, CG_JOBS "/" CG_WORKER "0", dir, sizeof dir);
+    assert_int_equal(access(dir, F_OK), 0);
+    end_holder(other);
+    remove_tree(name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dead_tree_is_removed),
-        cmocka_unit_test(test_listed_launcher_keeps_tree),
-        cmocka_unit_test(test_invisible_launcher_keeps_tree),
+        cmocka_unit_test(test_dead_tree_is_removed),          cmocka_unit_test(test_listed_launcher_keeps_tree),
+        cmocka_unit_test(test_invisible_launcher_keeps_tree), cmocka_unit_test(test_suffixed_dead_tree_is_removed),
+        cmocka_unit_test(test_taken_name_is_not_shared),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
