@@ -73,7 +73,11 @@ static int setup(void **state)
         return 0;
     for (int i = 0; i < start.nhier; i++) {
         snprintf(home[i], sizeof home[i], "%s", start.hier[i].own);
-        snprintf(mine[i], sizeof mine[i], "%s/stale-test-%d", strcmp(home[i], "/") ? home[i] : "", (int)getpid());
+        if (snprintf(mine[i], sizeof mine[i], "%s/stale-test-%d", strcmp(home[i], "/") ? home[i] : "", (int)getpid()) >=
+            (int)sizeof mine[i]) {
+            fprintf(stderr, "test_cgroup_stale: cgroup path too long below %s\n", home[i]);
+            return -1;
+        }
         if (mkdir(mine[i], 0755) < 0) {
             fprintf(stderr, "test_cgroup_stale: cannot create cgroup %s: %s\n", mine[i], strerror(errno));
             return -1;
