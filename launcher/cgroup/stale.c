@@ -216,7 +216,9 @@ int fr_cgroup_remove_stale(const struct fr_cgroup_probe *p, char *note, size_t n
             char dir[CG_PATH];
             if (!pid || e->d_type != DT_DIR || !fr_dir_file(dir, sizeof dir, h->own, e->d_name))
                 continue;
-            /* Our own pid: an earlier process that had it (we make ours later). */
+            /* Our own pid: an earlier process that had it (we make ours
+             * later), or a run in another pid namespace that has it there
+             * (its launcher cgroup says so, below). */
             if (pid != getpid() && owner_alive(pid, e->d_name, h, self))
                 continue;
             if (launcher_listed(p, e->d_name) || !remove_launchers(p, e->d_name, note, n))
