@@ -10,12 +10,20 @@
  *  - no process uses as its real uid (a /proc scan: zombies count too, and a
  *    run killed by SIGKILL leaves some until they are reaped).
  * The registry is one file of "PID STARTTIME BASE COUNT" lines; entries of
- * dead runs (pid gone, or reused: another start time) are dropped on the way.
+ * dead runs are dropped on the way. The pid is the run's in its own pid
+ * namespace, which means nothing to a run in another one that shares the
+ * registry (`unshare --pid` beside a host run): so each run also holds,
+ * for as long as it lives, an OFD write lock on bytes BASE..BASE+COUNT-1 of
+ * the lock file "uids.lock" beside the registry. The kernel drops it when
+ * the run is gone, whatever pid namespace it was in. An entry is dead when
+ * its pid is gone (or reused: another start time) and no lock is held on
+ * its range.
  * Parent side only (files, locks, malloc); never called in a job. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +116,24 @@ static void mark(unsigned char *used, uint32_t base, uint32_t span, unsigned lon
             used[(u - base) / 8] |= (unsigned char)(1u << ((u - base) % 8));
 }
 
+/* Is some lock held on bytes first..first+count-1 of the lock file (lfd:
+ * an open file description of our own, so that our own run's lock, held
+ * on another, counts)? A lock that cannot be tested counts as held: the
+ * range is then kept, never shared. */
+static bool range_locked(int lfd, unsigned long long first, unsigned long long count)
+{
+    if (lfd < 0)
+        return false; /* no lock file: the pid alone decides, as before */
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)first, .l_len = (off_t)count};
+    if (count == 0 || first > INT64_MAX - count)
+        return false;
+    return fcntl(lfd, F_OFD_GETLK, &fl) < 0 || fl.l_type != F_UNLCK;
+}
+
 /* Read the registry (locked by the caller), keep the live entries in `keep`
  * and mark their ranges used. */
-static void read_registry(FILE *f, uint32_t base, uint32_t span, unsigned char *used, char **keep, size_t *klen)
+static void read_registry(FILE *f, int lfd, uint32_t base, uint32_t span, unsigned char *used, char **keep,
+                          size_t *klen)
 {
     long pid;
     unsigned long long st, first, count;
@@ -119,7 +142,8 @@ static void read_registry(FILE *f, uint32_t base, uint32_t span, unsigned char *
     *klen = 0;
     rewind(f);
     while (fscanf(f, "%ld %llu %llu %llu", &pid, &st, &first, &count) == 4) {
-        if (pid <= 0 || pid == getpid() || start_time(pid) != st)
+        bool pid_alive = pid > 0 && pid != getpid() && start_time(pid) == st;
+        if (!pid_alive && !range_locked(lfd, first, count))
             continue; /* a dead run (or our own stale line): its range is free */
         mark(used, base, span, first, count);
         char line[128];
@@ -157,11 +181,21 @@ int fr_identity_reserve(uint32_t want, int n, uint32_t *got, char *err, size_t e
         return -1;
     }
     int fd = openat(dfd, "uids", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* Kept open to the end on success: its lock is the reservation. */
+    int lfd = openat(dfd, "uids.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int lerr = errno;
     close(dfd);
+    if (lfd < 0) {
+        fr_seterr(err, errlen, "%s/uids.lock: %s", dir, strerror(lerr));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
         fr_seterr(err, errlen, "%s/uids: %s", dir, strerror(errno));
         if (fd >= 0)
             close(fd);
+        close(lfd);
         return -1;
     }
     FILE *f = fdopen(fd, "r+");
@@ -173,17 +207,37 @@ int fr_identity_reserve(uint32_t want, int n, uint32_t *got, char *err, size_t e
             fclose(f);
         else
             close(fd);
+        close(lfd);
         return -1;
     }
     char *keep;
     size_t klen;
-    read_registry(f, want, span, used, &keep, &klen);
+    read_registry(f, lfd, want, span, used, &keep, &klen);
     scan_processes(want, span, used);
     int rc = -1;
     uint32_t off = 0;
-    while (off + (uint32_t)n <= span && !range_free(used, off, n))
-        off++;
-    if (off + (uint32_t)n > span) {
+    int lock_err = 0;
+    for (;; off++) {
+        while (off + (uint32_t)n <= span && !range_free(used, off, n))
+            off++;
+        if (off + (uint32_t)n > span)
+            break;
+        /* The range's lock, taken before the registry's lock is released
+         * (no reader ever sees our entry without it). A range locked by a
+         * run whose entry is gone (a fitrun that checks pids alone dropped
+         * the entry of a run in another pid namespace) is in use. */
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)(want + off), .l_len = n};
+        if (fcntl(lfd, F_OFD_SETLK, &fl) == 0)
+            break;
+        if (errno != EAGAIN && errno != EACCES) {
+            lock_err = errno;
+            break;
+        }
+    }
+    if (lock_err) {
+        fr_seterr(err, errlen, "%s/uids.lock: cannot lock uids %u..%u: %s", dir, want + off,
+                  want + off + (uint32_t)n - 1, strerror(lock_err));
+    } else if (off + (uint32_t)n > span) {
         fr_seterr(err, errlen, "no %d free uids from %u to %u (other fitrun runs or processes use them)", n, want,
                   want + span - 1);
     } else {
@@ -199,6 +253,8 @@ int fr_identity_reserve(uint32_t want, int n, uint32_t *got, char *err, size_t e
     }
     free(keep);
     free(used);
-    fclose(f); /* releases the lock: the entry now protects the range */
+    fclose(f); /* releases the registry's lock: the entry and the range's lock now protect the range */
+    if (rc < 0)
+        close(lfd); /* on success lfd stays open to the end: its lock is the reservation */
     return rc;
 }

@@ -173,10 +173,13 @@ void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot);
 
 /* ---- leftovers ---------------------------------------------------------- */
 
-/* Remove fitrun-<pid> sub-trees below p's cgroups whose fitrun is dead (its
- * pid gone, or no longer a process in that sub-tree's launcher cgroup): their processes are killed first. Only what fitrun makes is
- * removed (launcher, jobs, jobs/worker-N). Returns how many sub-trees were
- * removed; problems are described in note. */
+/* Remove fitrun-<pid> sub-trees below p's cgroups whose fitrun is dead: no
+ * process <pid> (in this pid namespace) is in that sub-tree's launcher
+ * cgroup or in p's own, and its launcher cgroup holds no process in any
+ * pid namespace (it lists none, and the kernel lets it be removed).
+ * Processes left in their jobs' cgroups are killed first. Only what
+ * fitrun makes is removed (launcher, jobs, jobs/worker-N). Returns how
+ * many sub-trees were removed; problems are described in note. */
 int fr_cgroup_remove_stale(const struct fr_cgroup_probe *p, char *note, size_t n);
 
 #endif

@@ -135,7 +135,9 @@ int fr_policy_apply_slot(const struct fr_policy *p, int report_fd, int slot);
  * live fitrun run has reserved and no process uses as its real uid, so that
  * runs never share a uid (RLIMIT_NPROC and signals are per uid). The
  * reservation lasts until this process exits (a registry in /run/fitrun,
- * or /tmp/.fitrun-ids, under a lock). *got = the first uid. Returns 0, or -1
+ * or /tmp/.fitrun-ids, under a lock, and an OFD lock on the range's bytes
+ * of uids.lock there, held to the end: what tells runs in other pid
+ * namespaces that it is alive). *got = the first uid. Returns 0, or -1
  * with a message in err. */
 int fr_identity_reserve(uint32_t want, int n, uint32_t *got, char *err, size_t errlen);
 

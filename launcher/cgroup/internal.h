@@ -149,6 +149,12 @@ void cg_janitor_stop(struct fr_cgroup_tree *t);
 /* SIGKILL every process in dir (and below, v2) and wait, bounded, until
  * none is left. */
 void cg_kill_all(const struct fr_cgroup_hier *h, const char *dir);
+/* Does dir (and below, v2) hold a process? v2 reads cgroup.events'
+ * `populated`, which counts processes of every pid namespace; v1 lists
+ * cgroup.procs, which shows only the processes visible in this process's
+ * pid namespace (the others are left out). A directory that cannot be
+ * read counts as empty. */
+bool cg_populated(const struct fr_cgroup_hier *h, const char *dir);
 /* Sleep ms milliseconds (EINTR resumed). */
 void cg_sleep_ms(long ms);
 

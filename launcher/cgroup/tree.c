@@ -415,7 +415,70 @@ static void take_over(struct fr_cgroup_tree *t)
 
 /* ---- create --------------------------------------------------------------- */
 
-/* fitrun-<pid> and its launcher cgroup, and this process in it. */
+#define CG_MAKE_TRIES 3  /* a neighbour removes a tree it finds empty once, as it starts */
+#define CG_NAME_TRIES 64 /* fitrun-<pid>, then fitrun-<pid>-1 ... */
+
+/* Was a cgroup of the tree made so far removed (by a neighbour's
+ * stale.c) while this process had not yet moved into it? */
+static bool removed_beneath(const struct fr_cgroup_tree *t)
+{
+    char dir[CG_PATH];
+    for (int i = 0; i < t->p.nhier; i++) {
+        if (t->made_base[i] && access(t->base[i], F_OK) < 0 && errno == ENOENT)
+            return true;
+        if (t->made_launcher[i] && path_in(t, i, CG_LAUNCHER, dir, sizeof dir) && access(dir, F_OK) < 0 &&
+            errno == ENOENT)
+            return true;
+    }
+    return false;
+}
+
+/* Make <own>/fitrun-<pid> in every hierarchy, each with mkdir(2) that
+ * fails where the name exists: a run in another pid namespace that shares
+ * this cgroup may have our pid there and a live tree of that name (two
+ * runs that are each pid 1 of their own namespace), whose cgroups must
+ * never be shared. A name taken in any hierarchy (a leftover fitrun could
+ * not remove counts too) gives way to fitrun-<pid>-<k>, k = 1, 2, ... */
+static int claim_name(struct fr_cgroup_tree *t, char *err, size_t errlen)
+{
+    for (int k = 0; k < CG_NAME_TRIES; k++) {
+        char name[64];
+        snprintf(name, sizeof name, k ? CG_PREFIX "%d-%d" : CG_PREFIX "%d", (int)t->pid, k);
+        int i, e = 0;
+        for (i = 0; i < t->p.nhier; i++) {
+            const char *own = t->p.hier[i].own;
+            if (snprintf(t->base[i], sizeof t->base[i], "%s/%s", strcmp(own, "/") ? own : "", name) >=
+                (int)sizeof t->base[i]) {
+                fr_seterr(err, errlen, "cgroup path too long below %s", own);
+                return -1;
+            }
+            if (mkdir(t->base[i], 0755) < 0) {
+                e = errno;
+                break;
+            }
+            t->made_base[i] = true;
+        }
+        if (i == t->p.nhier)
+            return 0;
+        if (e != EEXIST) {
+            fr_seterr(err, errlen, "cannot create cgroup %s: %s", t->base[i], strerror(e));
+            return -1;
+        }
+        for (int j = i - 1; j >= 0; j--) {
+            if (rmdir(t->base[j]) < 0 && errno != ENOENT) {
+                fr_seterr(err, errlen, "cannot remove cgroup %s: %s", t->base[j], strerror(errno));
+                return -1;
+            }
+            t->made_base[j] = false;
+        }
+    }
+    fr_seterr(err, errlen, "cgroups: %d names " CG_PREFIX "%d[-k] taken below %s", CG_NAME_TRIES, (int)t->pid,
+              t->p.hier[0].own);
+    return -1;
+}
+
+/* The launcher cgroup in fitrun-<pid> (claim_name made it), and this
+ * process in it. */
 static int make_launcher(struct fr_cgroup_tree *t, int i, char *err, size_t errlen)
 {
     const struct fr_cgroup_hier *h = &t->p.hier[i];
@@ -425,9 +488,6 @@ static int make_launcher(struct fr_cgroup_tree *t, int i, char *err, size_t errl
         return -1;
     }
     if (h->version == 1) {
-        if (cg_lib_create(h, t->base[i], NULL, 0, err, errlen) < 0)
-            return -1;
-        t->made_base[i] = true;
         if (cg_lib_create(h, dir, NULL, 0, err, errlen) < 0)
             return -1;
         t->made_launcher[i] = true;
@@ -438,17 +498,14 @@ static int make_launcher(struct fr_cgroup_tree *t, int i, char *err, size_t errl
     }
     /* v2: libcgroup 2.0.2 makes a cgroup only with a controller, which it
      * switches on in the parent first, and own cannot give its children
-     * controllers while fitrun is still in it. So these two directories
-     * and the move are plain mkdir(2) and a write to cgroup.procs. */
-    const char *dirs[2] = {t->base[i], dir};
-    bool *made[2] = {&t->made_base[i], &t->made_launcher[i]};
-    for (int d = 0; d < 2; d++) {
-        if (mkdir(dirs[d], 0755) < 0) {
-            fr_seterr(err, errlen, "cannot create cgroup %s: %s", dirs[d], strerror(errno));
-            return -1;
-        }
-        *made[d] = true;
+     * controllers while fitrun is still in it. So this directory (as
+     * fitrun-<pid>) and the move are plain mkdir(2) and a write to
+     * cgroup.procs. */
+    if (mkdir(dir, 0755) < 0) {
+        fr_seterr(err, errlen, "cannot create cgroup %s: %s", dir, strerror(errno));
+        return -1;
     }
+    t->made_launcher[i] = true;
     char procs[CG_PATH];
     int r = fr_dir_file(procs, sizeof procs, dir, "cgroup.procs") ? cg_write(procs, "0") : -ENAMETOOLONG;
     if (r < 0) {
@@ -526,14 +583,18 @@ int fr_cgroup_tree_create(const struct fr_cgroup_probe *p, const struct fr_cgrou
     if (note[0])
         fr_warn("%s", note);
     int r = 0;
-    for (int i = 0; i < p->nhier && r == 0; i++) {
-        if (snprintf(t->base[i], sizeof t->base[i], "%s/" CG_PREFIX "%d",
-                     strcmp(p->hier[i].own, "/") ? p->hier[i].own : "", (int)t->pid) >= (int)sizeof t->base[i]) {
-            fr_seterr(err, errlen, "cgroup path too long below %s", p->hier[i].own);
-            r = -1;
+    /* A run in another pid namespace that shares this cgroup cannot tell
+     * from our pid that the tree is ours, and removes it if it finds it
+     * still empty (stale.c); it never can once we are in launcher. Made
+     * again from the start when that is why it failed. */
+    for (int attempt = 1; r == 0; attempt++) {
+        r = claim_name(t, err, errlen);
+        for (int i = 0; i < p->nhier && r == 0; i++)
+            r = make_launcher(t, i, err, errlen);
+        if (r == 0 || attempt == CG_MAKE_TRIES || !removed_beneath(t))
             break;
-        }
-        r = make_launcher(t, i, err, errlen);
+        undo(t, false);
+        r = 0;
     }
     /* v2: from here on a SIGKILLed fitrun leaves what it made to its janitor. */
     if (r == 0 && p->version == 2)

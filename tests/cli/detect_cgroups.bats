@@ -9,6 +9,8 @@
 # Tests skip, saying why, only when cgroups cannot be created at all.
 # (cgroup v2 is tested for real in tests/v2vm/run-detect.sh.)
 
+load proc_common
+
 PY=/usr/bin/python3
 
 # Directory of this process's v1 cgroup for controller $1, or nothing.
@@ -52,17 +54,21 @@ mkchild() {
 }
 
 # bg_in DIR CMD...: start CMD in the background inside cgroup DIR (one fork:
-# $! is the process that joins and then execs CMD); teardown kills it.
+# $! is the process that joins and then execs CMD); teardown kills it
+# while its pid is still its (proc_common: a test may have waited for it).
 bg_in() {
     local d=$1
     shift
     ( echo "$BASHPID" > "$d/cgroup.procs" && exec "$@" ) &
-    echo $! >> "$BATS_TEST_TMPDIR/pids"
+    proc_id $! >> "$BATS_TEST_TMPDIR/pids"
 }
 
 teardown() {
     if [ -f "$BATS_TEST_TMPDIR/pids" ]; then
-        while read -r pid; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done < "$BATS_TEST_TMPDIR/pids"
+        while read -r id; do
+            proc_kill TERM "$id"
+            wait "${id%%:*}" 2> /dev/null
+        done < "$BATS_TEST_TMPDIR/pids"
         rm -f "$BATS_TEST_TMPDIR/pids"
     fi
     [ -f "$BATS_TEST_TMPDIR/cgroups" ] || return 0

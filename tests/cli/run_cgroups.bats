@@ -20,11 +20,11 @@ setup() {
     [ "$(jq -r .cgroup.delegated detect.json)" = true ] || skip "cgroups not delegated: $(jq -r .cgroup.delegated_reason detect.json)"
 }
 
+# The runs a test started, as proc_id PID: teardown kills those still
+# running (a run the test waited for may have left its pid to another
+# process: proc_common).
 teardown() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -KILL "$pid" 2> /dev/null || true
-    done
+    proc_kill KILL "${PIDS[@]}"
     run_teardown
 }
 
@@ -44,7 +44,7 @@ start_run() {
     shift
     "$FITRUN" run --quiet "$@" --jobs jobs.jsonl --out out.jsonl &
     pid=$!
-    PIDS+=("$pid")
+    PIDS+=("$(proc_id "$pid")")
     mem=$(own_dir memory)/fitrun-$pid
     for _ in $(seq 100); do grep -q . "$mem/jobs/worker-$slot/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
 }
@@ -161,7 +161,7 @@ rf() {
     job b sh -c 'setsid sleep 20 & exit 0' >> jobs.jsonl
     "$FITRUN" run --quiet --workers 2 --set sandbox.processes=4 --jobs jobs.jsonl --out out.jsonl &
     pid=$!
-    PIDS+=("$pid")
+    PIDS+=("$(proc_id "$pid")")
     wait "$pid"
     [ "$(field out.jsonl a status)" = ok ]
     [ -z "$(trees "$pid")" ]
@@ -172,7 +172,7 @@ rf() {
     for i in 1 2 3; do pyjob "s$i" $'import time\ndef transform(g):\n    time.sleep(30)\n    return g\n'; done > jobs.jsonl
     "$FITRUN" run --quiet --profile p.ini --jobs jobs.jsonl --out out.jsonl &
     pid=$!
-    PIDS+=("$pid")
+    PIDS+=("$(proc_id "$pid")")
     mem=$(own_dir memory)/fitrun-$pid
     for _ in $(seq 200); do grep -q . "$mem/jobs/worker-1/cgroup.procs" 2> /dev/null && break; sleep 0.05; done
     grep -q . "$mem/jobs/worker-1/cgroup.procs"
@@ -238,7 +238,7 @@ rf() {
     job a sleep 1 > jobs.jsonl
     "$FITRUN" run --quiet --set resources.cgroups=off --workers 1 --jobs jobs.jsonl --out out.jsonl &
     pid=$!
-    PIDS+=("$pid")
+    PIDS+=("$(proc_id "$pid")")
     sleep 0.5
     [ -z "$(trees "$pid")" ]
     wait "$pid"

@@ -49,3 +49,4 @@ alive() {
 
 # wait_for: see poll_common.bash
 load poll_common
+load proc_common

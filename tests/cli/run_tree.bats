@@ -7,8 +7,12 @@ load run_common
 
 setup() { run_setup; }
 teardown() {
-    # never leave a sleeper behind, whatever the test did
-    for f in "$D"/pid.*; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+    # never leave a sleeper behind, whatever the test did; a pid whose
+    # sleeper is gone (what the tests check) may be another process's now
+    local f p
+    for f in "$D"/pid.*; do
+        [ -f "$f" ] && p=$(cat "$f") && proc_runs "$p" sleep 300 && kill -9 "$p" 2> /dev/null || true
+    done
     run_teardown
 }
 

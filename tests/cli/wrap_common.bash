@@ -28,6 +28,7 @@ fr() {
 
 # wait_for: see poll_common.bash
 load poll_common
+load proc_common
 
 # The pid of fitrun for a background job started as `fr MODE ...` (in pid1
 # mode $! is unshare, and fitrun is its only child).
@@ -52,9 +53,12 @@ needs_root() {
 # Background jobs of a test: `bg_track $!` after starting one; teardown
 # kills what is left of each tree (by pid, children first), so a failing
 # test leaves no process behind. fitrun blocks SIGTERM (it forwards it), so
-# SIGKILL is the only way.
+# SIGKILL is the only way. A tracked job the test has already waited for
+# may have left its pid to another process: teardown signals it only while
+# the pid still names the job (proc_common: its start time). A stopped
+# process cannot reap its children, so their pids stay theirs.
 BG_PIDS=()
-bg_track() { BG_PIDS+=("$1"); }
+bg_track() { BG_PIDS+=("$(proc_id "$1")"); }
 
 kill_tree() {
     local pid=$1 c
@@ -73,7 +77,7 @@ cg_track() { CGROUPS+=("$1"); }
 teardown() {
     local p
     for p in "${BG_PIDS[@]}"; do
-        kill_tree "$p"
+        ! proc_is "$p" || kill_tree "${p%%:*}"
     done
     for p in "${CGROUPS[@]}"; do
         [ ! -d "$p" ] || rmdir "$p"

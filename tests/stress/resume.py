@@ -56,6 +56,14 @@ def children(pid):
         return []
 
 
+def ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def comm(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
@@ -72,15 +80,28 @@ def kill_python_worker(rng, fitrun_pid):
     # its one child may be its start-up self-test's, and an interpreter
     # killed while it starts stops the run (125, docs/python-runtime.md).
     zygotes = [c for c in children(fitrun_pid) if comm(c).startswith("python") and len(children(c)) >= 2]
+    parent = {w: z for z in zygotes for w in children(z)}
+    parent.update({z: fitrun_pid for z in zygotes})
     workers = [w for z in zygotes for w in children(z)]
     victims = workers + zygotes if rng.random() < 0.2 else workers
     if not victims:
         return None
     v = rng.choice(victims)
+    # A worker that died since it was listed may have left its pid to
+    # another process (not ours: its parent reaps it): signal through a
+    # pidfd, opened and then checked to still be the same parent's child.
     try:
-        os.kill(v, signal.SIGKILL)
+        fd = os.pidfd_open(v)
+    except OSError:
+        return None
+    try:
+        if ppid(v) != parent[v]:
+            return None
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
     except ProcessLookupError:
         return None
+    finally:
+        os.close(fd)
     return "interpreter" if v in zygotes else "worker"
 
 

@@ -120,14 +120,42 @@ void py_drop_channel(struct fr_runtime *rt, struct pyslot *s)
     s->chan = -1;
 }
 
+/* A worker is the interpreter's child, not ours: it is signalled only
+ * through a pidfd, never by pid (once the interpreter has reaped it, its
+ * pid may be any process's). A worker whose pidfd could not be opened had
+ * died already: the EOF of its channel says so. */
 void py_kill_worker(struct pyrt *py, struct pyslot *s)
 {
     if (s->pidfd >= 0)
         pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-    else if (s->pid > 0)
-        kill(s->pid, SIGKILL);
-    else if (py->ndoomed < PY_MAX_DOOMED)
+    else if (s->pid == 0 && py->ndoomed < PY_MAX_DOOMED)
         py->doomed[py->ndoomed++] = s->token;
+}
+
+/* The parent pid of process pid (PPid: of /proc/<pid>/status), 0 if
+ * unknown. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *text = fr_read_file(path, 1 << 16, NULL);
+    const char *line = text ? strstr(text, "\nPPid:") : NULL;
+    pid_t ppid = line ? (pid_t)strtol(line + 6, NULL, 10) : 0;
+    free(text);
+    return ppid;
+}
+
+/* Kill a worker that was doomed before its "spawned" came: through a
+ * pidfd opened while its pid is still the interpreter's child's (a worker
+ * that died at once may have been reaped and its pid reused). */
+static void kill_spawned(const struct pyrt *py, pid_t pid)
+{
+    int fd = pidfd_open(pid, 0);
+    if (fd < 0)
+        return; /* gone already */
+    if (parent_of(pid) == py->zygote)
+        pidfd_send_signal(fd, SIGKILL, NULL, 0);
+    close(fd);
 }
 
 static bool take_doomed(struct pyrt *py, unsigned token)
@@ -161,7 +189,7 @@ void py_ctl_message(struct fr_runtime *rt, const char *msg, size_t len)
     } else if (!strcmp(ev, "spawned")) {
         struct pyslot *s = slot_of_token(py, (unsigned)token);
         if (take_doomed(py, (unsigned)token) && pid > 0) {
-            kill((pid_t)pid, SIGKILL); /* just forked: it cannot have been reaped yet */
+            kill_spawned(py, (pid_t)pid);
         } else if (s && pid > 0) {
             s->pid = (pid_t)pid;
             s->pidfd = pidfd_open(s->pid, 0); /* -1 if it died already: EOF will say so */
