@@ -45,10 +45,15 @@ static int64_t cpu_clock_ns(pid_t pid)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* CPU time of the watched process and of its direct children. Children
- * count because the process we fork is not always the one that computes:
- * the exec sandbox preset runs the job under a small relay process, and
- * many jobs are `sh -c ...` wrappers. */
+/* CPU time of the watched process and of everything below it: its
+ * children's whole trees, with what each of those reaped
+ * (fr_tree_cpu_ns). Children count because the process we fork is not
+ * always the one that computes: the exec sandbox preset runs the job under
+ * a small relay process, many jobs are `sh -c ...` wrappers, and a job
+ * may spread its work over processes. The watched process's own reaped
+ * children are left out: a reused python process's base is its own clock
+ * (and the relay reaps the job only as it ends). Orphans of the job (its
+ * session's processes re-parented to fitrun) are added by the caller. */
 static int64_t job_cpu_ns(pid_t pid)
 {
     int64_t total = cpu_clock_ns(pid);
@@ -61,12 +66,21 @@ static int64_t job_cpu_ns(pid_t pid)
         long child = strtol(s, &end, 10);
         if (end == s)
             break;
-        int64_t c = cpu_clock_ns((pid_t)child);
-        if (c > 0)
-            total += c;
+        total += (int64_t)fr_tree_cpu_ns((pid_t)child);
     }
     free(kids);
     return total;
+}
+
+/* The slot's cgroup counts every process of the job (grandchildren,
+ * children that already exited, orphans), which the clocks above do not:
+ * where it is read, the larger of the two. */
+static int64_t with_cgroup_cpu(struct fr_host *h, int slot, int64_t clocks_ns)
+{
+    uint64_t us;
+    if (!fr_cgroup_slot_cpu_us(h->o->cgroups, slot, &us) || (int64_t)(us * 1000) <= clocks_ns)
+        return clocks_ns;
+    return (int64_t)(us * 1000);
 }
 
 /* Has the process of this pidfd exited? (-1: never asked.) */
@@ -102,6 +116,8 @@ void pool_timers(struct fr_host *h, uint64_t now)
             continue;
         }
         used = used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0;
+        used += (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
+        used = with_cgroup_cpu(h, s, used);
         uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
         if ((uint64_t)used >= limit) {

@@ -379,6 +379,11 @@ bool fr_cpu_budget_spent(uint64_t used_ms, uint64_t budget_ms)
     return budget_ms && used_ms >= budget_ms / 10 * 9 + budget_ms % 10 * 9 / 10;
 }
 
+bool fr_verdict_over_cpu_budget(enum fr_status status, uint64_t used_ms, uint64_t budget_ms)
+{
+    return budget_ms && used_ms >= budget_ms && (status == FR_STATUS_OK || status == FR_STATUS_ERROR);
+}
+
 bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason aborted)
 {
     return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL && !aborted &&
@@ -425,6 +430,10 @@ static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
      * fr_classify cannot tell from any other SIGKILL: it is a CPU timeout
      * unless the job was caught doing something worse first. */
     if (cpu_kill && v->status != FR_STATUS_VIOLATION && v->status != FR_STATUS_OUTPUT_LIMIT) {
+        v->status = FR_STATUS_TIMEOUT;
+        v->timeout = FR_TIMEOUT_CPU;
+    }
+    if (fr_verdict_over_cpu_budget(v->status, in->cpu_ms, in->cpu_limit_ms)) {
         v->status = FR_STATUS_TIMEOUT;
         v->timeout = FR_TIMEOUT_CPU;
     }

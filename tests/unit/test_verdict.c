@@ -141,6 +141,29 @@ static void test_cpu_limit_signals(void **state)
     assert_true(fr_cpu_budget_spent(900, 1000) && !fr_cpu_budget_spent(899, 1000) && !fr_cpu_budget_spent(5, 0));
 }
 
+/* A job that ran to its end after using its whole CPU budget (work spread
+ * over processes the pool's kill did not watch) is a CPU timeout, exit 0
+ * or not; below the budget, and without one, it is what it exited with. */
+static void test_over_cpu_budget(void **state)
+{
+    (void)state;
+    struct fr_verdict v = judge(0, false, 3200, 0);
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    assert_int_equal(v.timeout, FR_TIMEOUT_CPU);
+    assert_string_equal(v.type, "CPUTimeout");
+    v = judge(3 << 8, false, 1000, 0);
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    v = judge(0, false, 999, 0);
+    assert_int_equal(v.status, FR_STATUS_OK);
+    v = judge(3 << 8, false, 999, 0);
+    assert_int_equal(v.status, FR_STATUS_ERROR);
+    v = judge(SIGSEGV, false, 5000, 0); /* died of its own signal: what it is */
+    assert_int_equal(v.status, FR_STATUS_SIGNAL);
+    assert_false(fr_verdict_over_cpu_budget(FR_STATUS_OK, 5000, 0));
+    assert_false(fr_verdict_over_cpu_budget(FR_STATUS_MEMORY, 5000, 1000));
+    assert_true(fr_verdict_over_cpu_budget(FR_STATUS_ERROR, 1000, 1000));
+}
+
 /* An OOM kill counted in the job's own cgroup is the job's, whatever
  * killed signal its process shows, unless it still exited 0 (it coped with
  * a child's kill); no count, no OOM kill. */
@@ -180,7 +203,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_python_equality),   cmocka_unit_test(test_passed),
         cmocka_unit_test(test_cpu_limit_signals), cmocka_unit_test(test_cgroup_oom),
-        cmocka_unit_test(test_oom_possible),
+        cmocka_unit_test(test_oom_possible),      cmocka_unit_test(test_over_cpu_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# An exec job's CPU budget covers every process of it: work spread over
+# children that are waited for, grandchildren, a chain of processes or
+# orphans re-parented to fitrun is counted and killed at the budget, with
+# fitrun's own cgroups (the slot's CPU counter) and without them (the
+# clocks of the job's tree and its session's orphans, with what each
+# reaped), and a job whose reported CPU reached its budget is never `ok`
+# (docs/run.md, "Limits and timeouts"). Every process here stays under
+# RLIMIT_CPU (whole seconds), the backstop each process gets on its own.
+
+load run_common
+
+setup() { run_setup; }
+teardown() { run_teardown; }
+
+PY=/usr/bin/python3
+# burn S: Python code that uses S seconds of its own process's CPU.
+burn() { printf 'import time\nt = time.process_time()\nwhile time.process_time() - t < %s: pass\n' "$1"; }
+
+# spread ID MODE N S: a job whose Python process starts N processes
+# that each use S s of CPU: seq (one after the other, each waited for),
+# par (all at once, then waited for), chain (each level burns, then
+# forks the next and waits for it).
+spread() {
+    local code="import os, sys, time
+def burn(s):
+$(burn s | sed 's/^/    /')
+mode, n, s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+if mode == 'chain':
+    for i in range(n):
+        if os.fork():
+            os.wait()
+            os._exit(0)
+        burn(s)
+    os._exit(0)
+pids = []
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        burn(s)
+        os._exit(0)
+    if mode == 'seq':
+        os.waitpid(pid, 0)
+    else:
+        pids.append(pid)
+for p in pids:
+    os.waitpid(p, 0)
+print('done')"
+    jq -cn --arg id "$1" --arg c "$code" --arg py "$PY" --arg m "$2" --arg n "$3" --arg s "$4" \
+        '{id: $id, argv: [$py, "-c", $c, $m, $n, $s]}'
+}
+
+# orphans ID N S WAIT: a shell that starts N orphans (each S s of CPU),
+# sleeps WAIT s and exits 0.
+orphans() {
+    local s
+    s="for i in \$(seq $2); do ( $PY -c '$(burn "$3")' & ); done; sleep $4; echo done"
+    jq -cn --arg id "$1" --arg s "$s" '{id: $id, argv: ["sh", "-c", $s]}'
+}
+
+# run_spread CGROUPS: the attacks, 1 s of CPU per job, shell.ini.
+run_spread() {
+    {
+        spread seq seq 4 0.8
+        spread par par 4 0.8
+        spread chain chain 4 0.8
+        orphans orphans 4 0.8 3
+        orphans gone 4 0.3 2
+        spread fair seq 3 0.2
+    } > jobs.jsonl
+    run -0 "$FITRUN" run --quiet --profile "$FITRUN_SRC/profiles/shell.ini" --set resources.cgroups="$1" \
+        --workers 1 --cpu-time 1s --wall-time 20s --jobs jobs.jsonl --out out.jsonl
+    for id in seq par chain orphans gone; do
+        [ "$(field out.jsonl $id status)" = timeout ] || { cat out.jsonl; false; }
+        [ "$(field out.jsonl $id timeout)" = cpu ]
+        [ "$(field out.jsonl $id error_type)" = CPUTimeout ]
+        [ "$(field out.jsonl $id cpu_ms)" -ge 1000 ]
+    done
+    # Killed at the budget, not after spending 3.2 s.
+    for id in seq par chain orphans; do
+        [ "$(field out.jsonl $id cpu_ms)" -lt 2500 ] || { cat out.jsonl; false; }
+        [ "$(field out.jsonl $id stdout)" = "" ]
+    done
+    # Work spread under the budget is ok, and counted.
+    [ "$(field out.jsonl fair status)" = ok ] || { cat out.jsonl; false; }
+    [ "$(field out.jsonl fair cpu_ms)" -ge 550 ]
+}
+
+@test "CPU spread over processes is the job's, with fitrun's cgroups" {
+    run -0 "$FITRUN" detect
+    [[ $output == *"delegated   yes"* ]] || skip "fitrun's cgroup is not delegated here"
+    run_spread auto
+}
+
+@test "CPU spread over processes is the job's, without cgroups" {
+    run_spread off
+}
