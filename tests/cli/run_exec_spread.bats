@@ -1,12 +1,15 @@
 #!/usr/bin/env bats
-# An exec job's CPU budget covers every process of it: work spread over
-# children that are waited for, grandchildren, a chain of processes or
+# Exec jobs that spread their work over processes (`processes` > 1,
+# shell.ini). CPU: the budget covers every process of the job: work spread
+# over children that are waited for, grandchildren, a chain of processes or
 # orphans re-parented to fitrun is counted and killed at the budget, with
 # fitrun's own cgroups (the slot's CPU counter) and without them (the
 # clocks of the job's tree and its session's orphans, with what each
-# reaped), and a job whose reported CPU reached its budget is never `ok`
-# (docs/run.md, "Limits and timeouts"). Every process here stays under
-# RLIMIT_CPU (whole seconds), the backstop each process gets on its own.
+# reaped), and a job whose reported CPU reached its budget is never `ok`.
+# Every process here stays under RLIMIT_CPU (whole seconds), the backstop
+# each process gets on its own. Memory: the slot's cgroup limit holds for
+# the whole job; without cgroups RLIMIT_AS is per process, as documented
+# (docs/run.md, "Limits and timeouts").
 
 load run_common
 
@@ -94,4 +97,36 @@ run_spread() {
 
 @test "CPU spread over processes is the job's, without cgroups" {
     run_spread off
+}
+
+# memspread ID: four children that each touch 200 MB (under a 400M
+# limit each, 800 MB together) and sleep; the parent exits 1 if one of
+# them died.
+memspread() {
+    local code="import os, time
+for i in range(4):
+    if os.fork() == 0:
+        b = bytearray(200 << 20)
+        for j in range(0, len(b), 4096):
+            b[j] = 1
+        time.sleep(1)
+        os._exit(0)
+died = [os.wait()[1] for i in range(4)]
+print(died)
+raise SystemExit(1 if any(died) else 0)"
+    jq -cn --arg id "$1" --arg c "$code" --arg py "$PY" '{id: $id, argv: [$py, "-c", $c]}'
+}
+
+@test "memory spread over processes: the job's limit with cgroups, each process's without" {
+    memspread m > jobs.jsonl
+    run -0 "$FITRUN" run --quiet --profile "$FITRUN_SRC/profiles/shell.ini" --set resources.cgroups=off \
+        --workers 1 --memory 400M --wall-time 20s --jobs jobs.jsonl --out off.jsonl
+    # Documented: RLIMIT_AS is per process (docs/run.md, "Limits and timeouts").
+    [ "$(field off.jsonl m status)" = ok ] || { cat off.jsonl; false; }
+    run -0 "$FITRUN" detect
+    [[ $output == *"delegated   yes"* ]] || skip "fitrun's cgroup is not delegated here"
+    run -0 "$FITRUN" run --quiet --profile "$FITRUN_SRC/profiles/shell.ini" --set resources.cgroups=auto \
+        --workers 1 --memory 400M --wall-time 20s --jobs jobs.jsonl --out cg.jsonl
+    # Children OOM-killed in the slot's cgroup, the parent exits 1.
+    [ "$(field cg.jsonl m status)" = memory ] || { cat cg.jsonl; false; }
 }
