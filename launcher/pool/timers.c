@@ -110,13 +110,15 @@ void pool_timers(struct fr_host *h, uint64_t now)
         }
         if (!sl->cpu_pid || now < sl->cpu_check_ns)
             continue;
+        /* The orphans first: one orphaned between the two reads is then
+         * missed by this reading (the next one has it), not counted twice. */
+        int64_t orphans = (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
         int64_t used = job_cpu_ns(sl->cpu_pid);
         if (used < 0 || exited(sl->cpu_pidfd)) {
             sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
             continue;
         }
-        used = used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0;
-        used += (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
+        used = (used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0) + orphans;
         used = with_cgroup_cpu(h, s, used);
         uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
