@@ -10,8 +10,6 @@
 
 #include "fitrun/common.h"
 
-#define TREE_DEPTH_MAX 64
-
 /* Fields 14-17 of /proc/<pid>/stat (utime, stime, cutime, cstime, in
  * clock ticks); false when the process is gone or the line is not one. */
 static bool stat_times(pid_t pid, unsigned long long t[4])
@@ -51,33 +49,60 @@ static uint64_t process_ns(pid_t pid)
     return own + ticks_ns(t[2] + t[3]);
 }
 
-static uint64_t tree_ns(pid_t pid, int depth)
+/* Append the children of every thread of pid to *list (n, cap); false
+ * when memory ran out. */
+static bool add_children(pid_t pid, pid_t **list, size_t *n, size_t *cap)
 {
-    uint64_t total = process_ns(pid);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = depth < TREE_DEPTH_MAX ? opendir(path) : NULL;
+    DIR *d = opendir(path);
     struct dirent *t;
-    while (d && (t = readdir(d))) {
+    bool ok = true;
+    while (ok && d && (t = readdir(d))) {
         if (t->d_name[0] < '0' || t->d_name[0] > '9')
             continue;
         char kids_path[320];
         snprintf(kids_path, sizeof kids_path, "/proc/%d/task/%s/children", (int)pid, t->d_name);
         char *kids = fr_read_file(kids_path, 1 << 16, NULL);
-        for (char *k = kids, *end; k && *k; k = end) {
+        for (char *k = kids, *end; ok && k && *k; k = end) {
             long c = strtol(k, &end, 10);
             if (end == k)
                 break;
-            total += tree_ns((pid_t)c, depth + 1);
+            if (*n == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 64;
+                pid_t *nl = realloc(*list, ncap * sizeof *nl);
+                if (!nl) {
+                    ok = false;
+                    break;
+                }
+                *list = nl;
+                *cap = ncap;
+            }
+            (*list)[(*n)++] = (pid_t)c;
         }
         free(kids);
     }
     if (d)
         closedir(d);
-    return total;
+    return ok;
 }
 
 uint64_t fr_tree_cpu_ns(pid_t pid)
 {
-    return pid > 0 ? tree_ns(pid, 0) : 0;
+    if (pid <= 0)
+        return 0;
+    /* Breadth first over a list that grows as it is read: no recursion,
+     * however deep the tree (a chain of processes). A parent is read
+     * before its children; pids form no cycle. */
+    pid_t *list = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = process_ns(pid);
+    bool ok = add_children(pid, &list, &n, &cap);
+    for (size_t i = 0; i < n; i++) {
+        total += process_ns(list[i]);
+        if (ok)
+            ok = add_children(list[i], &list, &n, &cap);
+    }
+    free(list);
+    return total;
 }

@@ -123,7 +123,7 @@ int fr_self_exe(char *buf, size_t n);
 uint64_t fr_now_ns(void);
 
 /* CPU time (user + system, ns) of pid and of every descendant it has now
- * (the children of each of their threads, 64 levels deep), each one's own
+ * (the children of each of their threads, at any depth), each one's own
  * clock plus what it reaped (cutime + cstime, clock ticks): so children a
  * process of the tree already waited for count too. What is not counted:
  * processes that left the tree by losing their parent (re-parented to a

@@ -24,7 +24,8 @@ burn() { printf 'import time\nt = time.process_time()\nwhile time.process_time()
 # that each use S s of CPU: seq (one after the other, each waited for),
 # par (all at once, then waited for), nowait (all at once, never waited
 # for: their zombies are re-parented to fitrun as the job is killed),
-# chain (each level burns, then forks the next and waits for it).
+# chain (each level burns, then forks the next and waits for it), deep
+# (nowait, 80 levels down a chain of processes).
 spread() {
     local code="import os, sys, time
 def burn(s):
@@ -37,6 +38,11 @@ if mode == 'chain':
             os._exit(0)
         burn(s)
     os._exit(0)
+if mode == 'deep':
+    for i in range(80):
+        if os.fork():
+            os.wait()
+            os._exit(0)
 pids = []
 for i in range(n):
     pid = os.fork()
@@ -47,7 +53,7 @@ for i in range(n):
         os.waitpid(pid, 0)
     else:
         pids.append(pid)
-if mode == 'nowait':
+if mode in ('nowait', 'deep'):
     time.sleep(n * s)
 else:
     for p in pids:
@@ -72,13 +78,14 @@ run_spread() {
         spread par par 4 0.8
         spread chain chain 4 0.8
         spread nowait nowait 4 0.8
+        spread deep deep 4 0.8
         orphans orphans 4 0.8 3
         orphans gone 4 0.3 2
         spread fair seq 3 0.2
     } > jobs.jsonl
     run -0 "$FITRUN" run --quiet --profile "$FITRUN_SRC/profiles/shell.ini" --set resources.cgroups="$1" \
-        --workers 1 --cpu-time 1s --wall-time 20s --jobs jobs.jsonl --out out.jsonl
-    for id in seq par chain nowait orphans gone; do
+        --set sandbox.processes=128 --workers 1 --cpu-time 1s --wall-time 20s --jobs jobs.jsonl --out out.jsonl
+    for id in seq par chain nowait deep orphans gone; do
         [ "$(field out.jsonl $id status)" = timeout ] || { cat out.jsonl; false; }
         [ "$(field out.jsonl $id timeout)" = cpu ]
         [ "$(field out.jsonl $id error_type)" = CPUTimeout ]
@@ -86,7 +93,7 @@ run_spread() {
     done
     # Killed at the budget, not after spending 3.2 s; and what the kill
     # orphaned is not counted twice.
-    for id in seq par chain nowait orphans; do
+    for id in seq par chain nowait deep orphans; do
         [ "$(field out.jsonl $id cpu_ms)" -lt 1800 ] || { cat out.jsonl; false; }
         [ "$(field out.jsonl $id stdout)" = "" ]
     done
