@@ -45,20 +45,17 @@ static int64_t cpu_clock_ns(pid_t pid)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* CPU time of the watched process and of everything below it: its
- * children's whole trees, with what each of those reaped
- * (fr_tree_cpu_ns). Children count because the process we fork is not
- * always the one that computes: the exec sandbox preset runs the job under
- * a small relay process, many jobs are `sh -c ...` wrappers, and a job
- * may spread its work over processes. The watched process's own reaped
- * children are left out: a reused python process's base is its own clock
- * (and the relay reaps the job only as it ends). Orphans of the job (its
- * session's processes re-parented to fitrun) are added by the caller. */
-static int64_t job_cpu_ns(pid_t pid)
+/* CPU time of the watched process's children, each with its whole tree
+ * and what each of those reaped (fr_tree_cpu_ns). Children count because
+ * the process we fork is not always the one that computes: the exec
+ * sandbox preset runs the job under a small relay process, many jobs are
+ * `sh -c ...` wrappers, and a job may spread its work over processes. The
+ * watched process's own reaped children are left out: a reused python
+ * process's base is its own clock (and the relay reaps the job only as it
+ * ends). */
+static int64_t children_cpu_ns(pid_t pid)
 {
-    int64_t total = cpu_clock_ns(pid);
-    if (total < 0)
-        return -1;
+    int64_t total = 0;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
     char *kids = fr_read_file(path, 1 << 16, NULL);
@@ -72,22 +69,34 @@ static int64_t job_cpu_ns(pid_t pid)
     return total;
 }
 
-/* The slot's cgroup counts every process of the job (grandchildren,
- * children that already exited, orphans), which the clocks above do not:
- * where it is read, the larger of the two. */
-static int64_t with_cgroup_cpu(struct fr_host *h, int slot, int64_t clocks_ns)
-{
-    uint64_t us;
-    if (!fr_cgroup_slot_cpu_us(h->o->cgroups, slot, &us) || (int64_t)(us * 1000) <= clocks_ns)
-        return clocks_ns;
-    return (int64_t)(us * 1000);
-}
-
 /* Has the process of this pidfd exited? (-1: never asked.) */
 static bool exited(int pidfd)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     return pidfd >= 0 && poll(&p, 1, 0) != 0;
+}
+
+/* The CPU the job in slot s used so far, every process of it together;
+ * -1 when its watched process is gone. Where the slot's cgroup counter is
+ * read it holds them all (grandchildren, children that exited, orphans):
+ * one pread, with the watched process's own clock as a floor. Without it,
+ * the clocks of the tree below the watched process and of the job's
+ * orphans (its session's processes re-parented to fitrun), read first: one
+ * orphaned between the two reads is missed by this reading (the next one
+ * has it), never counted twice. */
+static int64_t slot_cpu_ns(struct fr_host *h, int s)
+{
+    struct slot *sl = &h->slots[s];
+    uint64_t us;
+    bool cg = fr_cgroup_slot_cpu_us(h->o->cgroups, s, &us);
+    int64_t orphans = cg ? 0 : (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
+    int64_t own = cpu_clock_ns(sl->cpu_pid);
+    if (own < 0 || exited(sl->cpu_pidfd))
+        return -1;
+    own = own > sl->cpu_base_ns ? own - sl->cpu_base_ns : 0;
+    if (cg)
+        return (int64_t)(us * 1000) > own ? (int64_t)(us * 1000) : own;
+    return own + children_cpu_ns(sl->cpu_pid) + orphans;
 }
 
 /* Wall deadlines, CPU clocks and the runtime's wake-ups. */
@@ -110,16 +119,11 @@ void pool_timers(struct fr_host *h, uint64_t now)
         }
         if (!sl->cpu_pid || now < sl->cpu_check_ns)
             continue;
-        /* The orphans first: one orphaned between the two reads is then
-         * missed by this reading (the next one has it), not counted twice. */
-        int64_t orphans = (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
-        int64_t used = job_cpu_ns(sl->cpu_pid);
-        if (used < 0 || exited(sl->cpu_pidfd)) {
+        int64_t used = slot_cpu_ns(h, s);
+        if (used < 0) {
             sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
             continue;
         }
-        used = (used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0) + orphans;
-        used = with_cgroup_cpu(h, s, used);
         uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
         if ((uint64_t)used >= limit) {
