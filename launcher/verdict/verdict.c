@@ -467,10 +467,17 @@ static void describe(const struct fr_verdict_in *in, struct fr_verdict *v)
         }
         break;
     case FR_STATUS_MEMORY:
-        if (in->oom_killed && oc->signal == SIGKILL) {
+        if (in->oom_killed) {
+            /* Its own process, or one it started (then it exited non-zero
+             * or died otherwise: fr_verdict_cgroup_oom). */
+            const char *where = in->oom_counter && *in->oom_counter ? in->oom_counter : "the memory cgroup";
             snprintf(v->type, sizeof v->type, "OOMKill");
-            snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
-                     in->oom_counter && *in->oom_counter ? in->oom_counter : "the memory cgroup");
+            if (oc->signal == SIGKILL)
+                snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
+                         where);
+            else
+                snprintf(v->msg, sizeof v->msg,
+                         "a process of the job was killed by the out-of-memory killer (oom_kill went up in %s)", where);
             break;
         }
         snprintf(v->type, sizeof v->type, "MemoryLimit");

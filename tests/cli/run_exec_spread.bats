@@ -142,4 +142,6 @@ raise SystemExit(1 if any(died) else 0)"
         --workers 1 --memory 400M --wall-time 20s --jobs jobs.jsonl --out cg.jsonl
     # Children OOM-killed in the slot's cgroup, the parent exits 1.
     [ "$(field cg.jsonl m status)" = memory ] || { cat cg.jsonl; false; }
+    [ "$(field cg.jsonl m error_type)" = OOMKill ]
+    [[ "$(field cg.jsonl m error_message)" == "a process of the job was killed by the out-of-memory killer"* ]]
 }

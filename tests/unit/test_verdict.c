@@ -181,6 +181,29 @@ static void test_cgroup_oom(void **state)
     assert_false(fr_verdict_cgroup_oom(&raw, 1));
 }
 
+/* A job whose child the OOM killer killed in its cgroup, and which then
+ * exited non-zero, is an OOM kill too, said as such: not MemoryLimit. */
+static void test_child_oom_kill(void **state)
+{
+    (void)state;
+    struct fr_raw raw;
+    fr_raw_init(&raw);
+    raw.kind = FR_RAW_FINISHED;
+    raw.wstatus = 1 << 8;
+    struct fr_verdict_in in = {
+        .raw = &raw, .oom_killed = true, .memory_limit = 1 << 20, .oom_counter = "/cg/memory.oom_control"};
+    struct fr_verdict v;
+    fr_verdict_judge(&in, &v);
+    assert_int_equal(v.status, FR_STATUS_MEMORY);
+    assert_string_equal(v.type, "OOMKill");
+    assert_non_null(strstr(v.msg, "a process of the job was killed by the out-of-memory killer"));
+    assert_non_null(strstr(v.msg, "/cg/memory.oom_control"));
+    raw.wstatus = SIGKILL;
+    fr_verdict_judge(&in, &v);
+    assert_string_equal(v.type, "OOMKill");
+    assert_non_null(strstr(v.msg, "killed by the out-of-memory killer (SIGKILL;"));
+}
+
 /* The pool reads a job's OOM count only where it can change the verdict:
  * exactly where fr_verdict_cgroup_oom can say yes. */
 static void test_oom_possible(void **state)
@@ -204,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_python_equality),   cmocka_unit_test(test_passed),
         cmocka_unit_test(test_cpu_limit_signals), cmocka_unit_test(test_cgroup_oom),
         cmocka_unit_test(test_oom_possible),      cmocka_unit_test(test_over_cpu_budget),
+        cmocka_unit_test(test_child_oom_kill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
