@@ -87,7 +87,7 @@ static bool add_children(pid_t pid, pid_t **list, size_t *n, size_t *cap)
     return ok;
 }
 
-uint64_t fr_tree_cpu_ns(pid_t pid)
+uint64_t fr_descendants_cpu_ns(pid_t pid)
 {
     if (pid <= 0)
         return 0;
@@ -96,7 +96,7 @@ uint64_t fr_tree_cpu_ns(pid_t pid)
      * before its children; pids form no cycle. */
     pid_t *list = NULL;
     size_t n = 0, cap = 0;
-    uint64_t total = process_ns(pid);
+    uint64_t total = 0;
     bool ok = add_children(pid, &list, &n, &cap);
     for (size_t i = 0; i < n; i++) {
         total += process_ns(list[i]);
@@ -105,4 +105,9 @@ uint64_t fr_tree_cpu_ns(pid_t pid)
     }
     free(list);
     return total;
+}
+
+uint64_t fr_tree_cpu_ns(pid_t pid)
+{
+    return pid > 0 ? process_ns(pid) + fr_descendants_cpu_ns(pid) : 0;
 }

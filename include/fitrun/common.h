@@ -130,5 +130,8 @@ uint64_t fr_now_ns(void);
  * subreaper or init), and those their new parent reaped. 0 when pid is
  * gone. */
 uint64_t fr_tree_cpu_ns(pid_t pid);
+/* The same for pid's descendants alone: neither pid's own clock nor what
+ * it reaped. */
+uint64_t fr_descendants_cpu_ns(pid_t pid);
 
 #endif

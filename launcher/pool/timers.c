@@ -1,11 +1,10 @@
 /* timers.c — the limits the pool enforces by the clock: each job's wall
  * deadline and, between the kernel's own RLIMIT_CPU backstops, its CPU
- * time read from the process's CPU clock; the runtime's own wake-ups
+ * time, every process of it together (the slot's cgroup counter, or the
+ * clocks of its process tree and orphans); the runtime's own wake-ups
  * (fr_host_wake_at); and the epoll timeout that wakes the loop for the
  * nearest of them (or for held results, results.c). */
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "fitrun/common.h"
@@ -45,30 +44,6 @@ static int64_t cpu_clock_ns(pid_t pid)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* CPU time of the watched process's children, each with its whole tree
- * and what each of those reaped (fr_tree_cpu_ns). Children count because
- * the process we fork is not always the one that computes: the exec
- * sandbox preset runs the job under a small relay process, many jobs are
- * `sh -c ...` wrappers, and a job may spread its work over processes. The
- * watched process's own reaped children are left out: a reused python
- * process's base is its own clock (and the relay reaps the job only as it
- * ends). */
-static int64_t children_cpu_ns(pid_t pid)
-{
-    int64_t total = 0;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    char *kids = fr_read_file(path, 1 << 16, NULL);
-    for (char *s = kids, *end; s && *s; s = end) {
-        long child = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        total += (int64_t)fr_tree_cpu_ns((pid_t)child);
-    }
-    free(kids);
-    return total;
-}
-
 /* Has the process of this pidfd exited? (-1: never asked.) */
 static bool exited(int pidfd)
 {
@@ -96,7 +71,13 @@ static int64_t slot_cpu_ns(struct fr_host *h, int s)
     own = own > sl->cpu_base_ns ? own - sl->cpu_base_ns : 0;
     if (cg)
         return (int64_t)(us * 1000) > own ? (int64_t)(us * 1000) : own;
-    return own + children_cpu_ns(sl->cpu_pid) + orphans;
+    /* Below the watched process: the process we fork is not always the
+     * one that computes (the exec sandbox's relay runs the job, `sh -c`
+     * wrappers), and a job may spread its work over processes. Its own
+     * reaped children are left out (fr_descendants_cpu_ns): a reused
+     * python process's base is its own clock, and the relay reaps the job
+     * only as it ends. */
+    return own + (int64_t)fr_descendants_cpu_ns(sl->cpu_pid) + orphans;
 }
 
 /* Wall deadlines, CPU clocks and the runtime's wake-ups. */

@@ -573,7 +573,8 @@ static void grandchild(long ms, bool reap)
 
 /* The CPU of a tree counts a grandchild that was waited for (through its
  * parent's cutime), one that exited and was not (a zombie), one still
- * alive, and the child itself; a gone pid, none. */
+ * alive, and the child itself; its descendants' CPU, the last two only; a
+ * gone pid, none. */
 static void test_tree_cpu(void **state)
 {
     (void)state;
@@ -605,11 +606,17 @@ static void test_tree_cpu(void **state)
     char x;
     assert_int_equal(read(p[0], &x, 1), 1);
     close(p[0]);
+    uint64_t below = fr_descendants_cpu_ns(c);
     uint64_t ns = fr_tree_cpu_ns(c);
     kill(-c, SIGKILL);
     waitpid(c, NULL, 0);
     /* 4 x 60 ms; the reaped one in whole clock ticks (10 ms), truncated. */
     assert_true(ns >= 220u * 1000000u);
+    /* Below the child: the zombie and the live one; the reaped one is the
+     * child's own (its cutime), and so is its clock. */
+    assert_true(below >= 110u * 1000000u);
+    assert_true(ns >= below + 110u * 1000000u);
+    assert_int_equal(fr_descendants_cpu_ns(c), 0);
     assert_int_equal(fr_tree_cpu_ns(c), 0);
     assert_int_equal(fr_tree_cpu_ns(0), 0);
 }
