@@ -167,6 +167,10 @@ enum {
  * fr_cgroup_slot_kill, unless its process lives on for the next job): read
  * what its cgroups counted since fr_cgroup_slot_begin. how: FR_CG_END_*. */
 void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, unsigned how, struct fr_cgroup_usage *u);
+/* While a job runs: the CPU time every process of it used so far (the
+ * slot's CPU counter since fr_cgroup_slot_begin), in *us. false where the
+ * counter is not read (no tree, no CPU controller, fr_cgroup_tree_contained). */
+bool fr_cgroup_slot_cpu_us(struct fr_cgroup_tree *t, int slot, uint64_t *us);
 /* Kill every process in slot's cgroup now (v2 cgroup.kill; a no-op on
  * v1, where the process group and the subreaper do it). */
 void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot);

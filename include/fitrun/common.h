@@ -6,6 +6,7 @@
  *   text.c    UTF-8, terminal-safe text, human sizes, identifiers
  *   env.c     a variable of an envp array
  *   proc.c    the running binary's path, the monotonic clock
+ *   proctree.c  the CPU time of a running process tree
  * Parsers and text functions are pure. */
 #ifndef FITRUN_COMMON_H
 #define FITRUN_COMMON_H
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Exit statuses fitrun itself uses (see README "Exit status"). */
 enum {
@@ -119,5 +121,17 @@ int fr_self_exe(char *buf, size_t n);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fr_now_ns(void);
+
+/* CPU time (user + system, ns) of pid and of every descendant it has now
+ * (the children of each of their threads, at any depth), each one's own
+ * clock plus what it reaped (cutime + cstime, clock ticks): so children a
+ * process of the tree already waited for count too. What is not counted:
+ * processes that left the tree by losing their parent (re-parented to a
+ * subreaper or init), and those their new parent reaped. 0 when pid is
+ * gone. */
+uint64_t fr_tree_cpu_ns(pid_t pid);
+/* The same for pid's descendants alone: neither pid's own clock nor what
+ * it reaped. */
+uint64_t fr_descendants_cpu_ns(pid_t pid);
 
 #endif

@@ -325,12 +325,14 @@ static inline void fr_host_wake_at(struct fr_host *h, int slot, uint64_t ns)
     fr_host_ops_of(h)->wake_at(h, slot, ns);
 }
 
-/* Enforce the profile's cpu_time on `pid` (a process of the job in
- * `slot`) by reading CPU clocks: ms resolution, where RLIMIT_CPU has 1 s
- * granularity. Counted: the process (all threads) plus its direct children
- * alive at each check (the exec preset's relay runs the job as its child;
- * `sh -c` wrappers do the same). Deeper descendants are held by their own
- * RLIMIT_CPU and the wall time. 0 = stop. */
+/* Enforce the profile's cpu_time on the job in `slot`, whose process is
+ * `pid`, by reading CPU clocks: ms resolution, where RLIMIT_CPU has 1 s
+ * granularity. Counted: every process of the job together — the slot's
+ * cgroup CPU counter where fitrun has its own cgroups; else the process
+ * (all threads), all its descendants with what each reaped, and the
+ * orphans of the job's session (the exec preset's relay runs the job as
+ * its child; `sh -c` wrappers and jobs spread over processes go deeper).
+ * 0 = stop. */
 static inline void fr_host_watch_cpu(struct fr_host *h, int slot, pid_t pid)
 {
     fr_host_ops_of(h)->watch_cpu(h, slot, pid, -1, 0);

@@ -106,6 +106,14 @@ struct fr_verdict {
  * with rusage between 0.99 and 1.10 s on a loaded VM). */
 bool fr_cpu_budget_spent(uint64_t used_ms, uint64_t budget_ms);
 
+/* Does a job that ran to its end (status ok or error) with used_ms of CPU,
+ * every process of it that was counted included, become a CPU timeout?
+ * Yes once it used its whole budget: the pool's kill watches only some of
+ * a job's processes while it runs (and none that finished and were waited
+ * for), so a job that spread its work over processes can end before the
+ * kill; a job over its budget is never `ok`. */
+bool fr_verdict_over_cpu_budget(enum fr_status status, uint64_t used_ms, uint64_t budget_ms);
+
 /* A SIGKILL that fitrun did not send (not the pool's wall or CPU kill, not
  * the runtime's CPU, wall or output kill): only such a death can be an OOM
  * kill worth asking the memory cgroup about. */

@@ -145,6 +145,16 @@ void fr_cgroup_slot_kill(struct fr_cgroup_tree *t, int slot)
         (void)cg_fd_write(s->kill, "1");
 }
 
+bool fr_cgroup_slot_cpu_us(struct fr_cgroup_tree *t, int slot, uint64_t *us)
+{
+    const struct cg_slot *s = slot_of(t, slot);
+    uint64_t now;
+    if (!s || !s->cpu0_ok || !read_cpu_us(s, &now))
+        return false;
+    *us = now > s->cpu0 ? now - s->cpu0 : 0;
+    return true;
+}
+
 void fr_cgroup_tree_contained(struct fr_cgroup_tree *t)
 {
     for (int i = 0; t && i < t->nslots; i++) {

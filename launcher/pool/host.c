@@ -77,10 +77,17 @@ static void host_disown(struct fr_host *h, pid_t pid)
     reaper_disown(&h->reaper, pid);
 }
 
+/* A released session's orphans are killed by the next sweep: their CPU,
+ * which no rusage of the job holds (fitrun, their new parent, reaps them),
+ * is read first and is the job's. */
 static void host_session(struct fr_host *h, int slot, pid_t sid)
 {
-    if (pool_valid_slot(h, slot))
-        h->slots[slot].sid = sid;
+    if (!pool_valid_slot(h, slot))
+        return;
+    struct slot *sl = &h->slots[slot];
+    if (!sid && sl->sid)
+        sl->orphan_cpu_ns = reaper_session_cpu_ns(&h->reaper, sl->sid);
+    sl->sid = sid;
 }
 
 static void host_reap(struct fr_host *h)

@@ -71,6 +71,11 @@ void reaper_disown(struct reaper *r, pid_t pid);
 /* Kill (SIGKILL) and reap every child of this process that is not owned,
  * not `keep` and not in one of `sessions` (n of them, 0 entries ignored). */
 void reaper_sweep(struct reaper *r, const pid_t *sessions, int n);
+/* CPU time (ns, fr_tree_cpu_ns) of the orphans of session sid: the
+ * children of this process in it that it does not own (re-parented to
+ * it, the subreaper), with their trees; while their job runs, also those
+ * that exited (the sweep spares them: their zombies keep their CPU). */
+uint64_t reaper_session_cpu_ns(const struct reaper *r, pid_t sid);
 /* At the end: kill and reap every child but `keep`, owned or not, until
  * none is left or timeout_ms passed. Returns the number still there. */
 int reaper_final(struct reaper *r, int timeout_ms);
@@ -128,6 +133,7 @@ struct slot {
     uint64_t cpu_seen_ns;         /* the last CPU time read from it (since cpu_base_ns) */
     int64_t cpu_base_ns;          /* its clock when the job began: 0, or a reused process's earlier jobs */
     uint64_t cpu_check_ns;
+    uint64_t orphan_cpu_ns;    /* the CPU of the job's orphans as its session was released */
     uint64_t wake_ns;          /* the runtime's ops->wake is due (fr_host_wake_at); 0 = none */
     struct fr_cgroup_usage cg; /* what the slot's cgroups counted for the job (read at completion) */
 };

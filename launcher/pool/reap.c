@@ -174,6 +174,20 @@ void reaper_sweep(struct reaper *r, const pid_t *sessions, int nsessions)
     free(kids);
 }
 
+uint64_t reaper_session_cpu_ns(const struct reaper *r, pid_t sid)
+{
+    size_t n;
+    pid_t *kids = sid ? list_children(&n) : NULL;
+    uint64_t total = 0;
+    for (size_t i = 0; kids && i < n; i++) {
+        pid_t pid = kids[i], ppid, s;
+        if (!owned(r, pid) && pid != r->keep && proc_stat(pid, &ppid, &s) == 0 && s == sid)
+            total += fr_tree_cpu_ns(pid);
+    }
+    free(kids);
+    return total;
+}
+
 int reaper_final(struct reaper *r, int timeout_ms)
 {
     uint64_t until = fr_now_ns() + (uint64_t)timeout_ms * 1000000u;

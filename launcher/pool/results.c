@@ -179,6 +179,13 @@ void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uin
 {
     struct slot *sl = &h->slots[s];
     uint64_t cpu_ms = raw->has_rusage ? tv_ms(&raw->ru.ru_utime) + tv_ms(&raw->ru.ru_stime) : 0;
+    /* Orphans of the job were re-parented to fitrun: no rusage of the job
+     * holds their CPU (host.c read it as the session was released). Not
+     * after fitrun killed the job: the runtime read its whole tree just
+     * before the kill, and what the kill orphaned is in that figure
+     * already; the orphans from before are in the pool's last reading. */
+    if (!sl->aborted && !raw->output_exceeded)
+        cpu_ms += sl->orphan_cpu_ns / NS_PER_MS;
     /* A job killed mid-run may not have been waited for by its own parent
      * (the exec preset's relay dies with it), so rusage can miss its CPU
      * time; what the pool read last is a lower bound. */

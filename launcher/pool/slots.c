@@ -21,6 +21,7 @@ static void launch(struct fr_host *h, int s, struct fr_job *job)
     sl->cpu_pidfd = -1;
     sl->cpu_seen_ns = 0;
     sl->cpu_base_ns = 0;
+    sl->orphan_cpu_ns = 0;
     h->nbusy++;
     fr_cgroup_slot_begin(h->o->cgroups, s);
     char err[512] = "";

@@ -1,11 +1,10 @@
 /* timers.c — the limits the pool enforces by the clock: each job's wall
  * deadline and, between the kernel's own RLIMIT_CPU backstops, its CPU
- * time read from the process's CPU clock; the runtime's own wake-ups
+ * time, every process of it together (the slot's cgroup counter, or the
+ * clocks of its process tree and orphans); the runtime's own wake-ups
  * (fr_host_wake_at); and the epoll timeout that wakes the loop for the
  * nearest of them (or for held results, results.c). */
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "fitrun/common.h"
@@ -45,35 +44,40 @@ static int64_t cpu_clock_ns(pid_t pid)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* CPU time of the watched process and of its direct children. Children
- * count because the process we fork is not always the one that computes:
- * the exec sandbox preset runs the job under a small relay process, and
- * many jobs are `sh -c ...` wrappers. */
-static int64_t job_cpu_ns(pid_t pid)
-{
-    int64_t total = cpu_clock_ns(pid);
-    if (total < 0)
-        return -1;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    char *kids = fr_read_file(path, 1 << 16, NULL);
-    for (char *s = kids, *end; s && *s; s = end) {
-        long child = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        int64_t c = cpu_clock_ns((pid_t)child);
-        if (c > 0)
-            total += c;
-    }
-    free(kids);
-    return total;
-}
-
 /* Has the process of this pidfd exited? (-1: never asked.) */
 static bool exited(int pidfd)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     return pidfd >= 0 && poll(&p, 1, 0) != 0;
+}
+
+/* The CPU the job in slot s used so far, every process of it together;
+ * -1 when its watched process is gone. Where the slot's cgroup counter is
+ * read it holds them all (grandchildren, children that exited, orphans):
+ * one pread, with the watched process's own clock as a floor. Without it,
+ * the clocks of the tree below the watched process and of the job's
+ * orphans (its session's processes re-parented to fitrun), read first: one
+ * orphaned between the two reads is missed by this reading (the next one
+ * has it), never counted twice. */
+static int64_t slot_cpu_ns(struct fr_host *h, int s)
+{
+    struct slot *sl = &h->slots[s];
+    uint64_t us;
+    bool cg = fr_cgroup_slot_cpu_us(h->o->cgroups, s, &us);
+    int64_t orphans = cg ? 0 : (int64_t)reaper_session_cpu_ns(&h->reaper, sl->sid);
+    int64_t own = cpu_clock_ns(sl->cpu_pid);
+    if (own < 0 || exited(sl->cpu_pidfd))
+        return -1;
+    own = own > sl->cpu_base_ns ? own - sl->cpu_base_ns : 0;
+    if (cg)
+        return (int64_t)(us * 1000) > own ? (int64_t)(us * 1000) : own;
+    /* Below the watched process: the process we fork is not always the
+     * one that computes (the exec sandbox's relay runs the job, `sh -c`
+     * wrappers), and a job may spread its work over processes. Its own
+     * reaped children are left out (fr_descendants_cpu_ns): a reused
+     * python process's base is its own clock, and the relay reaps the job
+     * only as it ends. */
+    return own + (int64_t)fr_descendants_cpu_ns(sl->cpu_pid) + orphans;
 }
 
 /* Wall deadlines, CPU clocks and the runtime's wake-ups. */
@@ -96,12 +100,11 @@ void pool_timers(struct fr_host *h, uint64_t now)
         }
         if (!sl->cpu_pid || now < sl->cpu_check_ns)
             continue;
-        int64_t used = job_cpu_ns(sl->cpu_pid);
-        if (used < 0 || exited(sl->cpu_pidfd)) {
+        int64_t used = slot_cpu_ns(h, s);
+        if (used < 0) {
             sl->cpu_pid = 0; /* gone (and its pid maybe another's): its exit is on the way */
             continue;
         }
-        used = used > sl->cpu_base_ns ? used - sl->cpu_base_ns : 0;
         uint64_t limit = ms_to_ns(h->o->cpu_ms);
         sl->cpu_seen_ns = (uint64_t)used;
         if ((uint64_t)used >= limit) {

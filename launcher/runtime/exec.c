@@ -35,10 +35,9 @@
  * CPU time. wait4's rusage counts the relay and what it reaped. When fitrun
  * kills the job (wall, CPU, output limit, interrupt) the relay dies before
  * it reaps the job, so just before the kill the CPU clocks of the whole
- * tree are read (/proc/<pid>/task/<tid>/children, recursively) and the
+ * tree are read (fr_tree_cpu_ns) and the
  * result reports the larger of the two: the job's own CPU, in every
  * preset. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -370,45 +369,6 @@ out:
 
 /* ---- events ------------------------------------------------------------- */
 
-/* CPU time of one process (all its threads), in ns; 0 when it is gone. */
-static uint64_t process_cpu_ns(pid_t pid)
-{
-    clockid_t cid;
-    struct timespec ts;
-    if (clock_getcpuclockid(pid, &cid) != 0 || clock_gettime(cid, &ts) < 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-#define TREE_DEPTH_MAX 64
-
-/* CPU time of pid and all its descendants (children of every thread). */
-static uint64_t tree_cpu_ns(pid_t pid, int depth)
-{
-    uint64_t total = process_cpu_ns(pid);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = depth < TREE_DEPTH_MAX ? opendir(path) : NULL;
-    struct dirent *t;
-    while (d && (t = readdir(d))) {
-        if (t->d_name[0] < '0' || t->d_name[0] > '9')
-            continue;
-        char kids_path[320];
-        snprintf(kids_path, sizeof kids_path, "/proc/%d/task/%s/children", (int)pid, t->d_name);
-        char *kids = fr_read_file(kids_path, 1 << 16, NULL);
-        for (char *k = kids, *end; k && *k; k = end) {
-            long c = strtol(k, &end, 10);
-            if (end == k)
-                break;
-            total += tree_cpu_ns((pid_t)c, depth + 1);
-        }
-        free(kids);
-    }
-    if (d)
-        closedir(d);
-    return total;
-}
-
 /* What the reaped rusage misses of the tree's CPU goes to user time (the
  * clocks do not split user from system). */
 static void add_unreaped_cpu(struct rusage *ru, uint64_t tree_ns)
@@ -502,7 +462,7 @@ static void kill_tree(struct eslot *e, bool sample)
 {
     if (!e->exited && e->pid > 0) {
         if (sample) {
-            uint64_t ns = tree_cpu_ns(e->pid, 0);
+            uint64_t ns = fr_tree_cpu_ns(e->pid);
             if (ns > e->killed_cpu_ns)
                 e->killed_cpu_ns = ns;
         }

@@ -379,6 +379,11 @@ bool fr_cpu_budget_spent(uint64_t used_ms, uint64_t budget_ms)
     return budget_ms && used_ms >= budget_ms / 10 * 9 + budget_ms % 10 * 9 / 10;
 }
 
+bool fr_verdict_over_cpu_budget(enum fr_status status, uint64_t used_ms, uint64_t budget_ms)
+{
+    return budget_ms && used_ms >= budget_ms && (status == FR_STATUS_OK || status == FR_STATUS_ERROR);
+}
+
 bool fr_verdict_unexplained_kill(const struct fr_raw *raw, enum fr_abort_reason aborted)
 {
     return raw->kind == FR_RAW_FINISHED && WIFSIGNALED(raw->wstatus) && WTERMSIG(raw->wstatus) == SIGKILL && !aborted &&
@@ -428,6 +433,10 @@ static void classify(const struct fr_verdict_in *in, struct fr_verdict *v)
         v->status = FR_STATUS_TIMEOUT;
         v->timeout = FR_TIMEOUT_CPU;
     }
+    if (fr_verdict_over_cpu_budget(v->status, in->cpu_ms, in->cpu_limit_ms)) {
+        v->status = FR_STATUS_TIMEOUT;
+        v->timeout = FR_TIMEOUT_CPU;
+    }
     if (raw->status >= 0)
         v->status = (enum fr_status)raw->status;
     if (v->status == FR_STATUS_TIMEOUT && v->timeout == FR_TIMEOUT_NONE)
@@ -458,10 +467,17 @@ static void describe(const struct fr_verdict_in *in, struct fr_verdict *v)
         }
         break;
     case FR_STATUS_MEMORY:
-        if (in->oom_killed && oc->signal == SIGKILL) {
+        if (in->oom_killed) {
+            /* Its own process, or one it started (then it exited non-zero
+             * or died otherwise: fr_verdict_cgroup_oom). */
+            const char *where = in->oom_counter && *in->oom_counter ? in->oom_counter : "the memory cgroup";
             snprintf(v->type, sizeof v->type, "OOMKill");
-            snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
-                     in->oom_counter && *in->oom_counter ? in->oom_counter : "the memory cgroup");
+            if (oc->signal == SIGKILL)
+                snprintf(v->msg, sizeof v->msg, "killed by the out-of-memory killer (SIGKILL; oom_kill went up in %s)",
+                         where);
+            else
+                snprintf(v->msg, sizeof v->msg,
+                         "a process of the job was killed by the out-of-memory killer (oom_kill went up in %s)", where);
             break;
         }
         snprintf(v->type, sizeof v->type, "MemoryLimit");

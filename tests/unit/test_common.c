@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -543,6 +546,81 @@ static void test_now_ns(void **state)
     assert_true(b >= a); /* monotonic: never goes back */
 }
 
+/* Use ms of this process's CPU (its own clock). */
+static void burn_ms(long ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    do
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/* In a child: fork a grandchild that burns ms and exits. Waited for when
+ * reap (its CPU is then the child's cutime), else left a zombie: known to
+ * have exited, not reaped (WNOWAIT). */
+static void grandchild(long ms, bool reap)
+{
+    pid_t g = fork();
+    if (g == 0) {
+        burn_ms(ms);
+        _exit(0);
+    }
+    siginfo_t info;
+    if (g > 0)
+        (void)waitid(P_PID, (id_t)g, &info, WEXITED | (reap ? 0 : WNOWAIT));
+}
+
+/* The CPU of a tree counts a grandchild that was waited for (through its
+ * parent's cutime), one that exited and was not (a zombie), one still
+ * alive, and the child itself; its descendants' CPU, the last two only; a
+ * gone pid, none. */
+static void test_tree_cpu(void **state)
+{
+    (void)state;
+    int p[2], q[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t c = fork();
+    assert_true(c >= 0);
+    if (c == 0) {
+        setpgid(0, 0); /* the test kills the whole tree by its group */
+        close(p[0]);
+        burn_ms(60);
+        grandchild(60, true);
+        grandchild(60, false);
+        if (pipe(q) < 0)
+            _exit(1);
+        if (fork() == 0) {
+            burn_ms(60);
+            (void)!write(q[1], "x", 1);
+            pause();
+            _exit(0);
+        }
+        char y;
+        (void)!read(q[0], &y, 1);
+        (void)!write(p[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(p[1]);
+    char x;
+    assert_int_equal(read(p[0], &x, 1), 1);
+    close(p[0]);
+    uint64_t below = fr_descendants_cpu_ns(c);
+    uint64_t ns = fr_tree_cpu_ns(c);
+    kill(-c, SIGKILL);
+    waitpid(c, NULL, 0);
+    /* 4 x 60 ms; the reaped one in whole clock ticks (10 ms), truncated. */
+    assert_true(ns >= 220u * 1000000u);
+    /* Below the child: the zombie and the live one; the reaped one is the
+     * child's own (its cutime), and so is its clock. */
+    assert_true(below >= 110u * 1000000u);
+    assert_true(ns >= below + 110u * 1000000u);
+    assert_int_equal(fr_descendants_cpu_ns(c), 0);
+    assert_int_equal(fr_tree_cpu_ns(c), 0);
+    assert_int_equal(fr_tree_cpu_ns(0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -562,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_identifier),
         cmocka_unit_test(test_env_lookup),
         cmocka_unit_test(test_self_exe),
+        cmocka_unit_test(test_tree_cpu),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

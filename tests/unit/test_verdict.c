@@ -141,6 +141,29 @@ static void test_cpu_limit_signals(void **state)
     assert_true(fr_cpu_budget_spent(900, 1000) && !fr_cpu_budget_spent(899, 1000) && !fr_cpu_budget_spent(5, 0));
 }
 
+/* A job that ran to its end after using its whole CPU budget (work spread
+ * over processes the pool's kill did not watch) is a CPU timeout, exit 0
+ * or not; below the budget, and without one, it is what it exited with. */
+static void test_over_cpu_budget(void **state)
+{
+    (void)state;
+    struct fr_verdict v = judge(0, false, 3200, 0);
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    assert_int_equal(v.timeout, FR_TIMEOUT_CPU);
+    assert_string_equal(v.type, "CPUTimeout");
+    v = judge(3 << 8, false, 1000, 0);
+    assert_int_equal(v.status, FR_STATUS_TIMEOUT);
+    v = judge(0, false, 999, 0);
+    assert_int_equal(v.status, FR_STATUS_OK);
+    v = judge(3 << 8, false, 999, 0);
+    assert_int_equal(v.status, FR_STATUS_ERROR);
+    v = judge(SIGSEGV, false, 5000, 0); /* died of its own signal: what it is */
+    assert_int_equal(v.status, FR_STATUS_SIGNAL);
+    assert_false(fr_verdict_over_cpu_budget(FR_STATUS_OK, 5000, 0));
+    assert_false(fr_verdict_over_cpu_budget(FR_STATUS_MEMORY, 5000, 1000));
+    assert_true(fr_verdict_over_cpu_budget(FR_STATUS_ERROR, 1000, 1000));
+}
+
 /* An OOM kill counted in the job's own cgroup is the job's, whatever
  * killed signal its process shows, unless it still exited 0 (it coped with
  * a child's kill); no count, no OOM kill. */
@@ -156,6 +179,29 @@ static void test_cgroup_oom(void **state)
     assert_false(fr_verdict_cgroup_oom(&raw, 1));
     raw = (struct fr_raw){.kind = FR_RAW_CRASHED, .wstatus = SIGKILL};
     assert_false(fr_verdict_cgroup_oom(&raw, 1));
+}
+
+/* A job whose child the OOM killer killed in its cgroup, and which then
+ * exited non-zero, is an OOM kill too, said as such: not MemoryLimit. */
+static void test_child_oom_kill(void **state)
+{
+    (void)state;
+    struct fr_raw raw;
+    fr_raw_init(&raw);
+    raw.kind = FR_RAW_FINISHED;
+    raw.wstatus = 1 << 8;
+    struct fr_verdict_in in = {
+        .raw = &raw, .oom_killed = true, .memory_limit = 1 << 20, .oom_counter = "/cg/memory.oom_control"};
+    struct fr_verdict v;
+    fr_verdict_judge(&in, &v);
+    assert_int_equal(v.status, FR_STATUS_MEMORY);
+    assert_string_equal(v.type, "OOMKill");
+    assert_non_null(strstr(v.msg, "a process of the job was killed by the out-of-memory killer"));
+    assert_non_null(strstr(v.msg, "/cg/memory.oom_control"));
+    raw.wstatus = SIGKILL;
+    fr_verdict_judge(&in, &v);
+    assert_string_equal(v.type, "OOMKill");
+    assert_non_null(strstr(v.msg, "killed by the out-of-memory killer (SIGKILL;"));
 }
 
 /* The pool reads a job's OOM count only where it can change the verdict:
@@ -180,7 +226,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_python_equality),   cmocka_unit_test(test_passed),
         cmocka_unit_test(test_cpu_limit_signals), cmocka_unit_test(test_cgroup_oom),
-        cmocka_unit_test(test_oom_possible),
+        cmocka_unit_test(test_oom_possible),      cmocka_unit_test(test_over_cpu_budget),
+        cmocka_unit_test(test_child_oom_kill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
