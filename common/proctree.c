@@ -49,8 +49,14 @@ static uint64_t process_ns(pid_t pid)
     return own + ticks_ns(t[2] + t[3]);
 }
 
+/* The most processes one walk lists: far above any job's (its pids or
+ * processes limit), and a bound on the list whatever /proc says while
+ * pids are reused under it. */
+#define TREE_MAX (1u << 20)
+
 /* Append the children of every thread of pid to *list (n, cap); false
- * when memory ran out. */
+ * when memory ran out or the list is full (the walk then counts what it
+ * has). */
 static bool add_children(pid_t pid, pid_t **list, size_t *n, size_t *cap)
 {
     char path[64];
@@ -68,6 +74,10 @@ static bool add_children(pid_t pid, pid_t **list, size_t *n, size_t *cap)
             long c = strtol(k, &end, 10);
             if (end == k)
                 break;
+            if (*n == TREE_MAX) {
+                ok = false;
+                break;
+            }
             if (*n == *cap) {
                 size_t ncap = *cap ? *cap * 2 : 64;
                 pid_t *nl = realloc(*list, ncap * sizeof *nl);
@@ -93,7 +103,8 @@ uint64_t fr_descendants_cpu_ns(pid_t pid)
         return 0;
     /* Breadth first over a list that grows as it is read: no recursion,
      * however deep the tree (a chain of processes). A parent is read
-     * before its children; pids form no cycle. */
+     * before its children. A pid listed twice (reused between two reads)
+     * is counted twice; TREE_MAX bounds the list even then. */
     pid_t *list = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
