@@ -371,6 +371,27 @@ check_poison() {
     [ "$(jq -s 'map(select(.worker_replaced)) | length' "$D/reuse.jsonl")" -eq 0 ]
 }
 
+@test "python reuse: codec search functions and copyreg's tables are put back; an ABC registration replaces the process" {
+    # The codec registry is a list in C; copyreg's tables are dicts of the
+    # standard library; an ABC's registry is in C too. Each pair: a
+    # registration, then a prediction that would see it.
+    printf 'class Grid:\n    pass\n' >> "$D/prelude.py"
+    {
+        job codec $'import codecs\ndef transform(g):\n    codecs.register(lambda n: codecs.lookup("utf-8") if n == "myenc" else None)\n    return "a".encode("myenc").decode()\n'
+        job codec-after $'def transform(g):\n    try:\n        return "a".encode("myenc").decode()\n    except LookupError:\n        return "no such codec"\n'
+        job copyreg $'import copyreg\ndef transform(g):\n    copyreg.pickle(complex, lambda c: (complex, (0, 0)))\n    copyreg.dispatch_table[range] = lambda r: (range, (0,))\n    return 0\n'
+        job copyreg-after $'import pickle, copy\ndef transform(g):\n    return [str(pickle.loads(pickle.dumps(1 + 2j))), len(copy.deepcopy(range(3)))]\n'
+        job abc $'import collections.abc\ndef transform(g):\n    collections.abc.Sequence.register(Grid)\n    return isinstance(Grid(), collections.abc.Sequence)\n'
+        job abc-after $'import collections.abc\ndef transform(g):\n    return isinstance(Grid(), collections.abc.Sequence)\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(.outputs)' "$D/fork.jsonl")" = '[["a"],["no such codec"],[0],[["(1+2j)",3]],[true],[false]]' ]
+    [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = \
+        '[["codec",null],["codec-after",null],["copyreg",null],["copyreg-after",null],["abc","poisoned: a class was registered with an abstract base class"],["abc-after",null]]' ]
+}
+
 @test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {
     # The C environment is what time.tzset() and every C library read.
     {

@@ -604,6 +604,40 @@ class ReuseCheck(unittest.TestCase):
                     self.assertEqual(out[0], "", out)
                     self.assertTrue(out[1].startswith("poisoned:"), out)
 
+    def test_registries_put_back_or_replace(self):
+        # A codec search function (recorded by the zygote's wrapper) and
+        # copyreg's tables are put back; an ABC registration, which no call
+        # can undo for one class, replaces the process. Before Python 3.10
+        # (no codecs.unregister) a codec registration replaces it too.
+        def scenario(fr, base):
+            import codecs
+            import collections.abc
+            import copyreg
+            import sys
+            reg = fr._Registries(fr._CodecRegistrations())
+            before = dict(copyreg.dispatch_table)
+            codecs.register(lambda n: codecs.lookup("utf-8") if n == "fitrun-test-enc" else None)
+            copyreg.pickle(complex, lambda c: (complex, (0, 0)))
+            why = reg.restore()
+            try:
+                codecs.lookup("fitrun-test-enc")
+                found = "found"
+            except LookupError:
+                found = "gone"
+            restored = copyreg.dispatch_table == before
+
+            class Mine:
+                pass
+            collections.abc.Sequence.register(Mine)
+            return [why if sys.version_info < (3, 10) else found, str(restored), reg.restore()]
+        import sys
+        if sys.version_info < (3, 10):  # replaced at the first finding: nothing else is put back
+            codec = "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
+            expected = [codec, "False", codec]
+        else:
+            expected = ["gone", "True", "poisoned: a class was registered with an abstract base class"]
+        self.assertEqual(_in_reused_shape(scenario), expected)
+
     def test_a_write_put_back_is_checked_then_fast_again(self):
         def scenario(fr, base):
             import json

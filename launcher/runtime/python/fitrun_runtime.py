@@ -442,6 +442,7 @@ class Runner:
         self.globals = prelude_globals
         self.builtins = prelude_builtins(prelude_globals)
         self.namespaces = None  # isolation = reuse: the zygote's _Namespaces
+        self.codecs = None  # isolation = reuse: the zygote's _CodecRegistrations
         self.fin = prelude_globals.get("fitrun_input")
         self.fout = prelude_globals.get("fitrun_output")
         libc = ctypes.CDLL(None, use_errno=True)
@@ -616,7 +617,8 @@ class Runner:
         # the pipe ends of the next job arrive above all the ones they go to.
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
             dup2(CHILD_STDIN, fd)
-        baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.namespaces or _Namespaces(self.builtins))
+        baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.namespaces or _Namespaces(self.builtins),
+                             self.codecs)
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
         allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed)
@@ -1150,7 +1152,7 @@ class _Baseline:
     and name the first change that cannot (the process is then replaced).
     namespaces: the zygote's _Namespaces."""
 
-    def __init__(self, null_fd, chan_fd, namespaces):
+    def __init__(self, null_fd, chan_fd, namespaces, codecs=None):
         self.null_fd, self.chan_fd = null_fd, chan_fd
         null = _dev_ino(null_fd)
         self.fds = {fd: null for fd in range(chan_fd)}
@@ -1178,6 +1180,7 @@ class _Baseline:
         self.generators = _user_generators(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
+        self.registries = _Registries(codecs)
         self.streams = [(name, stream, _stream_mode(stream)) for name in ("stdout", "stderr", "__stdout__", "__stderr__")
                         if (stream := getattr(sys, name)) is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
@@ -1250,7 +1253,7 @@ class _Baseline:
             if len(w.filters) != len(self.warnings) or not all(map(_is, w.filters, self.warnings)):
                 w.filters[:] = self.warnings
                 w._filters_mutated()
-        why = self.c_settings.restore()
+        why = self.c_settings.restore() or self.registries.restore()
         if why:
             return why
         # What was printed after the report was written (a finalizer run by
@@ -1275,6 +1278,74 @@ class _Baseline:
             np.random.set_state(rng)
         for put_back in self.generators:
             put_back()
+        return ""
+
+
+class _CodecRegistrations:
+    """codecs.register() adds a search function to a list the interpreter
+    keeps in C, which no Python call reads: under reuse the zygote puts a
+    recording wrapper in its place (in codecs and _codecs, before the
+    namespaces are taken), so that the functions a prediction adds are
+    known and can be taken out after it (codecs.unregister, Python 3.10;
+    it also empties the lookup cache, which may hold what they found)."""
+
+    def __init__(self):
+        import _codecs
+        import codecs
+        self.added = []
+        self.unregister = getattr(_codecs, "unregister", None)
+        register, added = _codecs.register, self.added
+
+        def recording_register(search_function):
+            register(search_function)
+            added.append(search_function)
+        recording_register.__name__ = recording_register.__qualname__ = "register"
+        recording_register.__doc__ = register.__doc__
+        _codecs.register = codecs.register = recording_register
+
+    def restore(self):
+        """'' once the search functions added since are gone, or why the
+        process cannot run on."""
+        if not self.added:
+            return ""
+        if self.unregister is None:
+            return "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
+        while self.added:
+            self.unregister(self.added.pop())
+        return ""
+
+
+class _Registries:
+    """Registries of the interpreter and of the standard library that
+    honest code adds to, and through which a later prediction would see
+    it: codec search functions (_CodecRegistrations, when the zygote
+    installed it), copyreg's tables (how pickle and copy reduce a type:
+    `copyreg.pickle(complex, f)`, `copyreg.dispatch_table[cls] = f`), put
+    back by content; and the virtual subclasses of abstract base classes
+    (`collections.abc.Sequence.register(cls)`, `numbers.Number.register`),
+    which abc's cache token says were added to (but not to which class):
+    the process is replaced."""
+
+    def __init__(self, codecs=None):
+        import abc
+        import copyreg
+        self.codecs = codecs
+        self.tables = [(t, dict(t)) for t in (copyreg.dispatch_table, copyreg._extension_registry,
+                                              copyreg._inverted_registry, copyreg._extension_cache)]
+        self.abc_token = abc.get_cache_token
+        self.token = self.abc_token()
+
+    def restore(self):
+        why = self.codecs.restore() if self.codecs is not None else ""
+        if why:
+            return why
+        for table, items in self.tables:
+            if len(table) != len(items) or not all(map(_is, table, items)) or \
+                    not all(map(_is, table.values(), items.values())):
+                table.clear()
+                table.update(items)
+        if self.abc_token() != self.token:
+            return "poisoned: a class was registered with an abstract base class"
         return ""
 
 
@@ -1991,6 +2062,9 @@ class Zygote:
         self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         if self.cfg.isolation == "reuse":
+            # Before the namespaces are taken: the recorder is part of what
+            # every prediction finds in codecs and _codecs.
+            self.runner.codecs = _CodecRegistrations()
             # After anything that imports.
             self.runner.namespaces = _Namespaces(self.runner.builtins, sandbox.peek())
         t3 = time.monotonic()
