@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
@@ -244,8 +245,11 @@ class InProcess:
             signal.setitimer(self.timer, self.cpu_s)
             try:
                 sys.stdout, sys.stderr = sink, sink
-                g = dict(self.globals)
+                module = types.ModuleType("__prediction__")  # as fitrun: found in sys.modules
+                g = module.__dict__
+                g.update(self.globals)
                 g["__name__"] = "__prediction__"
+                sys.modules["__prediction__"] = module
                 try:
                     exec(compile(job["code"], "<prediction>", "exec"), g)
                     fn = g.get(job.get("entry") or self.entry)

@@ -392,6 +392,42 @@ check_poison() {
         '[["codec",null],["codec-after",null],["copyreg",null],["copyreg-after",null],["abc","poisoned: a class was registered with an abstract base class"],["abc-after",null]]' ]
 }
 
+@test "python reuse: streams' own attributes, sys.argv, tracemalloc, socket and numpy switches, the decimal context, error handlers and faulthandler: the next prediction sees what fork gives it" {
+    # Each pair: something honest code does to process-wide state, then a
+    # prediction that would see it. Under reuse each is put back, or the
+    # process is replaced; either way every result equals fork's.
+    printf 'import decimal\n' >> "$D/prelude.py"
+    {
+        job quit $'try:\n    quit()\nexcept SystemExit:\n    pass\ndef transform(g):\n    return 0\n'
+        job quit-after $'def transform(g):\n    try:\n        input()\n    except Exception as e:\n        return type(e).__name__\n'
+        job silence $'import sys\nsys.stdout.write = lambda s: 0\nsys.stderr.flag = 1\ndef transform(g):\n    return 0\n'
+        job silence-after $'import sys\ndef transform(g):\n    print("hi")\n    return hasattr(sys.stderr, "flag")\n'
+        job argv $'import sys\nsys.argv.append("--x")\ndef transform(g):\n    return 0\n'
+        job argv-after $'import sys\ndef transform(g):\n    return len(sys.argv)\n'
+        job switches $'import tracemalloc, socket, threading\ntracemalloc.start()\nsocket.setdefaulttimeout(3)\nthreading.stack_size(1 << 20)\nnp.setbufsize(16384)\nnp.seterrcall(lambda t, f: print("called", t))\ndef transform(g):\n    return 0\n'
+        job switches-after $'import tracemalloc, socket, threading\ndef transform(g):\n    return [tracemalloc.is_tracing(), socket.getdefaulttimeout(), threading.stack_size(), np.getbufsize(), np.geterrcall()]\n'
+        job decimal $'def transform(g):\n    decimal.getcontext().prec = 4\n    decimal.getcontext().traps[decimal.Inexact] = True\n    return 0\n'
+        job decimal-after $'def transform(g):\n    return str(decimal.Decimal(1) / decimal.Decimal(3))\n'
+        job handler $'import codecs, faulthandler, signal\ncodecs.register_error("arcq", lambda e: ("?", e.end))\ndef transform(g):\n    return 0\n'
+        job handler-after $'def transform(g):\n    try:\n        return b"a\\xff".decode("utf-8", "arcq")\n    except LookupError:\n        return "no such handler"\n'
+        job fh $'import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1)\ndef transform(g):\n    return 0\n'
+        job fh-after $'import os, signal\ndef transform(g):\n    os.kill(os.getpid(), signal.SIGUSR1)\n    return 0\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs, .stdout, .stderr, .signal])' "$D/reuse.jsonl")" = \
+        "$(jq -sc 'map([.id, .status, .outputs, .stdout, .stderr, .signal])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    [ "$(r "$D/fork.jsonl" quit-after .outputs)" = '["EOFError"]' ]
+    [ "$(r "$D/fork.jsonl" silence-after '[.outputs, .stdout]')" = '[[false],"hi\n"]' ]
+    [ "$(r "$D/fork.jsonl" switches-after .outputs)" = '[[false,null,0,8192,null]]' ]
+    [ "$(r "$D/fork.jsonl" decimal-after .outputs)" = '["0.3333333333333333333333333333"]' ]
+    [ "$(r "$D/fork.jsonl" handler-after .outputs)" = '["no such handler"]' ]
+    [ "$(r "$D/fork.jsonl" fh-after '[.status, .signal]')" = '["signal","SIGUSR1"]' ]
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
+        '[["quit","poisoned: sys.stdin was closed"],["argv","poisoned: sys.argv was changed"],["handler","poisoned: codecs.register_error added the error handler '"'arcq'"'"],["fh","poisoned: faulthandler.register was called"],["fh-after","ended: the prediction'"'"'s process did not survive it"]]' ] ||
+        { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {
     # The C environment is what time.tzset() and every C library read.
     {

@@ -143,6 +143,22 @@ EOF
     [ "$(r t '.passed')" = '[true]' ]
 }
 
+@test "python run: the prediction is a module in sys.modules, as a script is: dataclasses with postponed annotations, pickle of its own classes" {
+    # dataclasses looks a class's module up in sys.modules under `from
+    # __future__ import annotations`, pickle finds a class through it: the
+    # same code run as a script works.
+    local code=$'from __future__ import annotations\nimport pickle, sys\nfrom dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\ndef transform(g):\n    return [P(1).x, pickle.loads(pickle.dumps(P(2))).x, __name__, sys.modules[__name__].transform is transform]\n'
+    job dc "$code" > "$D/jobs.jsonl"
+    for iso in fork reuse; do
+        run_jobs --set "runtime.isolation=$iso"
+        [ "$status" -eq 0 ]
+        [ "$(r dc '[.status, .outputs]')" = '["ok",[[1,2,"__prediction__",true]]]' ] || { cat "$D/out.jsonl"; false; }
+    done
+    printf '%s' "$code" > "$D/script.py"
+    printf 'exec(open("%s").read())\nprint(transform(None)[:2])\n' "$D/script.py" > "$D/main.py"
+    [ "$(/usr/bin/python3 "$D/main.py")" = "[1, 2]" ]
+}
+
 @test "python run: prints are captured and never reach the results stream" {
     job p $'import sys\nprint("at import")\ndef transform(g):\n    print(\'{"id": "forged", "status": "ok"}\')\n    print("err", file=sys.stderr)\n    return g\n' > "$D/jobs.jsonl"
     printf 'print("prelude says hi")\n' >> "$D/prelude.py"

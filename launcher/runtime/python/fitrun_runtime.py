@@ -459,16 +459,25 @@ class Runner:
             os._exit(EXIT_ORPHANED)
 
     def fresh_globals(self):
-        """A prediction's module globals: a new dict of two entries, its
-        `__builtins__` the mapping of builtins and prelude names built once
-        in the zygote. Copying the prelude's globals instead would write the
-        reference count of every object they name, in every child: a page
-        copied per object, for objects the prediction mostly never uses.
-        (Under reuse that mapping is shared by the process's predictions:
-        _Baseline checks it as it checks the modules.)"""
+        """A prediction's module globals: the namespace of a new module,
+        its `__builtins__` the mapping of builtins and prelude names built
+        once in the zygote. Copying the prelude's globals instead would
+        write the reference count of every object they name, in every
+        child: a page copied per object, for objects the prediction mostly
+        never uses. (Under reuse that mapping is shared by the process's
+        predictions: _Baseline checks it as it checks the modules.)
+        The module is sys.modules["__prediction__"] while the prediction
+        runs, as a script is sys.modules["__main__"]: what looks a class's
+        module up there (dataclasses under `from __future__ import
+        annotations`, pickle, typing's get_type_hints) finds it. Under
+        reuse the check drops it with the other modules the prediction
+        added."""
         # Not "__main__": LLM code often ends with an `if __name__ == "__main__":`
         # self-test that must not run here.
-        return {"__builtins__": self.builtins, "__name__": "__prediction__"}
+        module = types.ModuleType("__prediction__")
+        module.__builtins__ = self.builtins
+        sys.modules["__prediction__"] = module
+        return module.__dict__
 
     def run_code(self, code, entry, inputs, hooks=True, allow=None):
         """Execute `code` in fresh globals (fresh_globals) and call
@@ -1097,7 +1106,12 @@ class _Namespaces:
         versions, loose = self.versions, self.loose
         now = versions.read() if versions is not None else None
         if now is None or now != versions.seen or (loose and not self._same_loose()):
-            why = self._check_namespaces()
+            # Only sys.modules written (the prediction's own module, put
+            # there and dropped; a module imported and dropped, which wrote
+            # nothing else): its entries alone decide.
+            only_modules = now is not None and versions.only_last_moved(versions.seen, now) and \
+                not (loose and not self._same_loose())
+            why = self._check_modules() if only_modules else self._check_namespaces()
             if why:
                 return why
             if now is not None:
@@ -1126,9 +1140,8 @@ class _Namespaces:
         return len_(now_keys) == len_(keys) and len_(now_values) == len_(values) and \
             all_(map_(is_, now_keys, keys)) and all_(map_(is_, now_values, values))
 
-    def _check_namespaces(self):
-        """sys.modules and every namespace, entry by entry, by identity:
-        '' or 'poisoned: what'."""
+    def _check_modules(self):
+        """sys.modules, entry by entry, by identity: '' or 'poisoned: what'."""
         len_, all_, map_, is_, _, _, _ = self.bound
         modules, module_list = self.modules, self.module_list
         if len_(modules) < len_(module_list):
@@ -1136,14 +1149,25 @@ class _Namespaces:
         if not all_(map_(is_, modules.values(), self.module_objects)) or \
                 not all_(map_(is_, modules, self.module_names)):
             return "poisoned: sys.modules entries were replaced or removed"
+        return ""
+
+    def _check_namespaces(self):
+        """sys.modules and every namespace, entry by entry, by identity:
+        '' or 'poisoned: what'."""
+        why = self._check_modules()
+        if why:
+            return why
         if not self._same_entries(self.spaces, self.real, self.keys, self.values):
             return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
         return ""
 
     def _drop_new_modules(self):
-        known = {name for name, _ in self.module_list}
-        for name in [n for n in self.modules if n not in known]:
-            del self.modules[name]
+        modules = self.modules
+        modules.pop("__prediction__", None)  # every prediction's own (Runner.fresh_globals)
+        if len(modules) != len(self.module_list):
+            known = set(self.module_names)
+            for name in [n for n in modules if n not in known]:
+                del modules[name]
 
 
 class _Baseline:
@@ -1162,7 +1186,7 @@ class _Baseline:
         self.modules = namespaces.modules
         self.lists = [(name, lst, list(lst)) for name, lst in (
             ("sys.path", sys.path), ("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks),
-            ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions))]
+            ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions), ("sys.argv", sys.argv))]
         self.sys_values = [(name, get, get()) for name, get in (
             ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
@@ -1181,7 +1205,11 @@ class _Baseline:
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
         self.registries = _Registries(codecs)
-        self.streams = [(name, stream, _stream_mode(stream)) for name in ("stdout", "stderr", "__stdout__", "__stderr__")
+        # With each stream, its own attributes (`sys.stdout.write = ...`
+        # sets one, which later prints would go through).
+        self.streams = [(name, stream, _stream_mode(stream), getattr(stream, "__dict__", None),
+                         dict(getattr(stream, "__dict__", None) or {}))
+                        for name in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
                         if (stream := getattr(sys, name)) is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
 
@@ -1195,7 +1223,7 @@ class _Baseline:
         np = sys.modules.get("numpy")
         if np is None:
             return None
-        return (np, np.geterr(), np.get_printoptions(), np.random.get_state())
+        return (np, np.geterr(), np.get_printoptions(), np.random.get_state(), np.getbufsize(), np.geterrcall())
 
     def check(self):
         """After a prediction: '' (the next one may run here) or the first
@@ -1259,9 +1287,12 @@ class _Baseline:
         # What was printed after the report was written (a finalizer run by
         # the collection above, the collector's own debug output) goes to
         # /dev/null now, not into the next prediction's output.
-        for name, stream, mode in self.streams:
-            if stream.closed:
+        for name, stream, mode, attrs, items in self.streams:
+            if stream.closed:  # stdin too: exit() and quit() close it
                 return f"poisoned: sys.{name} was closed"
+            if attrs is not None and not _same_items(attrs, items):
+                attrs.clear()
+                attrs.update(items)
             try:
                 stream.flush()
                 if _stream_mode(stream) != mode:
@@ -1271,8 +1302,12 @@ class _Baseline:
         if self.random is not None:
             self.random[0].seed()  # as in a fork child: random reseeds itself after fork
         if self.numpy is not None:
-            np, err, printopts, rng = self.numpy
+            np, err, printopts, rng, bufsize, errcall = self.numpy
             np.seterr(**err)
+            if np.getbufsize() != bufsize:
+                np.setbufsize(bufsize)
+            if np.geterrcall() is not errcall:
+                np.seterrcall(errcall)
             if np.get_printoptions() != printopts:
                 np.set_printoptions(**printopts)
             np.random.set_state(rng)
@@ -1282,36 +1317,78 @@ class _Baseline:
 
 
 class _CodecRegistrations:
-    """codecs.register() adds a search function to a list the interpreter
-    keeps in C, which no Python call reads: under reuse the zygote puts a
-    recording wrapper in its place (in codecs and _codecs, before the
-    namespaces are taken), so that the functions a prediction adds are
-    known and can be taken out after it (codecs.unregister, Python 3.10;
-    it also empties the lookup cache, which may hold what they found)."""
+    """Registrations the interpreter keeps in C, which no Python call
+    lists: codec search functions (codecs.register), codec error handlers
+    (codecs.register_error), faulthandler's signals (faulthandler.register)
+    and exit functions (atexit.register). Under reuse the zygote puts
+    recording wrappers in their place (in codecs, _codecs, faulthandler
+    and atexit, before the namespaces are taken), so that what a
+    prediction registers is known: a search function is taken out again
+    (codecs.unregister, Python 3.10; it also empties the lookup cache,
+    which may hold what it found), so is an exit function (a fork child's
+    never run: it leaves by os._exit), and an error handler that replaced
+    one is replaced back; a new error
+    handler or a signal, which nothing can take out, replaces the
+    process."""
 
     def __init__(self):
         import _codecs
         import codecs
-        self.added = []
+        self.added, self.handlers, self.poison = [], [], []
         self.unregister = getattr(_codecs, "unregister", None)
-        register, added = _codecs.register, self.added
+        self.register_error = _codecs.register_error
+        added, handlers, poison = self.added, self.handlers, self.poison
+        register, register_error, lookup_error = _codecs.register, _codecs.register_error, _codecs.lookup_error
+        fh_register = faulthandler.register
+        import atexit
+        self.exits, self.atexit_unregister = [], atexit.unregister
+        exits, at_register = self.exits, atexit.register
 
         def recording_register(search_function):
             register(search_function)
             added.append(search_function)
-        recording_register.__name__ = recording_register.__qualname__ = "register"
-        recording_register.__doc__ = register.__doc__
+
+        def recording_register_error(name, error_handler):
+            try:
+                before = lookup_error(name)
+            except (LookupError, TypeError):
+                before = None
+            register_error(name, error_handler)
+            handlers.append((name, before))
+
+        def recording_fh_register(*args, **kwargs):
+            fh_register(*args, **kwargs)
+            poison.append("faulthandler.register")
+
+        def recording_atexit_register(func, *args, **kwargs):
+            at_register(func, *args, **kwargs)
+            exits.append(func)
+            return func
+        for wrapper, original in ((recording_register, register), (recording_register_error, register_error),
+                                  (recording_fh_register, fh_register), (recording_atexit_register, at_register)):
+            wrapper.__name__ = wrapper.__qualname__ = original.__name__
+            wrapper.__doc__ = original.__doc__
         _codecs.register = codecs.register = recording_register
+        _codecs.register_error = codecs.register_error = recording_register_error
+        faulthandler.register = recording_fh_register
+        atexit.register = recording_atexit_register
 
     def restore(self):
-        """'' once the search functions added since are gone, or why the
-        process cannot run on."""
-        if not self.added:
-            return ""
-        if self.unregister is None:
+        """'' once what was registered since is gone, or why the process
+        cannot run on."""
+        if self.poison:
+            return f"poisoned: {self.poison[0]} was called"
+        if self.added and self.unregister is None:
             return "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
         while self.added:
             self.unregister(self.added.pop())
+        while self.exits:
+            self.atexit_unregister(self.exits.pop())
+        while self.handlers:
+            name, before = self.handlers.pop()
+            if before is None:
+                return f"poisoned: codecs.register_error added the error handler {name!r}"
+            self.register_error(name, before)
         return ""
 
 
@@ -1324,7 +1401,10 @@ class _Registries:
     back by content; and the virtual subclasses of abstract base classes
     (`collections.abc.Sequence.register(cls)`, `numbers.Number.register`),
     which abc's cache token says were added to (but not to which class):
-    the process is replaced."""
+    the process is replaced. Also process-wide switches kept in C:
+    tracemalloc (started: stopped again), the decimal context of a prelude
+    that imported decimal, socket's default timeout and the stack size of
+    new threads (put back), and sys.implementation's namespace."""
 
     def __init__(self, codecs=None):
         import abc
@@ -1334,19 +1414,49 @@ class _Registries:
                                               copyreg._inverted_registry, copyreg._extension_cache)]
         self.abc_token = abc.get_cache_token
         self.token = self.abc_token()
+        import _tracemalloc
+        self.tracemalloc = _tracemalloc
+        self.tracing = _tracemalloc.is_tracing()
+        dec = sys.modules.get("decimal")  # only the prelude's: a prediction's own import is dropped
+        self.decimal = (dec.setcontext, dec.getcontext().copy()) if dec is not None else None
+        self.impl = (vars(sys.implementation), dict(vars(sys.implementation)))
+        import _thread
+        self.timeout = (socket.getdefaulttimeout, socket.setdefaulttimeout, socket.getdefaulttimeout())
+        self.stack = (_thread.stack_size, _thread.stack_size())
 
     def restore(self):
         why = self.codecs.restore() if self.codecs is not None else ""
         if why:
             return why
+        if self.tracemalloc.is_tracing() != self.tracing:
+            if self.tracing:
+                return "poisoned: tracemalloc was stopped"
+            self.tracemalloc.stop()
+        if self.decimal is not None:
+            setcontext, context = self.decimal
+            setcontext(context.copy())  # as the zygote had it: precision, rounding, flags, traps
+        impl, items = self.impl
+        if not _same_items(impl, items):
+            return "poisoned: sys.implementation was changed"
+        get_timeout, set_timeout, timeout = self.timeout
+        if get_timeout() != timeout:
+            set_timeout(timeout)
+        stack_size, size = self.stack
+        if stack_size() != size:
+            stack_size(size)
         for table, items in self.tables:
-            if len(table) != len(items) or not all(map(_is, table, items)) or \
-                    not all(map(_is, table.values(), items.values())):
+            if not _same_items(table, items):
                 table.clear()
                 table.update(items)
         if self.abc_token() != self.token:
             return "poisoned: a class was registered with an abstract base class"
         return ""
+
+
+def _same_items(d, items):
+    """Does dict d hold exactly items' keys and values, in its order (by
+    identity: no __eq__ of theirs runs)?"""
+    return len(d) == len(items) and all(map(_is, d, items)) and all(map(_is, d.values(), items.values()))
 
 
 def _stream_mode(stream):
@@ -1456,6 +1566,13 @@ class _DictVersions:
                 return list_(map_(value, views))  # ints: no one's __eq__
         self.read = read
         self.seen = read()
+
+    @staticmethod
+    def only_last_moved(a, b):
+        """Do two readings differ in their last counter alone (sys.modules',
+        which _Namespaces counts last)? Two slices compared in C."""
+        k = 8 if type(a) is bytes else 1
+        return a[:-k] == b[:-k] and a[-k:] != b[-k:]
 
     @staticmethod
     def moved(a, b):
