@@ -45,6 +45,8 @@ import tempfile
 import threading
 import time
 
+from procfs import children, ppid
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FITRUN = os.environ.get("FITRUN") or os.path.join(SRC, "build", "fitrun")
@@ -134,28 +136,15 @@ def signal_pidfd(fd, sig):
         pass
 
 
-def ppid_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def ns_fitrun_pidfd(p):
     """A pidfd of the fitrun that unshare (our child p, so its pid is p's)
     forked, or None: opened, then checked to still be p's child."""
-    try:
-        with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
-            kids = [int(c) for c in f.read().split()]
-    except OSError:
-        return None
-    for k in kids:
+    for k in children(p.pid):
         try:
             fd = os.pidfd_open(k)
         except OSError:
             continue
-        if ppid_of(k) == p.pid:
+        if ppid(k) == p.pid:
             return fd
         os.close(fd)
     return None

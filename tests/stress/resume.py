@@ -39,6 +39,8 @@ import tempfile
 import threading
 import time
 
+from procfs import children, comm, ppid
+
 FITRUN = os.environ.get("FITRUN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "fitrun")
 SIGS = {"INT": (signal.SIGINT, 130), "TERM": (signal.SIGTERM, 143), "HUP": (signal.SIGHUP, 129)}
 GARBAGE = ['{"id": "garbage", "status"', "not a result at all", "[1, 2, 3]", '{"line": "x"}', "\x00\x01junk"]
@@ -46,30 +48,6 @@ GARBAGE = ['{"id": "garbage", "status"', "not a result at all", "[1, 2, 3]", '{"
 
 class Broken(Exception):
     pass
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
-
-
-def ppid(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def kill_python_worker(rng, fitrun_pid):
