@@ -92,13 +92,13 @@ PATCHES = [
         self.gap_parts = \"\""""),
     ("""        versions, loose = self.versions, self.loose
         now = versions.read() if versions is not None else None
-        if now is None or now != versions.seen or (loose and not self._same_loose()):""",
+""",
      """        versions, loose = self.versions, self.loose
         _pc = time.perf_counter_ns
         _a = _pc()
         now = versions.read() if versions is not None else None
         _b = _pc()
-        if now is None or now != versions.seen or (loose and not self._same_loose()):"""),
+"""),
     ("""        # From here on, module attributes and builtins are the ones they were.
         for name, value, snap in self.data:
             if not _same_data(value, snap):

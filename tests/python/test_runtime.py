@@ -614,7 +614,7 @@ class ReuseCheck(unittest.TestCase):
             import collections.abc
             import copyreg
             import sys
-            reg = fr._Registries(fr._CodecRegistrations())
+            reg = fr._Registries(fr._RecordedRegistrations())
             before = dict(copyreg.dispatch_table)
             codecs.register(lambda n: codecs.lookup("utf-8") if n == "fitrun-test-enc" else None)
             copyreg.pickle(complex, lambda c: (complex, (0, 0)))

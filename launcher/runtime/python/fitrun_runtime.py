@@ -442,7 +442,7 @@ class Runner:
         self.globals = prelude_globals
         self.builtins = prelude_builtins(prelude_globals)
         self.namespaces = None  # isolation = reuse: the zygote's _Namespaces
-        self.codecs = None  # isolation = reuse: the zygote's _CodecRegistrations
+        self.recorded = None  # isolation = reuse: the zygote's _RecordedRegistrations
         self.fin = prelude_globals.get("fitrun_input")
         self.fout = prelude_globals.get("fitrun_output")
         libc = ctypes.CDLL(None, use_errno=True)
@@ -627,7 +627,7 @@ class Runner:
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
             dup2(CHILD_STDIN, fd)
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.namespaces or _Namespaces(self.builtins),
-                             self.codecs)
+                             self.recorded)
         gc.freeze()  # the baseline's own lists: out of every collection after each prediction
         allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed)
@@ -1105,12 +1105,12 @@ class _Namespaces:
         # reference.
         versions, loose = self.versions, self.loose
         now = versions.read() if versions is not None else None
-        if now is None or now != versions.seen or (loose and not self._same_loose()):
+        loose_moved = loose and not self._same_loose()
+        if now is None or now != versions.seen or loose_moved:
             # Only sys.modules written (the prediction's own module, put
             # there and dropped; a module imported and dropped, which wrote
             # nothing else): its entries alone decide.
-            only_modules = now is not None and versions.only_last_moved(versions.seen, now) and \
-                not (loose and not self._same_loose())
+            only_modules = now is not None and not loose_moved and versions.only_last_moved(versions.seen, now)
             why = self._check_modules() if only_modules else self._check_namespaces()
             if why:
                 return why
@@ -1176,7 +1176,7 @@ class _Baseline:
     and name the first change that cannot (the process is then replaced).
     namespaces: the zygote's _Namespaces."""
 
-    def __init__(self, null_fd, chan_fd, namespaces, codecs=None):
+    def __init__(self, null_fd, chan_fd, namespaces, recorded=None):
         self.null_fd, self.chan_fd = null_fd, chan_fd
         null = _dev_ino(null_fd)
         self.fds = {fd: null for fd in range(chan_fd)}
@@ -1204,7 +1204,7 @@ class _Baseline:
         self.generators = _user_generators(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
-        self.registries = _Registries(codecs)
+        self.registries = _Registries(recorded)
         # With each stream, its own attributes (`sys.stdout.write = ...`
         # sets one, which later prints would go through).
         self.streams = [(name, stream, _stream_mode(stream), getattr(stream, "__dict__", None),
@@ -1316,7 +1316,7 @@ class _Baseline:
         return ""
 
 
-class _CodecRegistrations:
+class _RecordedRegistrations:
     """Registrations the interpreter keeps in C, which no Python call
     lists: codec search functions (codecs.register), codec error handlers
     (codecs.register_error), faulthandler's signals (faulthandler.register)
@@ -1395,8 +1395,9 @@ class _CodecRegistrations:
 class _Registries:
     """Registries of the interpreter and of the standard library that
     honest code adds to, and through which a later prediction would see
-    it: codec search functions (_CodecRegistrations, when the zygote
-    installed it), copyreg's tables (how pickle and copy reduce a type:
+    it: what _RecordedRegistrations recorded, when the zygote installed
+    it (codec search functions and error handlers, faulthandler's
+    signals, exit functions), copyreg's tables (how pickle and copy reduce a type:
     `copyreg.pickle(complex, f)`, `copyreg.dispatch_table[cls] = f`), put
     back by content; and the virtual subclasses of abstract base classes
     (`collections.abc.Sequence.register(cls)`, `numbers.Number.register`),
@@ -1406,10 +1407,10 @@ class _Registries:
     that imported decimal, socket's default timeout and the stack size of
     new threads (put back), and sys.implementation's namespace."""
 
-    def __init__(self, codecs=None):
+    def __init__(self, recorded=None):
         import abc
         import copyreg
-        self.codecs = codecs
+        self.recorded = recorded
         self.tables = [(t, dict(t)) for t in (copyreg.dispatch_table, copyreg._extension_registry,
                                               copyreg._inverted_registry, copyreg._extension_cache)]
         self.abc_token = abc.get_cache_token
@@ -1425,7 +1426,7 @@ class _Registries:
         self.stack = (_thread.stack_size, _thread.stack_size())
 
     def restore(self):
-        why = self.codecs.restore() if self.codecs is not None else ""
+        why = self.recorded.restore() if self.recorded is not None else ""
         if why:
             return why
         if self.tracemalloc.is_tracing() != self.tracing:
@@ -2179,9 +2180,10 @@ class Zygote:
         self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         if self.cfg.isolation == "reuse":
-            # Before the namespaces are taken: the recorder is part of what
-            # every prediction finds in codecs and _codecs.
-            self.runner.codecs = _CodecRegistrations()
+            # Before the namespaces are taken: the recording wrappers are
+            # what every prediction finds in codecs, _codecs, faulthandler
+            # and atexit.
+            self.runner.recorded = _RecordedRegistrations()
             # After anything that imports.
             self.runner.namespaces = _Namespaces(self.runner.builtins, sandbox.peek())
         t3 = time.monotonic()
