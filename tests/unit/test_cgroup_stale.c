@@ -33,6 +33,7 @@
 #include "../../launcher/cgroup/internal.h"
 #include "fitrun/cgroup.h"
 #include "fitrun/detect.h"
+#include "holder.h"
 
 static struct fr_cgroup_probe probe;       /* the probe in our own cgroup */
 static char home[FR_CG_HIER_MAX][CG_PATH]; /* where the test started, per hierarchy */
@@ -175,32 +176,28 @@ static bool tree_exists(const char *name)
     return false;
 }
 
+/* Where a holder goes: <name>/<rel> in every hierarchy. */
+struct place {
+    const char *name, *rel;
+};
+
+static bool join_place(const void *arg)
+{
+    const struct place *at = arg;
+    char dir[CG_PATH + 64];
+    for (int i = 0; i < probe.nhier; i++) {
+        path_of(i, at->name, at->rel, dir, sizeof dir);
+        if (write_text(dir, "cgroup.procs", "0") < 0)
+            return false;
+    }
+    return true;
+}
+
 /* A process in <name>/<rel> in every hierarchy, waiting to be killed. */
 static pid_t holder(const char *name, const char *rel)
 {
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char dir[CG_PATH + 64];
-        close(p[0]);
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-            _exit(1);
-        for (int i = 0; i < probe.nhier; i++) {
-            path_of(i, name, rel, dir, sizeof dir);
-            if (write_text(dir, "cgroup.procs", "0") < 0)
-                _exit(1);
-        }
-        if (write(p[1], "j", 1) != 1)
-            _exit(1);
-        pause();
-        _exit(0);
-    }
-    close(p[1]);
-    char c;
-    assert_int_equal(read(p[0], &c, 1), 1);
-    close(p[0]);
+    struct place at = {name, rel};
+    pid_t pid = hold(join_place, &at);
     if (nholders < (int)(sizeof holders / sizeof *holders))
         holders[nholders++] = pid;
     return pid;

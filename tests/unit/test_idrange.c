@@ -24,35 +24,20 @@
 #include <cmocka.h>
 
 #include "fitrun/sandbox.h"
+#include "holder.h"
 
 #define SLOTS 2
 
 static uint32_t want;
 
-/* A child that holds an OFD lock on bytes first..first+SLOTS-1 of the
- * registry's lock file until killed. */
-static pid_t lock_holder(uint32_t first)
+/* Take an OFD lock on bytes *first..*first+SLOTS-1 of the registry's lock
+ * file (in a holder: held until it is killed). */
+static bool lock_range(const void *first)
 {
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(p[0]);
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-            _exit(1);
-        int fd = open("/run/fitrun/uids.lock", O_RDWR | O_CLOEXEC);
-        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)first, .l_len = SLOTS};
-        if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0 || write(p[1], "l", 1) != 1)
-            _exit(1);
-        pause();
-        _exit(0);
-    }
-    close(p[1]);
-    char c;
-    assert_int_equal(read(p[0], &c, 1), 1);
-    close(p[0]);
-    return pid;
+    int fd = open("/run/fitrun/uids.lock", O_RDWR | O_CLOEXEC);
+    struct flock fl = {
+        .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t) * (const uint32_t *)first, .l_len = SLOTS};
+    return fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }
 
 static void need_registry(void)
@@ -100,7 +85,7 @@ static void test_locked_range_is_in_use(void **state)
     (void)state;
     need_registry();
     assert_int_equal(reserve_in_child(), want); /* free */
-    pid_t holder = lock_holder(want);
+    pid_t holder = hold(lock_range, &want);
     uint32_t got = reserve_in_child();
     assert_true(got >= want + SLOTS); /* the locked range was skipped */
     kill(holder, SIGKILL);
