@@ -146,7 +146,9 @@ struct fr_cgroup_usage {
  * clock the runtime reads itself): the slots' CPU counters are no longer
  * read (fr_cgroup_usage.has_cpu is false), nor their pids.max allowance
  * written (it limits forks in the cgroup, and none happens; a process
- * joining is never refused). pids.current still says when a slot is empty. */
+ * joining is never refused), nor their OOM count after a job that exited
+ * 0 (its one process was not killed: the count stands). pids.current
+ * still says when a slot is empty. */
 void fr_cgroup_tree_contained(struct fr_cgroup_tree *t);
 
 /* Before a job starts in slot: its counters' baselines, the peak reset. */

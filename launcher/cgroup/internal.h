@@ -105,6 +105,7 @@ struct cg_slot {
     uint64_t oom0, cpu0, peak0; /* at the job's start */
     bool idle;                  /* the last end left the cgroup empty, to stay so until the next begin:
                                    oom0 and cpu0 are already the next job's baselines (slot.c) */
+    bool contained;             /* a job here is one process that cannot fork (fr_cgroup_tree_contained) */
     char events_path[FR_SOURCE_MAX + 64];
 };
 

@@ -15,7 +15,8 @@
  *          process is in it), its peak above the baseline, its CPU.
  *          The OOM count only where it can change the verdict (a job that
  *          exited 0 had none that matters: FR_CG_END_NO_OOM) or is the next
- *          baseline; the CPU counter not at all where the runtime measures
+ *          baseline and may have moved (not after a lone process that
+ *          could not fork exited 0: nothing was killed); the CPU counter not at all where the runtime measures
  *          every process of a job itself, nor pids.max where no job can
  *          fork (fr_cgroup_tree_contained). Each is a pread(2) of a
  *          cgroup file, 0.7-1.4 us of the launcher's CPU here.
@@ -168,6 +169,7 @@ void fr_cgroup_tree_contained(struct fr_cgroup_tree *t)
         if (s->pids_max >= 0)
             close(s->pids_max);
         s->pids_max = -1;
+        s->contained = true;
     }
 }
 
@@ -182,8 +184,13 @@ void fr_cgroup_slot_end(struct fr_cgroup_tree *t, int slot, unsigned how, struct
     s->idle = false;
     u->valid = true;
     uint64_t oom = 0, cpu = 0, v;
-    /* An idle end reads it all the same: it is the next job's baseline. */
-    bool oom_ok = s->oom0_ok && (idle || count_oom) && read_oom(s, &oom);
+    /* An idle end reads it all the same: it is the next job's baseline,
+     * unless it cannot have moved: the job was one process that could not
+     * fork and exited 0, so nothing in the cgroup was killed since begin. */
+    bool oom_same = idle && !count_oom && s->contained;
+    bool oom_ok = oom_same ? s->oom0_ok : s->oom0_ok && (idle || count_oom) && read_oom(s, &oom);
+    if (oom_same)
+        oom = s->oom0;
     if (count_oom && oom_ok && oom > s->oom0)
         u->oom_kills = oom - s->oom0;
     /* No baseline (a v1 kernel before 4.13 has no oom_kill line): no count. */

@@ -10,6 +10,7 @@
  * burnt by the child's own CPU clock, so the amounts do not depend on
  * the machine's load. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -342,6 +343,37 @@ static void test_contained(void **state)
     assert_false(job(NOTHING, true, NULL).has_cpu);
 }
 
+/* Contained (after test_contained): a job that exited 0 was the slot's
+ * only process and was not killed, so its OOM count cannot have moved
+ * and is not read, even as the next baseline (the counter is swapped for
+ * /dev/null here, which no read could take for a count); a job that died
+ * still has its count read, and the next job is charged with its own. */
+static void test_contained_exit0_keeps_oom_baseline(void **state)
+{
+    (void)state;
+    need(PIDS | OOM);
+    struct cg_slot *s = &tree->slots[0];
+    int st = 0;
+    struct fr_cgroup_usage a = job(EAT, true, &st);
+    if (!a.oom_file[0])
+        skip();
+    assert_true(a.oom_kills >= 1);
+    int events = s->events, null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(null >= 0);
+    s->events = null;
+    struct fr_cgroup_usage b = job_how(NOTHING, FR_CG_END_IDLE | FR_CG_END_NO_OOM, &st);
+    s->events = events;
+    close(null);
+    assert_int_equal(st, 0);
+    assert_int_equal(b.oom_kills, 0);
+    assert_true(s->idle); /* the count it did not read is still the baseline */
+    struct fr_cgroup_usage c = job(EAT, true, &st);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_true(c.oom_kills >= 1);
+    struct fr_cgroup_usage d = job(NOTHING, true, &st);
+    assert_int_equal(d.oom_kills, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,7 +383,8 @@ int main(void)
         cmocka_unit_test(test_pids_allowance_follows_leftovers),
         cmocka_unit_test(test_oom_kill_is_its_jobs),
         cmocka_unit_test(test_no_oom_count_when_it_cannot_matter),
-        cmocka_unit_test(test_contained), /* last */
+        cmocka_unit_test(test_contained), /* makes the tree contained: last but one */
+        cmocka_unit_test(test_contained_exit0_keeps_oom_baseline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

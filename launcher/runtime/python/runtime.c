@@ -448,9 +448,13 @@ static int py_begin(struct fr_runtime *rt, int slot, const struct fr_job *job, c
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    /* Between jobs the report pipe is unwatched: checked now. A worker
-     * whose pipes went (EOF: it died) is replaced before its job. */
-    if (s->chan >= 0 && py->persistent)
+    /* Between jobs the report pipe is unwatched: checked now under
+     * reuse, where the process that wrote it lives on. Under fork no
+     * process of a job outlives its EXITED, and finish read what the pipe
+     * held then: nothing can be there (the worker's EOF shows on the
+     * stdout and stderr pipes, which are watched). A worker whose pipes
+     * went is replaced before its job. */
+    if (s->chan >= 0 && py->persistent && py->reuse)
         drop_stray(rt, slot, s->pipes.rep);
     if (s->chan >= 0 && py->persistent && !py_slot_pipes_ok(s))
         replace_worker(rt, slot);
