@@ -46,6 +46,7 @@ import threading
 import time
 
 from procfs import children, ppid
+from results import Broken, result_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -54,10 +55,6 @@ SHARED = os.environ.get("FITRUN_SHARED") or os.path.join(SRC, "..", "shared")
 TASKS = os.path.join(SHARED, "data", "arc-agi-1", "training")
 NS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 SIGS = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
-
-
-class Broken(Exception):
-    pass
 
 
 class Skip(Exception):
@@ -214,11 +211,7 @@ def exec_jobs(n, prefix, sleep):
 def check(path, want):
     """Exactly one right result per job in path."""
     got = {}
-    with open(path, "rb") as f:
-        data = f.read()
-    if data and not data.endswith(b"\n"):
-        raise Broken(f"{path}: ends inside a line")
-    for k, raw in enumerate(data.split(b"\n")[:-1], 1):
+    for k, raw in result_lines(path):
         r = json.loads(raw)
         if r["id"] in got:
             raise Broken(f"{path}:{k}: a second result for {r['id']}")

@@ -40,14 +40,11 @@ import threading
 import time
 
 from procfs import children, comm, ppid
+from results import Broken, result_lines
 
 FITRUN = os.environ.get("FITRUN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "fitrun")
 SIGS = {"INT": (signal.SIGINT, 130), "TERM": (signal.SIGTERM, 143), "HUP": (signal.SIGHUP, 129)}
 GARBAGE = ['{"id": "garbage", "status"', "not a result at all", "[1, 2, 3]", '{"line": "x"}', "\x00\x01junk"]
-
-
-class Broken(Exception):
-    pass
 
 
 def kill_python_worker(rng, fitrun_pid):
@@ -151,11 +148,7 @@ def expected(lines, shard):
 def check(path, lines, shard, garbage, pad=""):
     want = expected(lines, shard)
     got = {}
-    with open(path, "rb") as f:
-        data = f.read()
-    if data and not data.endswith(b"\n"):
-        raise Broken(f"{path}: ends inside a line")
-    for k, raw in enumerate(data.split(b"\n")[:-1], 1):
+    for k, raw in result_lines(path):
         text = raw.decode("utf-8", "surrogateescape")
         if text in garbage:
             continue
