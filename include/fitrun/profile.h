@@ -73,7 +73,8 @@ struct fr_profile {
     char entry[128];            /* python: default "transform" */
     bool reuse;                 /* python: isolation = reuse (one process runs consecutive predictions) */
     uint64_t max_predictions;   /* python, reuse: predictions per process before it is replaced */
-    uint64_t max_memory;        /* python, reuse: resident bytes beyond which a process is replaced */
+    uint64_t max_memory;        /* python, reuse: resident bytes beyond which a process is replaced;
+                                   0 = the default (fr_profile_max_memory) */
 
     /* [env]: exported to every job; forces over the user's environment */
     int nenv;
@@ -163,6 +164,13 @@ int fr_profile_job_threads(const struct fr_profile *p, const char **why);
  * needs a sandbox that refuses new processes and threads: the python
  * preset without fork, vfork, clone or clone3 in allow. 0, or -1 with err. */
 int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen);
+
+/* isolation = reuse: the resident size above which a process is replaced
+ * after a prediction. [runtime] max_memory where set; else half of
+ * [sandbox] memory (at least 1M), so that the next prediction finds about
+ * half of its limit free however much the process kept (a fork child
+ * finds all of it); 512M where memory is none. */
+uint64_t fr_profile_max_memory(const struct fr_profile *p);
 
 /* "exec" / "python"; parse returns 0 or -1. */
 const char *fr_runtime_kind_name(enum fr_runtime_kind k);

@@ -96,7 +96,7 @@ void fr_profile_defaults(struct fr_profile *p)
     snprintf(p->interpreter, sizeof p->interpreter, "/usr/bin/python3");
     snprintf(p->entry, sizeof p->entry, "transform");
     p->max_predictions = 1000;
-    p->max_memory = 512ull << 20;
+    p->max_memory = 0; /* fr_profile_max_memory */
 }
 
 void fr_profile_free(struct fr_profile *p)
@@ -410,6 +410,15 @@ int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen)
             return -1;
         }
     return 0;
+}
+
+uint64_t fr_profile_max_memory(const struct fr_profile *p)
+{
+    if (p->max_memory)
+        return p->max_memory;
+    if (!p->memory)
+        return 512ull << 20;
+    return p->memory / 2 > (1u << 20) ? p->memory / 2 : 1u << 20;
 }
 
 void fr_profile_plan_opts(const struct fr_profile *p, struct fr_plan_opts *out)

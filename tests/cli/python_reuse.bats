@@ -598,3 +598,55 @@ check_poison() {
     [ "$status" -ne 0 ]
     [[ "$stderr" == *"isolation = reuse cannot be combined with [sandbox] allow = clone"* ]]
 }
+
+@test "python reuse: a prediction that leaves the process's socket non-blocking does not end its process between two jobs" {
+    {
+        for i in $(seq 20); do
+            job "nb$i" $'import os\ndef transform(g):\n    os.set_blocking(6, False)\n    print(os.getpid())\n    return g\n'
+            job "h$i" $'import os\ndef transform(g):\n    print(os.getpid())\n    return g\n'
+        done
+    } > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/out.jsonl"
+    [ "$status" -eq 0 ]
+    # The wait for the next job would fail (EAGAIN), the process exit, and
+    # the next job find it dead (a crash charged to that job, or its worker
+    # taken down): the flags are cleared instead, and the process runs on.
+    [[ "$stderr" != *crash* ]] || { echo "$stderr"; false; }
+    [ "$(jq -sc 'map([.status, .attempts, .worker_replaced]) | unique' "$D/out.jsonl")" = '[["ok",null,null]]' ] || { cat "$D/out.jsonl"; false; }
+    [ "$(jq -s 'map(.stdout) | unique | length' "$D/out.jsonl")" -eq 1 ]
+}
+
+@test "python reuse: gc.freeze() or gc.unfreeze() in a prediction has its process replaced" {
+    {
+        job freeze $'import gc\ngc.disable()\nx = []\nx.append(x)\ngc.freeze()\ngc.enable()\ndef transform(g):\n    return g\n'
+        job after $'import gc\ndef transform(g):\n    return g\n'
+        job unfreeze $'import gc\ngc.unfreeze()\ndef transform(g):\n    return g\n'
+        job after2 $'def transform(g):\n    return g\n'
+    } > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/out.jsonl"
+    [ "$status" -eq 0 ]
+    # Frozen garbage would stay for the process's life (memory the later
+    # predictions lack); unfrozen, the prelude's heap is collected again.
+    [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
+}
+
+@test "python reuse: by default a process is replaced once it holds half the memory limit, which a later prediction would lack" {
+    mkdir "$D/cache"
+    printf 'import functools\n@functools.lru_cache(maxsize=None)\ndef blob(n):\n    return bytearray(n)\n' > "$D/cache/prelude.py"
+    python_profile "$D/cache/p.ini" 1 10s 400M "isolation = reuse"
+    {
+        job keep $'def transform(g):\n    blob(250 << 20)\n    return g\n'
+        job next $'def transform(g):\n    return g\n'
+    } > "$D/jobs.jsonl"
+    run_with "$D/cache/p.ini" "$D/out.jsonl"
+    [ "$status" -eq 0 ]
+    # An honest prelude cache keeps 250M: above 200M (half of 400M), the
+    # process goes, and the next prediction has its limit as under fork.
+    [[ "$(r "$D/out.jsonl" keep .worker_replaced)" =~ ^\"memory:\ [0-9]+\ MiB\ resident,\ above\ 200\ MiB\"$ ]] || { cat "$D/out.jsonl"; false; }
+    [ "$(jq -sc 'map(.status)' "$D/out.jsonl")" = '["ok","ok"]' ]
+    # Set, max_memory is taken as it is.
+    python_profile "$D/cache/p.ini" 1 10s 400M "isolation = reuse" "max_memory = 390M"
+    run_with "$D/cache/p.ini" "$D/out.jsonl"
+    [ "$status" -eq 0 ]
+    [ "$(r "$D/out.jsonl" keep .worker_replaced)" = null ]
+}

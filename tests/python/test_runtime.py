@@ -527,7 +527,6 @@ def _in_reused_shape(scenario, walk=False, peek=False):
     pid = os.fork()
     if pid == 0:
         try:
-            import gc
             fr = _load_runtime()
             _lay_out_as_reused(fr, w)
             import ctypes
@@ -535,7 +534,7 @@ def _in_reused_shape(scenario, walk=False, peek=False):
             base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins({}), reader))
             if walk:
                 base.ns.versions = None
-            gc.freeze()
+            base.freeze()
             text = "\n".join(scenario(fr, base))
         except BaseException as e:
             text = f"failed: {type(e).__name__}: {e}"

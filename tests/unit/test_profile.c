@@ -562,6 +562,30 @@ static void test_job_threads(void **state)
     fr_profile_free(&p);
 }
 
+/* isolation = reuse replaces a process whose resident size passed
+ * max_memory: by default half the prediction's memory limit, so a limit
+ * always leaves the next prediction room; set, it is taken as it is. */
+static void test_reuse_max_memory(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    parse_ok(&p, "[runtime]\nkind = python\nisolation = reuse\n");
+    assert_int_equal(fr_profile_max_memory(&p), 256ull << 20); /* memory 512M */
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\nisolation = reuse\n[sandbox]\nmemory = 200M\n");
+    assert_int_equal(fr_profile_max_memory(&p), 100ull << 20);
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\nisolation = reuse\n[sandbox]\nmemory = none\n");
+    assert_int_equal(fr_profile_max_memory(&p), 512ull << 20);
+    fr_profile_free(&p);
+    parse_ok(&p, "[sandbox]\nmemory = 1M\n[runtime]\nkind = python\n");
+    assert_int_equal(fr_profile_max_memory(&p), 1u << 20); /* never below the key's own minimum */
+    fr_profile_free(&p);
+    parse_ok(&p, "[runtime]\nkind = python\nmax_memory = 900M\n[sandbox]\nmemory = 200M\n");
+    assert_int_equal(fr_profile_max_memory(&p), 900ull << 20);
+    fr_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_plan_and_detect_opts),
         cmocka_unit_test(test_job_threads),
         cmocka_unit_test(test_parse_cpus),
+        cmocka_unit_test(test_reuse_max_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

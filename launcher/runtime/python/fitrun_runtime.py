@@ -628,7 +628,7 @@ class Runner:
             dup2(CHILD_STDIN, fd)
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.namespaces or _Namespaces(self.builtins),
                              self.recorded)
-        gc.freeze()  # the baseline's own lists: out of every collection after each prediction
+        baseline.freeze()
         allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed)
         write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
@@ -1212,6 +1212,15 @@ class _Baseline:
                         for name in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
                         if (stream := getattr(sys, name)) is not None]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
+        self.gc_get_freeze_count = gc.get_freeze_count
+        self.frozen = gc.get_freeze_count()  # and again at freeze()
+
+    def freeze(self):
+        """Once built, before the first prediction: the baseline's own
+        lists out of every collection after each prediction, and the count
+        of frozen objects that check() holds to."""
+        gc.freeze()
+        self.frozen = gc.get_freeze_count()
 
     @staticmethod
     def _random_state():
@@ -1235,6 +1244,15 @@ class _Baseline:
         modules and builtins are known intact does it call through them;
         until then, only what this object bound before any prediction."""
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        # gc.freeze() keeps whatever it froze, garbage included, for the
+        # process's life (memory later predictions would lack); gc.unfreeze()
+        # puts the prelude's heap back under collection. Only these raise the
+        # count of frozen objects or empty it; a frozen object that is freed
+        # lowers it (the runtime's start-up leaves a few).
+        frozen = self.gc_get_freeze_count()
+        if frozen > self.frozen or (frozen == 0 and self.frozen):
+            return "poisoned: gc.freeze() or gc.unfreeze() was called"
+        self.frozen = frozen
         why = self.check_namespaces()
         if why:
             return why
@@ -1265,6 +1283,10 @@ class _Baseline:
                 return "poisoned: the process's socket to its worker was closed or replaced"
             os.dup2(self.null_fd, fd)
         os.closerange(REUSE_CHAN_FD + 1, 1 << 20)
+        # The socket's file status flags are the prediction's to set (fcntl
+        # F_SETFL is allowed): left non-blocking, the wait for the next job
+        # would fail and end the process between two jobs. Blocking again.
+        fcntl.fcntl(self.chan_fd, fcntl.F_SETFL, 0)
         for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
             signal.setitimer(which, 0)
         for n, handler in self.signals.items():
@@ -2127,6 +2149,10 @@ class ReuseWorker(Worker):
                         msg, fds, _, _ = socket.recv_fds(p.sock, 1024, 4, socket.MSG_DONTWAIT)
                     except BlockingIOError:
                         break
+                    except OSError:
+                        # ECONNRESET: it died with our job message unread.
+                        # As closed: its death is the job's end.
+                        msg, fds = b"", []
                     for fd in fds:
                         os.close(fd)
                 if msg[:1] == b"T":

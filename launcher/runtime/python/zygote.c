@@ -69,7 +69,7 @@ static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, cha
         return -1;
     snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)py_cpu_backstop_ms(p->cpu_time_ms));
     snprintf(maxp, sizeof maxp, "%llu", (unsigned long long)p->max_predictions);
-    snprintf(maxm, sizeof maxm, "%llu", (unsigned long long)(p->max_memory >> 10));
+    snprintf(maxm, sizeof maxm, "%llu", (unsigned long long)(fr_profile_max_memory(p) >> 10));
     snprintf(rcpu, sizeof rcpu, "%llu", (unsigned long long)(p->cpu_time_ms ? PY_REUSE_CPU_MS : 0));
     snprintf(rcap, sizeof rcap, "%llu", (unsigned long long)(py->result_cap + PY_REPORT_SLACK));
     snprintf(nest, sizeof nest, "%d", PY_MAX_NESTING);
