@@ -36,6 +36,19 @@ static int plan_add(struct fr_rlimit_plan *p, int resource, rlim_t soft, rlim_t 
     return 0;
 }
 
+uint64_t fr_cpu_backstop_ms(uint64_t budget_ms)
+{
+    if (!budget_ms)
+        return 0;
+    uint64_t margin = budget_ms / 5 > 200 ? budget_ms / 5 : 200;
+    /* Never beyond the longest duration fitrun accepts (a budget that long
+     * has no use for a backstop anyway): RLIMIT_CPU and a child's
+     * setitimer take it as it is. */
+    if (budget_ms >= FR_DURATION_MAX_MS - margin)
+        return FR_DURATION_MAX_MS > budget_ms ? FR_DURATION_MAX_MS : budget_ms;
+    return budget_ms + margin;
+}
+
 int fr_rlimits_plan(const struct fr_policy_spec *spec, struct fr_rlimit_plan *out, char *err, size_t errlen)
 {
     *out = (struct fr_rlimit_plan){0};

@@ -85,6 +85,15 @@ struct fr_policy_spec {
                                    must exist in the user namespace, and apply refuses slot >= slots */
 };
 
+/* RLIMIT_CPU (and a python child's ITIMER_PROF) for a job whose CPU
+ * budget fitrun's pool enforces itself, by the job's own clocks: the
+ * budget plus max(20%, 200 ms), at most FR_DURATION_MAX_MS; 0 for none.
+ * The kernel counts RLIMIT_CPU in scheduler ticks, which run ahead of the
+ * real CPU time when jobs share a CPU (20% measured); at the budget itself
+ * it would stop a job early, as a signal. So the kernel's limit is the
+ * backstop, and the pool's kill at the budget comes first. */
+uint64_t fr_cpu_backstop_ms(uint64_t budget_ms);
+
 struct fr_policy; /* opaque; immutable once built */
 
 /* Build (and compile) a policy. Returns 0, or -1 with a message in err

@@ -393,6 +393,7 @@ static int run(const struct run_args *a, struct run_state *s)
     struct fr_policy_spec spec;
     fr_profile_policy_spec(&s->profile, &spec);
     fr_cgroup_policy_spec(fr_cgroup_tree_ctls(s->cgroups), &spec);
+    spec.cpu_ms = fr_cpu_backstop_ms(s->profile.cpu_time_ms); /* the pool kills at the budget */
     spec.slots = plan.workers > 0 ? plan.workers : 1;
     if (spec.slot_identity && geteuid() == 0) {
         /* Another run on this machine may hold uid_base..: take the first

@@ -73,6 +73,17 @@ teardown() { run_teardown; }
     [ "$(field out.jsonl sleeper wall_ms)" -ge 1500 ]
 }
 
+@test "a whole-second CPU budget holds by the job's own clock when jobs share the CPUs" {
+    # The kernel counts RLIMIT_CPU in scheduler ticks, which run ahead of a
+    # job's real CPU time when jobs share a CPU: a limit at the budget sent
+    # SIGXCPU early (cpu_ms 950-990 here, 1,600 of a 2 s budget on a busy
+    # machine, then `signal`). The pool's kill at the budget comes first.
+    for i in 1 2 3 4 5 6; do job "b$i" sh -c 'while :; do :; done'; done > jobs.jsonl
+    run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --cpu-time 1s --workers 6
+    [ "$(jq -sc 'map([.status, .timeout]) | unique' out.jsonl)" = '[["timeout","cpu"]]' ] || { cat out.jsonl; false; }
+    [ "$(jq -s 'map(.cpu_ms) | min' out.jsonl)" -ge 1000 ] || { cat out.jsonl; false; }
+}
+
 @test "output beyond the cap is cut, the job killed and marked output_limit" {
     { job flood yes; job errflood sh -c 'yes >&2'; job fits sh -c 'head -c 1000 /dev/zero'; } > jobs.jsonl
     run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet --output 10k --preset none \

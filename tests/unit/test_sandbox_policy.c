@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "fitrun/common.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/sandbox_keys.h"
 
@@ -330,6 +331,21 @@ static void test_peek_words(void **state)
     fr_peek_words(NULL, NULL, 0);
 }
 
+/* The CPU backstop of a job whose budget the pool enforces: the budget
+ * plus max(20%, 200 ms), never past the longest duration fitrun takes. */
+static void test_cpu_backstop(void **state)
+{
+    (void)state;
+    assert_int_equal(fr_cpu_backstop_ms(0), 0); /* no budget, no limit */
+    assert_int_equal(fr_cpu_backstop_ms(300), 500);
+    assert_int_equal(fr_cpu_backstop_ms(1000), 1200);
+    assert_int_equal(fr_cpu_backstop_ms(2000), 2400);
+    assert_int_equal(fr_cpu_backstop_ms(10000), 12000);
+    assert_int_equal(fr_cpu_backstop_ms(FR_DURATION_MAX_MS), FR_DURATION_MAX_MS);
+    assert_int_equal(fr_cpu_backstop_ms(FR_DURATION_MAX_MS - 1), FR_DURATION_MAX_MS);
+    assert_int_equal(fr_cpu_backstop_ms(UINT64_MAX), UINT64_MAX); /* unchanged, never wrapped */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
         cmocka_unit_test(test_processes),      cmocka_unit_test(test_peek_words),
+        cmocka_unit_test(test_cpu_backstop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

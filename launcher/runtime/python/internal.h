@@ -225,10 +225,6 @@ int py_find_lib(const char *self_exe, char *out, size_t n, char *err, size_t err
 int py_find_interpreter(const char *interpreter, char *const *envp, char *out, size_t n, char *err, size_t errlen);
 
 /* ---- policy.c ---- */
-/* The CPU backstop of a child (ITIMER_PROF and RLIMIT_CPU): the budget plus
- * max(20%, 200 ms), so that fitrun's own kill at the budget comes first
- * even when fitrun is slow to get a CPU; at most FR_DURATION_MAX_MS. */
-uint64_t py_cpu_backstop_ms(uint64_t budget_ms);
 /* The profile's policy for nslots workers whose predictions' cgroups use
  * cg_ctls (FR_CG_*, fr_cgroup_policy_spec), packed into a sealed memfd
  * (O_CLOEXEC): the descriptor, or -1 with err. */

@@ -15,21 +15,8 @@
 #include "fitrun/sandbox_keys.h"
 #include "internal.h"
 
-uint64_t py_cpu_backstop_ms(uint64_t budget_ms)
-{
-    if (!budget_ms)
-        return 0;
-    uint64_t margin = budget_ms / 5 > 200 ? budget_ms / 5 : 200;
-    /* Never beyond the longest duration fitrun accepts (a budget that long
-     * has no use for a backstop anyway): RLIMIT_CPU and the child's
-     * setitimer take it as it is. */
-    if (budget_ms >= FR_DURATION_MAX_MS - margin)
-        return FR_DURATION_MAX_MS > budget_ms ? FR_DURATION_MAX_MS : budget_ms;
-    return budget_ms + margin;
-}
-
 /* The profile's spec (the one map, fitrun/sandbox_keys.h) as the zygote
- * builds it: RLIMIT_CPU is the backstop (py_cpu_backstop_ms), since fitrun
+ * builds it: RLIMIT_CPU is the backstop (fr_cpu_backstop_ms), since fitrun
  * kills at the budget itself; no RLIMIT_AS where the prediction's cgroup
  * limits memory; one per-slot uid per worker. Under isolation = reuse one
  * process runs many predictions: RLIMIT_CPU counts all of them
@@ -42,7 +29,7 @@ int py_policy_memfd(const struct fr_profile *p, int nslots, unsigned cg_ctls, ch
     struct fr_policy_spec spec;
     fr_profile_policy_spec(p, &spec);
     fr_cgroup_policy_spec(cg_ctls, &spec);
-    spec.cpu_ms = py_cpu_backstop_ms(p->cpu_time_ms);
+    spec.cpu_ms = fr_cpu_backstop_ms(p->cpu_time_ms);
     const char *allow[FR_PROFILE_MAX_NAMES + 2];
     if (p->reuse) {
         size_t n = 0;

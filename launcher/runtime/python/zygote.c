@@ -67,7 +67,7 @@ static int fork_zygote(struct pyrt *py, const struct fr_runtime_config *cfg, cha
     char cpu[32], rcap[32], nest[16], pfd[16], maxp[32], maxm[32], rcpu[32];
     if (fr_profile_reuse_check(p, err, errlen) < 0)
         return -1;
-    snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)py_cpu_backstop_ms(p->cpu_time_ms));
+    snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)fr_cpu_backstop_ms(p->cpu_time_ms));
     snprintf(maxp, sizeof maxp, "%llu", (unsigned long long)p->max_predictions);
     snprintf(maxm, sizeof maxm, "%llu", (unsigned long long)(fr_profile_max_memory(p) >> 10));
     snprintf(rcpu, sizeof rcpu, "%llu", (unsigned long long)(p->cpu_time_ms ? PY_REUSE_CPU_MS : 0));
