@@ -85,10 +85,14 @@ int fr_job_parse(const char *text, size_t len, long line, struct fr_job *out, co
     if (id->value.p[0] == '"' && (out->id = malloc(id->value.n)))
         idlen = fr_json_string_decode(id->value, out->id, id->value.n - 1);
     if (idlen <= 0 || memchr(out->id, '\0', (size_t)idlen)) {
+        /* An id with a NUL (\u0000) could not be an argument, a file name
+         * or a C string of the tools that read results. */
+        bool nul = idlen > 0;
         *type = out->id || id->value.p[0] != '"' ? "MissingId" : "InvalidJob";
         snprintf(err, errlen,
-                 out->id || id->value.p[0] != '"' ? "line %ld: \"id\" must be a non-empty string"
-                                                  : "line %ld: out of memory",
+                 nul                                ? "line %ld: \"id\" must not contain a NUL character (\\u0000)"
+                 : out->id || id->value.p[0] != '"' ? "line %ld: \"id\" must be a non-empty string"
+                                                    : "line %ld: out of memory",
                  line);
         free(out->id);
         out->id = NULL;

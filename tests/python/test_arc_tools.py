@@ -245,6 +245,20 @@ class Score(Tmp):
         mean = [ln for ln in lines if ln.startswith("MEAN")][0].split()
         self.assertEqual(mean[1:], ["1"] + ["1.000"] * 12)
 
+    def test_duplicate_ids_keep_the_result_of_the_line_that_ran(self):
+        # fitrun answers a repeated id at once (invalid, DuplicateId), often
+        # before the result of the line that ran: that one is scored.
+        jobs = self.jobs({"t1": ["a"]})
+        jpath = self.write("jobs.jsonl", "".join(json.dumps(j) + "\n" for j in jobs + jobs))
+        dup = result("t1#0", "invalid", error_type="DuplicateId")
+        rpath = self.write("r.jsonl", json.dumps(dup) + "\n" + json.dumps(result("t1#0", outputs=[G2, G1, [[5]]]))
+                           + "\n" + json.dumps(dup) + "\n")
+        _, results, problems = arc_score.load(jpath, rpath)
+        self.assertEqual(results["t1#0"]["status"], "ok")
+        self.assertEqual(len(problems), 2)
+        self.assertIn("r.jsonl:2: duplicate id 't1#0' (this line kept: the earlier one is DuplicateId)", problems[0])
+        self.assertIn("r.jsonl:3: duplicate id 't1#0' (an earlier line kept)", problems[1])
+
     def test_json_output(self):
         jobs = self.jobs({"t1": ["a"]})
         jpath = self.write("jobs.jsonl", "".join(json.dumps(j) + "\n" for j in jobs))

@@ -63,7 +63,7 @@ static void test_parse(void **state)
     job_bad("{\"argv\": [\"true\"]}", "MissingId", "no \"id\"", NULL);
     job_bad("{\"id\": 5}", "MissingId", "non-empty string", NULL);
     job_bad("{\"id\": \"\"}", "MissingId", "non-empty string", NULL);
-    job_bad("{\"id\": \"a\\u0000b\"}", "MissingId", "non-empty string", NULL);
+    job_bad("{\"id\": \"a\\u0000b\"}", "MissingId", "must not contain a NUL", NULL);
     job_bad("{\"id\": \"a\", \"id\": \"b\"}", "InvalidJSON", "duplicate", NULL);
     job_bad("{\"id\": \"a\", \"x\": {\"k\": 1, \"\\u006b\": 2}}", "InvalidJSON", "duplicate", NULL);
     job_bad("{\"id\": \"a\", \"n\": 99999999999999999999}", "InvalidJSON", "too big integer", NULL);

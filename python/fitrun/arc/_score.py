@@ -175,7 +175,14 @@ def load(jobs_path, results_path):
             problems.append(f"{results_path}:{n}: id {rid!r} is not in {jobs_path}")
             continue
         if rid in results:
-            problems.append(f"{results_path}:{n}: duplicate id {rid!r} (first one kept)")
+            # fitrun runs the first line of an id and answers a later one
+            # at once (invalid, DuplicateId), often before the first's
+            # result: the result kept is the one of the line that ran.
+            ran = results[rid].get("error_type") == "DuplicateId" and res.get("error_type") != "DuplicateId"
+            problems.append(f"{results_path}:{n}: duplicate id {rid!r} "
+                            f"({'this line kept: the earlier one is DuplicateId' if ran else 'an earlier line kept'})")
+            if ran:
+                results[rid] = res
             continue
         results[rid] = res
     return jobs, results, problems
