@@ -290,8 +290,11 @@ static void sandbox_notes(const struct fr_policy *pol, const char *jobs, const c
     else if (!in.identity)
         fr_info("sandbox: %s", in.identity_why);
     const char *files[2] = {jobs, out};
+    struct stat sb;
     for (int i = 0; i < 2; i++)
-        if (files[i] && strcmp(files[i], "-") && fr_policy_may_read(pol, files[i]))
+        /* A character device (--out /dev/null) holds nothing to read. */
+        if (files[i] && strcmp(files[i], "-") && !(stat(files[i], &sb) == 0 && S_ISCHR(sb.st_mode)) &&
+            fr_policy_may_read(pol, files[i]))
             fr_warn("sandbox: %s is inside what [sandbox] read/write lets every job read: a job can read it", files[i]);
 }
 

@@ -28,7 +28,7 @@ static void usage(FILE *f)
     fputs("usage: fitrun detect [--json] [--sysroot DIR] [--profile FILE] [--cpus N]\n"
           "                     [--rounding floor|ceil|nearest] [--memory-per-worker SIZE] [--workers N]\n"
           "       fitrun run [--profile FILE] [--jobs FILE|-] [--out FILE|-] [--workers N] [--resume]\n"
-          "       fitrun merge --jobs FILE [--shards N] RESULTS...\n"
+          "       fitrun merge --jobs FILE [--shards N] [--quiet] RESULTS...\n"
           "       fitrun submit slurm|condor --profile FILE --jobs FILE --shards N --cpus-per-task C ...\n"
           "       fitrun [--init] [--explain] [--quiet] [--profile FILE] -- CMD [ARGS...]\n"
           "       fitrun --version | --help\n"

@@ -137,6 +137,9 @@ teardown() { run_teardown; }
     [[ $stderr == *"done: 1 result in"* ]]
     run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --quiet
     [ -z "$stderr" ]
+    # Results thrown away: /dev/null holds nothing a job could read.
+    run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --quiet --out /dev/null
+    [ -z "$stderr" ]
 }
 
 @test "a command that cannot be executed: error with exit 127 and why" {
