@@ -188,6 +188,26 @@ static int add_lists(scmp_filter_ctx ctx, const struct fr_policy_spec *spec, con
     return 0;
 }
 
+int fr_filter_check_names(const struct fr_policy_spec *spec, const char **key, char *err, size_t errlen)
+{
+    int deny[FR_NAMES_MAX], allow[FR_NAMES_MAX];
+    size_t ndeny, nallow;
+    const char *at = "deny";
+    int r = resolve_names(spec->deny, "deny", deny, &ndeny, err, errlen);
+    if (r == 0 && (r = resolve_names(spec->allow, "allow", allow, &nallow, err, errlen)) < 0)
+        at = "allow";
+    if (r == 0)
+        r = check_lists(spec, deny, ndeny, allow, nallow, err, errlen);
+    if (r == 0 && spec->preset == FR_PRESET_NONE && nallow) {
+        fr_seterr(err, errlen, "allow needs preset python or exec (preset none has no filter to add to)");
+        at = "allow";
+        r = -1;
+    }
+    if (r < 0 && key)
+        *key = at;
+    return r;
+}
+
 int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out, char *err,
                     size_t errlen)
 {
@@ -195,18 +215,15 @@ int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ct
     out->arch = seccomp_arch_native();
     int deny[FR_NAMES_MAX], allow[FR_NAMES_MAX];
     size_t ndeny, nallow;
-    if (resolve_names(spec->deny, "deny", deny, &ndeny, err, errlen) < 0 ||
-        resolve_names(spec->allow, "allow", allow, &nallow, err, errlen) < 0 ||
-        check_lists(spec, deny, ndeny, allow, nallow, err, errlen) < 0)
+    if (fr_filter_check_names(spec, NULL, err, errlen) < 0)
         return -1;
+    /* Checked: these resolve. */
+    (void)resolve_names(spec->deny, "deny", deny, &ndeny, err, errlen);
+    (void)resolve_names(spec->allow, "allow", allow, &nallow, err, errlen);
 
     uint32_t def;
     switch (spec->preset) {
     case FR_PRESET_NONE:
-        if (nallow) {
-            fr_seterr(err, errlen, "allow needs preset python or exec (preset none has no filter to add to)");
-            return -1;
-        }
         if (!ndeny)
             return 0; /* FR_FILTER_OFF */
         def = SCMP_ACT_ALLOW;

@@ -93,6 +93,9 @@ struct fr_landlock {
  * Landlock missing is not an error unless spec->require_landlock; a
  * missing or relative path in read/write is. Returns 0 or -1 with err. */
 int fr_landlock_build(const struct fr_policy_spec *spec, struct fr_landlock *out, char *err, size_t errlen);
+/* The read or write list's paths (what: "read", "write"): absolute, and
+ * existing unless marked optional. 0, or -1 with err. */
+int fr_landlock_check_paths(const char *const *paths, const char *what, char *err, size_t errlen);
 void fr_landlock_free(struct fr_landlock *ll);
 /* Child side (after no_new_privs): restrict the calling thread, then close
  * the ruleset descriptor. Returns 0 or -errno. */
@@ -148,6 +151,11 @@ struct fr_filter {
     int nfd;
     uint32_t arch; /* native AUDIT_ARCH_* the filter accepts */
 };
+/* The allow and deny names: known system calls, none in both lists, none
+ * that the sandbox itself needs denied, no allow without a preset's
+ * filter. 0, or -1 with err and *key (the list at fault: "allow" or
+ * "deny"). */
+int fr_filter_check_names(const struct fr_policy_spec *spec, const char **key, char *err, size_t errlen);
 int fr_filter_build(const struct fr_policy_spec *spec, const struct fr_preset_ctx *pc, struct fr_filter *out, char *err,
                     size_t errlen);
 void fr_filter_free(struct fr_filter *f);

@@ -322,7 +322,7 @@ static int add_list(struct fr_landlock *ll, const char *const *paths, uint64_t a
 /* The profile's paths must be absolute and, unless marked optional, exist
  * even where Landlock cannot enforce them: a typo should not depend on the
  * kernel to be found. */
-static int check_paths(const char *const *paths, const char *what, char *err, size_t errlen)
+int fr_landlock_check_paths(const char *const *paths, const char *what, char *err, size_t errlen)
 {
     for (size_t i = 0; paths && paths[i]; i++) {
         char path[PATH_MAX];
@@ -347,8 +347,8 @@ static int check_paths(const char *const *paths, const char *what, char *err, si
 int fr_landlock_build(const struct fr_policy_spec *spec, struct fr_landlock *out, char *err, size_t errlen)
 {
     *out = (struct fr_landlock){.fd = -1};
-    if (check_paths(spec->read_paths, "read", err, errlen) < 0 ||
-        check_paths(spec->write_paths, "write", err, errlen) < 0)
+    if (fr_landlock_check_paths(spec->read_paths, "read", err, errlen) < 0 ||
+        fr_landlock_check_paths(spec->write_paths, "write", err, errlen) < 0)
         return -1;
     int why = 0;
     out->abi = fr_landlock_abi(&why);

@@ -58,6 +58,19 @@ static void plan_presets(const struct fr_policy_spec *spec, struct fr_policy *p)
         spec->preset == FR_PRESET_EXEC && p->pc.procs && ((p->ll.fd >= 0 && p->ll.scoped) || p->id.enabled);
 }
 
+int fr_policy_check_lists(const struct fr_policy_spec *spec, const char **key, char *err, size_t errlen)
+{
+    const char *at = "read";
+    int r = fr_landlock_check_paths(spec->read_paths, "read", err, errlen);
+    if (r == 0 && (r = fr_landlock_check_paths(spec->write_paths, "write", err, errlen)) < 0)
+        at = "write";
+    if (r == 0)
+        r = fr_filter_check_names(spec, &at, err, errlen);
+    if (r < 0 && key)
+        *key = at;
+    return r;
+}
+
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen)
 {
     if (err && errlen)

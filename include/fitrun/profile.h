@@ -18,6 +18,7 @@
 #define FR_PROFILE_MAX_ENV 64
 #define FR_PROFILE_MAX_WORKERS 4096 /* profile workers, --workers of run and detect */
 #define FR_PROFILE_MAX_NAMES 64
+#define FR_PROFILE_MAX_KEYS 64 /* keys whose line is kept (more than there are) */
 
 enum fr_runtime_kind { FR_RUNTIME_EXEC = 0, FR_RUNTIME_PYTHON };
 
@@ -88,6 +89,15 @@ struct fr_profile {
     char cpus_origin[PATH_MAX + 32]; /* "profile my.ini:3" (file) or "--cpus"; "" = default (auto) */
     double cpus_file;                /* with cpus_cli: the file's cpus it replaced (0 = none) */
     char cpus_file_origin[PATH_MAX + 32];
+
+    /* Where each key was last set, for messages about what the keys mean
+     * together (checked once they are all known): its line in `path`, or
+     * 0 when the command line set it. fr_profile_where says it. */
+    struct fr_key_line {
+        char tag[48]; /* "section.key" */
+        int line;
+    } lines[FR_PROFILE_MAX_KEYS];
+    int nlines;
 };
 
 void fr_profile_defaults(struct fr_profile *p);
@@ -164,6 +174,11 @@ int fr_profile_job_threads(const struct fr_profile *p, const char **why);
  * needs a sandbox that refuses new processes and threads: the python
  * preset without fork, vfork, clone or clone3 in allow. 0, or -1 with err. */
 int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen);
+
+/* Where [section] key got its value, for messages: "FILE:LINE" (the
+ * profile's line), "the command line" (--set, an option), or "FILE" /
+ * "the built-in profile" (its default). */
+void fr_profile_where(const struct fr_profile *p, const char *section, const char *key, char *buf, size_t n);
 
 /* isolation = reuse: the resident size above which a process is replaced
  * after a prediction. [runtime] max_memory where set; else half of

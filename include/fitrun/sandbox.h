@@ -101,6 +101,14 @@ struct fr_policy; /* opaque; immutable once built */
  * a profile's [sandbox] section into a spec is the launcher's business
  * (fitrun/sandbox_keys.h): this library parses no text. */
 int fr_policy_build(const struct fr_policy_spec *spec, struct fr_policy **out, char *err, size_t errlen);
+/* What fr_policy_build checks of spec's lists without the kernel: the read
+ * and write paths (absolute; existing unless optional) and the allow and
+ * deny names (none in both, none the sandbox needs denied, allow only
+ * with a preset's filter). A caller that
+ * knows where each list came from checks first, to say so: 0, or -1 with
+ * err and *key (optional), the list at fault ("read", "write", "allow",
+ * "deny"). */
+int fr_policy_check_lists(const struct fr_policy_spec *spec, const char **key, char *err, size_t errlen);
 void fr_policy_free(struct fr_policy *p);
 
 /* In the child, after fork and before exec/running the job. report_fd is a

@@ -411,6 +411,13 @@ static int run(const struct run_args *a, struct run_state *s)
                     spec.uid_base + (unsigned)spec.slots - 1, base, base + (unsigned)spec.slots - 1);
         spec.uid_base = s->profile.uid_base = base;
     }
+    const char *key = NULL;
+    if (fr_policy_check_lists(&spec, &key, err, sizeof err) < 0) {
+        char where[PATH_MAX + 64];
+        fr_profile_where(&s->profile, "sandbox", key, where, sizeof where);
+        fr_warn("%s: [sandbox] %s: %s", where, key, err);
+        return FR_EXIT_USAGE;
+    }
     if (fr_policy_build(&spec, &s->policy, err, sizeof err) < 0) {
         fr_warn("%s: [sandbox]: %s", s->profile.path[0] ? s->profile.path : "built-in profile", err);
         return FR_EXIT_USAGE;

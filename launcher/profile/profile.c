@@ -331,6 +331,38 @@ static bool is_cpus(const char *section, const char *key)
     return !strcmp(section, "resources") && !strcmp(key, "cpus");
 }
 
+/* [section] key was set at line (0: on the command line). */
+static void note_line(struct fr_profile *p, const char *section, const char *key, int line)
+{
+    char tag[sizeof p->lines[0].tag];
+    snprintf(tag, sizeof tag, "%s.%s", section, key);
+    int i = 0;
+    while (i < p->nlines && strcmp(p->lines[i].tag, tag))
+        i++;
+    if (i == p->nlines) {
+        if (p->nlines == FR_PROFILE_MAX_KEYS)
+            return;
+        p->nlines++;
+        snprintf(p->lines[i].tag, sizeof p->lines[i].tag, "%s", tag);
+    }
+    p->lines[i].line = line;
+}
+
+void fr_profile_where(const struct fr_profile *p, const char *section, const char *key, char *buf, size_t n)
+{
+    char tag[sizeof p->lines[0].tag];
+    snprintf(tag, sizeof tag, "%s.%s", section, key);
+    for (int i = 0; i < p->nlines; i++)
+        if (!strcmp(p->lines[i].tag, tag)) {
+            if (p->lines[i].line > 0)
+                snprintf(buf, n, "%s:%d", p->path[0] ? p->path : "profile", p->lines[i].line);
+            else
+                snprintf(buf, n, "the command line");
+            return;
+        }
+    snprintf(buf, n, "%s", p->path[0] ? p->path : "the built-in profile");
+}
+
 int fr_profile_set(struct fr_profile *p, const char *section, const char *key, const char *value, char *err,
                    size_t errlen)
 {
@@ -341,6 +373,7 @@ int fr_profile_set(struct fr_profile *p, const char *section, const char *key, c
     snprintf(file_origin, sizeof file_origin, "%s", p->cpus_cli ? p->cpus_file_origin : p->cpus_origin);
     if (apply(p, section, key, value, NULL, err, errlen) < 0)
         return -1;
+    note_line(p, section, key, 0);
     if (is_cpus(section, key)) {
         p->cpus_file = file_cpus;
         snprintf(p->cpus_file_origin, sizeof p->cpus_file_origin, "%s", file_origin);
@@ -395,18 +428,24 @@ int fr_profile_reuse_check(const struct fr_profile *p, char *err, size_t errlen)
     static const char *const spawners[] = {"fork", "vfork", "clone", "clone3"};
     if (!p->reuse)
         return 0;
+    char at[PATH_MAX + 64], other[PATH_MAX + 64];
+    fr_profile_where(p, "runtime", "isolation", at, sizeof at);
     if (p->preset != FR_PRESET_PYTHON) {
+        fr_profile_where(p, "sandbox", "preset", other, sizeof other);
         fr_seterr(err, errlen,
-                  "[runtime] isolation = reuse needs [sandbox] preset = python (its seccomp filter "
-                  "keeps a prediction from leaving processes or threads behind for later ones)");
+                  "%s: [runtime] isolation = reuse needs [sandbox] preset = python (%s; its seccomp filter "
+                  "keeps a prediction from leaving processes or threads behind for later ones)",
+                  at, other);
         return -1;
     }
     for (size_t i = 0; i < sizeof spawners / sizeof *spawners; i++)
         if (allows(p, spawners[i])) {
+            fr_profile_where(p, "sandbox", "allow", other, sizeof other);
             fr_seterr(err, errlen,
-                      "[runtime] isolation = reuse cannot be combined with [sandbox] allow = %s: a process or thread "
-                      "left running by one prediction would share the process of later ones (use isolation = fork)",
-                      spawners[i]);
+                      "%s: [runtime] isolation = reuse cannot be combined with [sandbox] allow = %s (%s): a process or "
+                      "thread left running by one prediction would share the process of later ones (use isolation = "
+                      "fork)",
+                      at, spawners[i], other);
             return -1;
         }
     return 0;
@@ -545,6 +584,7 @@ static int handler(void *user, const char *section, const char *key, const char 
         record(c, c->lines, msg);
         return 0;
     }
+    note_line(c->p, section, key, c->lines);
     if (is_cpus(section, key))
         cpus_set_by(c->p, false, c->shown, c->lines);
     return 1;

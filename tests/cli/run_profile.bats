@@ -38,6 +38,24 @@ bad_profile() {
     bad_profile 2 "syntax error"
 }
 
+@test "mistakes seen only once every key is known still name the file and the line" {
+    # Checked after the command line's options: each names where its key was set.
+    printf '[sandbox]\nallow = socket\ndeny = socket\n' > my.ini
+    run -125 --separate-stderr "$FITRUN" run --profile my.ini --jobs jobs.jsonl --out out.jsonl
+    [[ $stderr == "fitrun: "*"/my.ini:3: [sandbox] deny: syscall 'socket' is in both allow and deny" ]] || { echo "$stderr"; false; }
+    printf '[sandbox]\npreset = exec\nread = /nonexistent/fitrun-test\n' > my.ini
+    run -125 --separate-stderr "$FITRUN" run --profile my.ini --jobs jobs.jsonl --out out.jsonl
+    [[ $stderr == "fitrun: "*"/my.ini:3: [sandbox] read: read path '/nonexistent/fitrun-test': No such file or directory" ]] || { echo "$stderr"; false; }
+    run -0 "$FITRUN" run --profile my.ini --jobs jobs.jsonl --out out.jsonl --quiet --set sandbox.read=
+    rm -f out.jsonl
+    run -125 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --set sandbox.write=/nonexistent/fitrun-test
+    [[ $stderr == *"fitrun: the command line: [sandbox] write: write path '/nonexistent/fitrun-test': No such file or directory" ]] || { echo "$stderr"; false; }
+    printf '[runtime]\nkind = python\nisolation = reuse\n[sandbox]\nallow = clone\n' > my.ini
+    run -125 --separate-stderr "$FITRUN" run --profile my.ini --jobs jobs.jsonl --out out.jsonl
+    [[ $stderr == *"/my.ini:3: [runtime] isolation = reuse cannot be combined with [sandbox] allow = clone ("*"/my.ini:5)"* ]] || { echo "$stderr"; false; }
+    [ ! -s out.jsonl ]
+}
+
 @test "a missing profile is an error naming it" {
     run -125 --separate-stderr "$FITRUN" run --profile nope.ini --jobs jobs.jsonl
     [[ $stderr == *"cannot read profile nope.ini: No such file or directory"* ]]

@@ -586,6 +586,31 @@ static void test_reuse_max_memory(void **state)
     fr_profile_free(&p);
 }
 
+/* Where a key got its value: the file's line, the command line, or the
+ * default (the file, or the built-in profile). */
+static void test_where(void **state)
+{
+    (void)state;
+    struct fr_profile p;
+    char err[256], w[PATH_MAX + 64];
+    parse_ok(&p, "[sandbox]\ncpu_time = 1s\n\nallow = socket\n");
+    snprintf(p.path, sizeof p.path, "/etc/x.ini");
+    fr_profile_where(&p, "sandbox", "allow", w, sizeof w);
+    assert_string_equal(w, "/etc/x.ini:4");
+    fr_profile_where(&p, "sandbox", "cpu_time", w, sizeof w);
+    assert_string_equal(w, "/etc/x.ini:2");
+    fr_profile_where(&p, "sandbox", "deny", w, sizeof w);
+    assert_string_equal(w, "/etc/x.ini");
+    assert_int_equal(fr_profile_set(&p, "sandbox", "allow", "connect", err, sizeof err), 0);
+    fr_profile_where(&p, "sandbox", "allow", w, sizeof w);
+    assert_string_equal(w, "the command line");
+    fr_profile_free(&p);
+    fr_profile_defaults(&p);
+    fr_profile_where(&p, "runtime", "isolation", w, sizeof w);
+    assert_string_equal(w, "the built-in profile");
+    fr_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_job_threads),
         cmocka_unit_test(test_parse_cpus),
         cmocka_unit_test(test_reuse_max_memory),
+        cmocka_unit_test(test_where),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

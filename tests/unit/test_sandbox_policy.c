@@ -346,6 +346,37 @@ static void test_cpu_backstop(void **state)
     assert_int_equal(fr_cpu_backstop_ms(UINT64_MAX), UINT64_MAX); /* unchanged, never wrapped */
 }
 
+/* The checks a caller makes first to say where a list came from: each
+ * failure names the list at fault, and a spec that passes them builds. */
+static void test_check_lists_names_the_list(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *key = NULL;
+    const char *sock[] = {"socket", NULL}, *wr[] = {"write", NULL}, *missing[] = {"/nonexistent/fitrun", NULL},
+               *rel[] = {"relative/path", NULL}, *tmp[] = {"/tmp", NULL};
+    struct fr_policy_spec spec = {.preset = FR_PRESET_PYTHON, .allow = sock, .deny = sock};
+    assert_int_equal(fr_policy_check_lists(&spec, &key, err, sizeof err), -1);
+    assert_string_equal(key, "deny");
+    assert_non_null(strstr(err, "'socket' is in both allow and deny"));
+    spec = (struct fr_policy_spec){.preset = FR_PRESET_PYTHON, .deny = wr};
+    assert_int_equal(fr_policy_check_lists(&spec, &key, err, sizeof err), -1);
+    assert_string_equal(key, "deny");
+    spec = (struct fr_policy_spec){.preset = FR_PRESET_NONE, .allow = sock};
+    assert_int_equal(fr_policy_check_lists(&spec, &key, err, sizeof err), -1);
+    assert_string_equal(key, "allow");
+    spec = (struct fr_policy_spec){.preset = FR_PRESET_EXEC, .read_paths = missing};
+    assert_int_equal(fr_policy_check_lists(&spec, &key, err, sizeof err), -1);
+    assert_string_equal(key, "read");
+    assert_non_null(strstr(err, "read path '/nonexistent/fitrun'"));
+    spec = (struct fr_policy_spec){.preset = FR_PRESET_EXEC, .read_paths = tmp, .write_paths = rel};
+    assert_int_equal(fr_policy_check_lists(&spec, &key, err, sizeof err), -1);
+    assert_string_equal(key, "write");
+    assert_non_null(strstr(err, "is not absolute"));
+    spec = (struct fr_policy_spec){.preset = FR_PRESET_EXEC, .read_paths = tmp, .allow = sock};
+    assert_int_equal(fr_policy_check_lists(&spec, NULL, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,7 +385,7 @@ int main(void)
         cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
         cmocka_unit_test(test_processes),      cmocka_unit_test(test_peek_words),
-        cmocka_unit_test(test_cpu_backstop),
+        cmocka_unit_test(test_cpu_backstop),   cmocka_unit_test(test_check_lists_names_the_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
