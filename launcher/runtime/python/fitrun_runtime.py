@@ -291,6 +291,49 @@ def _hold_low_fds(below):
         held.append(fd)
 
 
+def _stdio_for_pipes():
+    """Make sys.stdout and sys.stderr (and __stdout__, __stderr__) anew, as
+    the interpreter makes them when fd 1 and 2 are pipes: what they are in
+    every prediction, as in `python3 script.py | cat`. The interpreter made
+    them for this process's own fd 1 and 2, fitrun's stderr (a terminal, a
+    file, /dev/null), and a stream keeps what it found there: over a file or
+    /dev/null it is seekable, and reconfigure(encoding=...) then asks the
+    pipe for its position (OSError: [Errno 29] Illegal seek, where the script
+    works), tell() and seekable() answer as for a file; over a terminal,
+    stdout is line-buffered. Each is built over a pipe of our own, put on
+    fd 1 and 2 for the purpose, with what the interpreter chose for it
+    (encoding and errors: the locale, PYTHONIOENCODING; buffering:
+    PYTHONUNBUFFERED), and the same name, mode and descriptor."""
+    saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (CHILD_STDOUT, CHILD_STDERR)]
+    r, w = os.pipe2(os.O_CLOEXEC)
+    made = []
+    try:
+        for fd in (CHILD_STDOUT, CHILD_STDERR):
+            os.dup2(w, fd)
+        for fd, name in ((CHILD_STDOUT, "stdout"), (CHILD_STDERR, "stderr")):
+            old = getattr(sys, name)
+            if type(old) is not io.TextIOWrapper or old.closed or old.fileno() != fd:
+                continue  # not the interpreter's own: leave it alone
+            unbuffered = old.write_through  # -u, PYTHONUNBUFFERED: a raw FileIO under it
+            buf = io.open(fd, "wb", 0 if unbuffered else -1, closefd=False)
+            (buf if unbuffered else buf.raw).name = f"<{name}>"
+            stream = io.TextIOWrapper(buf, old.encoding, old.errors, "\n",
+                                      line_buffering=fd == CHILD_STDERR and not unbuffered,
+                                      write_through=unbuffered)
+            stream.mode = "w"
+            made.append((name, old, stream))
+    finally:
+        for fd, copy in zip((CHILD_STDOUT, CHILD_STDERR), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(r)
+        os.close(w)
+    for name, old, stream in made:
+        old.flush()
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
 # --------------------------------------------------------------------------
 # Prelude
 
@@ -2172,7 +2215,17 @@ class Zygote:
         t0 = time.monotonic()
         sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy_fd)
         t1 = time.monotonic()
+        # The prelude's streams are the predictions' (a prelude may keep one:
+        # a logging handler), made for pipes, but line-buffered while the
+        # prelude's prints go to a terminal.
+        _stdio_for_pipes()
+        out = sys.stdout
+        tty = type(out) is io.TextIOWrapper and os.isatty(CHILD_STDOUT) and not out.line_buffering
+        if tty:
+            out.reconfigure(line_buffering=True)
         prelude = load_prelude(self.cfg.prelude)
+        if tty and out.line_buffering:
+            out.reconfigure(line_buffering=False)
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
         # Workers and children inherit this: no other process without
