@@ -67,3 +67,14 @@ same_as_script() {
         done
     done
 }
+
+@test "python script: sys.argv is a script's without arguments, not the runtime's command line (argparse)" {
+    code=$'import argparse, sys\np = argparse.ArgumentParser()\np.add_argument("--n", type=int, default=3)\n'
+    code+=$'print(p.parse_args().n, len(sys.argv))\ndef transform(g):\n    return g\n'
+    as_script "$code"
+    [ "$(cat "$D/s.out")" = "3 1" ]
+    for iso in fork reuse; do
+        as_prediction "$code" "$iso"
+        same_as_script
+    done
+}

@@ -90,6 +90,7 @@ JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
                             # cgroup.procs files (<= 3)
 
+PREDICTION_FILE = "<prediction>"  # the file name of a prediction's code (tracebacks, sys.argv[0])
 MESSAGE_CAP = 1000          # characters kept of an exception's text
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
 PR_SET_PDEATHSIG = 1
@@ -538,14 +539,14 @@ class Runner:
                 rep["error_type"] = ("UnserializableOutput" if isinstance(e, UnserializableOutput)
                                      else _exc_type(e))
                 rep["error_message"] = _exc_text(e)
-                if isinstance(e, SyntaxError) and e.filename == "<prediction>":
+                if isinstance(e, SyntaxError) and e.filename == PREDICTION_FILE:
                     rep["error_line"] = e.lineno
                 else:
-                    rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>", allow)
+                    rep["error_line"] = _innermost_line(e.__traceback__, PREDICTION_FILE, allow)
 
         g = self.fresh_globals()
         try:
-            exec(compile(code, "<prediction>", "exec"), g)
+            exec(compile(code, PREDICTION_FILE, "exec"), g)
             fn = g.get(entry)
             if not callable(fn):
                 raise NameError(f"the code does not define a function '{entry}'")
@@ -2436,6 +2437,11 @@ def main(argv):
     boot_ms = _boot_ms()  # before anything of ours: the interpreter's own start
     cfg = parse_args(argv)
     max_nesting = cfg.max_nesting
+    # The prelude and the predictions are scripts without arguments, not
+    # this runtime: `len(sys.argv) > 1` is false and argparse's parse_args()
+    # gives the defaults, as for `python3 script.py`, where the runtime's
+    # own options were an error (SystemExit 2) naming its command line.
+    sys.argv[:] = [PREDICTION_FILE]
     try:
         ctrl = socket.socket(fileno=cfg.control_fd)
     except OSError as e:
