@@ -78,3 +78,19 @@ same_as_script() {
         same_as_script
     done
 }
+
+@test "python script: warnings and tracebacks it prints show its lines; a DeprecationWarning of its own code is shown; inspect.getsource works" {
+    code=$'import inspect, traceback, warnings\n'
+    code+=$'warnings.warn("old", DeprecationWarning)\n'
+    code+=$'def transform(g):\n    warnings.warn("look")\n    return g\n'
+    code+=$'try:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n'
+    code+=$'print(inspect.getsource(transform), end="")\n'
+    code+=$'transform(0)\n'
+    as_script "$code"
+    grep -qx '  warnings.warn("old", DeprecationWarning)' "$D/s.err"
+    grep -qx '    1 / 0' "$D/s.err"
+    for iso in fork reuse; do
+        as_prediction "$code" "$iso"
+        same_as_script
+    done
+}

@@ -50,6 +50,7 @@ import fcntl  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import linecache  # noqa: E402
 import marshal  # noqa: E402
 import re  # noqa: E402
 import select  # noqa: E402
@@ -59,6 +60,7 @@ import struct  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
+import warnings  # noqa: E402
 
 PROTOCOL = 6
 
@@ -90,7 +92,7 @@ JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
                             # cgroup.procs files (<= 3)
 
-PREDICTION_FILE = "<prediction>"  # the file name of a prediction's code (tracebacks, sys.argv[0])
+PREDICTION_FILE = "<prediction>"  # the file name of a prediction's code (tracebacks, warnings, sys.argv[0])
 MESSAGE_CAP = 1000          # characters kept of an exception's text
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
 PR_SET_PDEATHSIG = 1
@@ -335,6 +337,23 @@ def _stdio_for_pipes():
         setattr(sys, f"__{name}__", stream)
 
 
+def _warn_as_main():
+    """Give the predictions' module (__prediction__, Runner.fresh_globals)
+    the warning filters that name __main__, next to them: Python's default
+    shows a DeprecationWarning that a script's own code triggers
+    (`default::DeprecationWarning:__main__`), and a prediction's code is
+    the script. Without it, such a warning was not printed."""
+    filters = warnings.filters
+    for i in range(len(filters) - 1, -1, -1):
+        action, message, category, module, lineno = filters[i]
+        if type(module) is str and module == "__main__":  # Python's own, matched exactly
+            filters.insert(i + 1, (action, message, category, "__prediction__", lineno))
+        elif isinstance(module, re.Pattern) and module.pattern in ("__main__", r"__main__\Z"):
+            filters.insert(i + 1, (action, message, category,
+                                   re.compile(module.pattern.replace("__main__", "__prediction__")), lineno))
+    warnings._filters_mutated()
+
+
 # --------------------------------------------------------------------------
 # Prelude
 
@@ -545,6 +564,10 @@ class Runner:
                     rep["error_line"] = _innermost_line(e.__traceback__, PREDICTION_FILE, allow)
 
         g = self.fresh_globals()
+        # Its source, where a script's is on disk: a traceback it prints, a
+        # warning and inspect.getsource() show its lines as they would a
+        # script's. (mtime None: linecache.checkcache() keeps it.)
+        linecache.cache[PREDICTION_FILE] = (len(code), None, code.splitlines(True), PREDICTION_FILE)
         try:
             exec(compile(code, PREDICTION_FILE, "exec"), g)
             fn = g.get(entry)
@@ -2227,6 +2250,7 @@ class Zygote:
         prelude = load_prelude(self.cfg.prelude)
         if tty and out.line_buffering:
             out.reconfigure(line_buffering=False)
+        _warn_as_main()
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
         # Workers and children inherit this: no other process without
