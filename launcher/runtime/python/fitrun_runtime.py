@@ -306,16 +306,27 @@ def _stdio_for_pipes():
     stdout is line-buffered. Each is built over a pipe of our own, put on
     fd 1 and 2 for the purpose, with what the interpreter chose for it
     (encoding and errors: the locale, PYTHONIOENCODING; buffering:
-    PYTHONUNBUFFERED), and the same name, mode and descriptor."""
-    saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (CHILD_STDOUT, CHILD_STDERR)]
-    r, w = os.pipe2(os.O_CLOEXEC)
-    made = []
+    PYTHONUNBUFFERED), and the same name, mode and descriptor. A closed fd
+    1 or 2 (never under fitrun, which opens both) leaves its stream alone."""
+    saved, made = {}, []
     try:
         for fd in (CHILD_STDOUT, CHILD_STDERR):
+            try:
+                saved[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, CHILD_FIRST_FREE_FD)
+            except OSError as e:
+                if e.errno != errno.EBADF:
+                    raise
+        r, w = os.pipe2(os.O_CLOEXEC)
+    except OSError as e:
+        for copy in saved.values():
+            os.close(copy)
+        raise SetupError("start", "OSError", f"making the predictions' stdout and stderr: {e.strerror}") from None
+    try:
+        for fd in saved:
             os.dup2(w, fd)
         for fd, name in ((CHILD_STDOUT, "stdout"), (CHILD_STDERR, "stderr")):
             old = getattr(sys, name)
-            if type(old) is not io.TextIOWrapper or old.closed or old.fileno() != fd:
+            if fd not in saved or type(old) is not io.TextIOWrapper or old.closed or old.fileno() != fd:
                 continue  # not the interpreter's own: leave it alone
             unbuffered = old.write_through  # -u, PYTHONUNBUFFERED: a raw FileIO under it
             buf = io.open(fd, "wb", 0 if unbuffered else -1, closefd=False)
@@ -326,7 +337,7 @@ def _stdio_for_pipes():
             stream.mode = "w"
             made.append((name, old, stream))
     finally:
-        for fd, copy in zip((CHILD_STDOUT, CHILD_STDERR), saved):
+        for fd, copy in saved.items():
             os.dup2(copy, fd)
             os.close(copy)
         os.close(r)
