@@ -31,11 +31,18 @@ as_script() {
 }
 
 # as_prediction CODE ISOLATION: runs CODE as one job; fitrun's own stderr
-# goes to $D/fitrun.err unless FITRUN_STDERR names another file.
+# goes to $D/fitrun.err unless FITRUN_STDERR names another file, or is
+# "tty": a terminal (script(1)'s).
 as_prediction() {
     job p "$1" > "$D/jobs.jsonl"
-    "$FITRUN" run -q --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl" \
-        --set runtime.isolation="$2" 2> "${FITRUN_STDERR:-$D/fitrun.err}"
+    rm -f "$D/out.jsonl"
+    local cmd=("$FITRUN" run -q --profile "$D/p.ini" --jobs "$D/jobs.jsonl" --out "$D/out.jsonl"
+               --set runtime.isolation="$2")
+    if [ "${FITRUN_STDERR:-}" = tty ]; then
+        script -qec "${cmd[*]@Q}" /dev/null > "$D/fitrun.err"
+    else
+        "${cmd[@]}" 2> "${FITRUN_STDERR:-$D/fitrun.err}"
+    fi
 }
 
 # same_as_script ISOLATION: the prediction ran to `ok`, and printed what the script printed
@@ -49,7 +56,8 @@ same_as_script() {
     # The interpreter's streams were made for fitrun's stderr: over a file
     # or /dev/null (a batch job's log) they cached "seekable", and
     # reconfigure(encoding=...) then asked the pipe for its position:
-    # error OSError [Errno 29] Illegal seek, where the script works.
+    # error OSError [Errno 29] Illegal seek, where the script works; over a
+    # terminal, stdout was line-buffered.
     code=$'import sys\n'
     code+=$'print(sys.stdout.seekable(), sys.stderr.seekable(), sys.stdout.buffer.raw.seekable())\n'
     code+=$'print(sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdout.write_through)\n'
@@ -61,7 +69,7 @@ same_as_script() {
     as_script "$code"
     [ "$(head -1 "$D/s.out")" = "False False False" ]
     for iso in fork reuse; do
-        for err in "$D/fitrun.err" /dev/null; do
+        for err in "$D/fitrun.err" /dev/null tty; do
             FITRUN_STDERR=$err as_prediction "$code" "$iso"
             same_as_script
         done
