@@ -50,6 +50,7 @@ import fcntl  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import linecache  # noqa: E402
 import marshal  # noqa: E402
 import re  # noqa: E402
 import select  # noqa: E402
@@ -59,6 +60,7 @@ import struct  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
+import warnings  # noqa: E402
 
 PROTOCOL = 6
 
@@ -90,6 +92,7 @@ JOB_FRAME = struct.Struct("=I")  # the job's length, before it on the job pipe
 SPAWN_FDS_MAX = 5           # a spawn request: the channel, the status socket, then its slot's
                             # cgroup.procs files (<= 3)
 
+PREDICTION_FILE = "<prediction>"  # the file name of a prediction's code (tracebacks, warnings, sys.argv[0])
 MESSAGE_CAP = 1000          # characters kept of an exception's text
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # fitrun's integers
 PR_SET_PDEATHSIG = 1
@@ -289,6 +292,77 @@ def _hold_low_fds(below):
             os.close(fd)
             return held
         held.append(fd)
+
+
+def _stdio_for_pipes():
+    """Make sys.stdout and sys.stderr (and __stdout__, __stderr__) anew, as
+    the interpreter makes them when fd 1 and 2 are pipes: what they are in
+    every prediction, as in `python3 script.py | cat`. The interpreter made
+    them for this process's own fd 1 and 2, fitrun's stderr (a terminal, a
+    file, /dev/null), and a stream keeps what it found there: over a file or
+    /dev/null it is seekable, and reconfigure(encoding=...) then asks the
+    pipe for its position (OSError: [Errno 29] Illegal seek, where the script
+    works), tell() and seekable() answer as for a file; over a terminal,
+    stdout is line-buffered. Each is built over a pipe of our own, put on
+    fd 1 and 2 for the purpose, with what the interpreter chose for it
+    (encoding and errors: the locale, PYTHONIOENCODING; buffering:
+    PYTHONUNBUFFERED), and the same name, mode and descriptor. A closed fd
+    1 or 2 (never under fitrun, which opens both) leaves its stream alone."""
+    saved, made = {}, []
+    try:
+        for fd in (CHILD_STDOUT, CHILD_STDERR):
+            try:
+                saved[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, CHILD_FIRST_FREE_FD)
+            except OSError as e:
+                if e.errno != errno.EBADF:
+                    raise
+        r, w = os.pipe2(os.O_CLOEXEC)
+    except OSError as e:
+        for copy in saved.values():
+            os.close(copy)
+        raise SetupError("start", "OSError", f"making the predictions' stdout and stderr: {e.strerror}") from None
+    try:
+        for fd in saved:
+            os.dup2(w, fd)
+        for fd, name in ((CHILD_STDOUT, "stdout"), (CHILD_STDERR, "stderr")):
+            old = getattr(sys, name)
+            if fd not in saved or type(old) is not io.TextIOWrapper or old.closed or old.fileno() != fd:
+                continue  # not the interpreter's own: leave it alone
+            unbuffered = old.write_through  # -u, PYTHONUNBUFFERED: a raw FileIO under it
+            buf = io.open(fd, "wb", 0 if unbuffered else -1, closefd=False)
+            (buf if unbuffered else buf.raw).name = f"<{name}>"
+            stream = io.TextIOWrapper(buf, old.encoding, old.errors, "\n",
+                                      line_buffering=fd == CHILD_STDERR and not unbuffered,
+                                      write_through=unbuffered)
+            stream.mode = "w"
+            made.append((name, old, stream))
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(r)
+        os.close(w)
+    for name, old, stream in made:
+        old.flush()
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _warn_as_main():
+    """Give the predictions' module (__prediction__, Runner.fresh_globals)
+    the warning filters that name __main__, next to them: Python's default
+    shows a DeprecationWarning that a script's own code triggers
+    (`default::DeprecationWarning:__main__`), and a prediction's code is
+    the script. Without it, such a warning was not printed."""
+    filters = warnings.filters
+    for i in range(len(filters) - 1, -1, -1):
+        action, message, category, module, lineno = filters[i]
+        if type(module) is str and module == "__main__":  # Python's own, matched exactly
+            filters.insert(i + 1, (action, message, category, "__prediction__", lineno))
+        elif isinstance(module, re.Pattern) and module.pattern in ("__main__", r"__main__\Z"):
+            filters.insert(i + 1, (action, message, category,
+                                   re.compile(module.pattern.replace("__main__", "__prediction__")), lineno))
+    warnings._filters_mutated()
 
 
 # --------------------------------------------------------------------------
@@ -495,14 +569,18 @@ class Runner:
                 rep["error_type"] = ("UnserializableOutput" if isinstance(e, UnserializableOutput)
                                      else _exc_type(e))
                 rep["error_message"] = _exc_text(e)
-                if isinstance(e, SyntaxError) and e.filename == "<prediction>":
+                if isinstance(e, SyntaxError) and e.filename == PREDICTION_FILE:
                     rep["error_line"] = e.lineno
                 else:
-                    rep["error_line"] = _innermost_line(e.__traceback__, "<prediction>", allow)
+                    rep["error_line"] = _innermost_line(e.__traceback__, PREDICTION_FILE, allow)
 
         g = self.fresh_globals()
+        # Its source, where a script's is on disk: a traceback it prints, a
+        # warning and inspect.getsource() show its lines as they would a
+        # script's. (mtime None: linecache.checkcache() keeps it.)
+        linecache.cache[PREDICTION_FILE] = (len(code), None, code.splitlines(True), PREDICTION_FILE)
         try:
-            exec(compile(code, "<prediction>", "exec"), g)
+            exec(compile(code, PREDICTION_FILE, "exec"), g)
             fn = g.get(entry)
             if not callable(fn):
                 raise NameError(f"the code does not define a function '{entry}'")
@@ -2198,7 +2276,18 @@ class Zygote:
         t0 = time.monotonic()
         sandbox = Sandbox(self.cfg.sandbox_lib, self.cfg.policy_fd)
         t1 = time.monotonic()
+        # The prelude's streams are the predictions' (a prelude may keep one:
+        # a logging handler), made for pipes, but line-buffered while the
+        # prelude's prints go to a terminal.
+        _stdio_for_pipes()
+        out = sys.stdout
+        tty = type(out) is io.TextIOWrapper and os.isatty(CHILD_STDOUT) and not out.line_buffering
+        if tty:
+            out.reconfigure(line_buffering=True)
         prelude = load_prelude(self.cfg.prelude)
+        if tty and out.line_buffering:
+            out.reconfigure(line_buffering=False)
+        _warn_as_main()
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
         # Workers and children inherit this: no other process without
@@ -2409,6 +2498,11 @@ def main(argv):
     boot_ms = _boot_ms()  # before anything of ours: the interpreter's own start
     cfg = parse_args(argv)
     max_nesting = cfg.max_nesting
+    # The prelude and the predictions are scripts without arguments, not
+    # this runtime: `len(sys.argv) > 1` is false and argparse's parse_args()
+    # gives the defaults, as for `python3 script.py`, where the runtime's
+    # own options were an error (SystemExit 2) naming its command line.
+    sys.argv[:] = [PREDICTION_FILE]
     try:
         ctrl = socket.socket(fileno=cfg.control_fd)
     except OSError as e:
