@@ -650,3 +650,22 @@ check_poison() {
     [ "$status" -eq 0 ]
     [ "$(r "$D/out.jsonl" keep .worker_replaced)" = null ]
 }
+
+@test "python reuse: honest code that defines dataclasses or named tuples, or imports fractions or decimal, keeps its process; the same writes to the prelude's do not" {
+    {
+        job nt $'from collections import namedtuple\nP = namedtuple("P", "x y", defaults=[0])\ndef transform(g):\n    return [list(P(1))]\n'
+        job dc $'from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass P:\n    x: int = 0\n    y: list = field(default_factory=list)\ndef transform(g):\n    return [[P(3).x]]\n'
+        job tn $'from typing import NamedTuple\nclass P(NamedTuple):\n    x: int = 5\ndef transform(g):\n    return [[P().x]]\n'
+        job doc $'class A:\n    pass\nA.__doc__ = "own"\ndef transform(g):\n    return [[len(A.__doc__)]]\n'
+        job num $'import fractions, decimal, statistics\ndef transform(g):\n    return [[int(fractions.Fraction(6, 3))]]\n'
+        job onprelude $'from dataclasses import dataclass\ndataclass(collections.Counter)\ndef transform(g):\n    return g\n'
+        job defaults $'helper.__defaults__ = (5,)\ndef transform(g):\n    return g\n'
+        job frame $'import sys\nf = sys._getframe(1)\ndef transform(g):\n    return g\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    # The same outputs as under fork; a class or tuple type the prediction
+    # made is its own (its dunder writes tell nothing), while a dunder
+    # write to the prelude's, or a frame, still has the process replaced.
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["nt",null],["dc",null],["tn",null],["doc",null],["num",null],["onprelude","poisoned: class collections.Counter was changed (__dataclass_params__ added)"],["defaults","poisoned: it used object.__setattr__"],["frame","poisoned: it used sys._getframe"]]' ] || { cat "$D/reuse.jsonl"; false; }
+}

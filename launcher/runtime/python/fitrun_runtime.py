@@ -708,7 +708,7 @@ class Runner:
                              self.recorded)
         baseline.freeze()
         allowed = [None]
-        _install_tripwire(REUSE_CHAN_FD, allowed)
+        _install_tripwire(REUSE_CHAN_FD, allowed, baseline.ns.owners)
         write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
 
         def allow(obj):
@@ -1018,6 +1018,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
     "setopencodehook", "resource.setrlimit", "resource.prlimit", "os.putenv", "os.unsetenv"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
+_REUSE_PREIMPORTS = ("importlib", "inspect", "dataclasses", "typing", "fractions", "decimal", "statistics")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
 # Reading a function's __code__ or __globals__ (the arc-dsl reads
@@ -1025,7 +1026,7 @@ _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 _REUSE_FRAME_ATTRS = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"))
 
 
-def _install_tripwire(chan_fd, allowed):
+def _install_tripwire(chan_fd, allowed, known=frozenset()):
     """An audit hook (it cannot be removed) that tells the worker, on the
     process's own socket, the first time anything reaches for what could
     change a later prediction unseen: frames (and through them the runtime's
@@ -1037,13 +1038,46 @@ def _install_tripwire(chan_fd, allowed):
     the socket is no longer the one it was (closed, or another descriptor
     put in its place), the call is refused instead: nothing could say it.
     allowed[0]: the one traceback or frame the runtime itself is reading
-    (an error's line), set only by code no prediction can reach unseen."""
+    (an error's line), set only by code no prediction can reach unseen.
+    known: the ids of the classes (and modules, objects) whose namespaces
+    the check compares. A write of a dunder attribute to a class it does
+    not know (the prediction's own: @dataclass, typing.NamedTuple, a
+    class's __doc__) changes nothing a plain attribute write to that class
+    could not, which no audit event reports either; and namedtuple's and
+    typing's own reads of their caller's module name, and namedtuple's
+    writes to the class and functions it has just made, are their
+    business. Neither is reported, so honest code using them keeps its
+    process."""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
     events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
     job_vars = _JOB_VARS
+    getframe, is_type, type_, id_ = sys._getframe, issubclass, type, id
+    # Stdlib functions that read their caller's module name (a frame's
+    # f_globals["__name__"]) and write only to what they have just made:
+    # their code objects, as this process found them.
+    own_code = tuple(getattr(getattr(sys.modules.get(mod), fn, None), "__code__", None)
+                     for mod, fn in (("collections", "namedtuple"), ("typing", "_caller")))
+    own_events = ("sys._getframe", "sys._getframemodulename", "object.__setattr__")
+    busy = [False]  # the hook's own frame read: its events are not a prediction's
+
+    def from_stdlib():
+        busy[0] = True
+        try:
+            code = getframe(2).f_code  # this, the hook, then the frame that made the call
+            return code is own_code[0] or code is own_code[1]
+        except ValueError:
+            return False
+        finally:
+            busy[0] = False
 
     def hook(event, args):
-        if event not in events and not event.startswith(prefixes):
+        if busy[0] or (event not in events and not event.startswith(prefixes)):
+            return
+        # The real class of what is written to (type(): never its own
+        # __class__), and ids: nothing of the prediction's runs here.
+        if event == "object.__setattr__" and is_type(type_(args[0]), type) and id_(args[0]) not in known:
+            return
+        if event in own_events and from_stdlib():
             return
         if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
@@ -2295,6 +2329,13 @@ class Zygote:
         self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         self.selftest()
         if self.cfg.isolation == "reuse":
+            # Modules whose first import by a prediction would have its
+            # process replaced, imported once here: numbers' abstract
+            # classes take registrations (fractions, decimal, statistics),
+            # importlib renames the frozen importer, and honest code often
+            # imports the others on a prelude that does not.
+            for name in _REUSE_PREIMPORTS:
+                __import__(name)
             # Before the namespaces are taken: the recording wrappers are
             # what every prediction finds in codecs, _codecs, faulthandler
             # and atexit.
