@@ -544,6 +544,11 @@ def _in_reused_shape(scenario, walk=False, peek=False):
     return _answer(r, w, pid)
 
 
+def _has_numpy():
+    import importlib.util
+    return importlib.util.find_spec("numpy") is not None
+
+
 def _poison_json_dumps():
     import json
     json.dumps = None
@@ -865,8 +870,15 @@ class ReuseCheck(unittest.TestCase):
             import logging
             import shutil
             import sys
+            try:
+                np = __import__("numpy.ma").ma and __import__("numpy")
+            except ImportError:
+                np = None
             reg = fr._Registries(fr._RecordedRegistrations(), None, counted)
             out = [reg.restore()]
+            if np is not None:
+                np.sctypeDict["fitrun_int"] = np.int8
+                np.ma.core.default_filler["i"] = 7
             copy._deepcopy_dispatch[list] = lambda x, memo: "L"
             shutil.register_archive_format("fitrun_fmt", lambda *a, **k: None)
             encodings.aliases.aliases["fitrun_enc"] = "utf_8"
@@ -886,6 +898,8 @@ class ReuseCheck(unittest.TestCase):
                     str(logging.root.manager.disable), logging.getLevelName(25),
                     str(logging.getLogger("x").isEnabledFor(logging.INFO) == logging.getLogger("x").isEnabledFor(
                         logging.INFO)), str(sys.version_info >= (3, 10))]
+            out.append("no numpy" if np is None else str(["fitrun_int" in np.sctypeDict,
+                                                           int(np.ma.default_fill_value(np.int64(1)))]))
             return out
         import sys
         codec = "gone" if sys.version_info >= (3, 10) else "found"  # no codecs.unregister before 3.10
@@ -894,6 +908,7 @@ class ReuseCheck(unittest.TestCase):
                 out = _in_reused_shape(lambda fr, base: scenario(fr, base, counted))
                 self.assertEqual(out[:7], ["", "", "[1]", "False", codec, "0", "False"], out)
                 self.assertEqual(out[7:9], ["0", "Level 25"], out)
+                self.assertEqual(out[11], "[False, 999999]" if _has_numpy() else "no numpy", out)
 
     def test_an_lru_cache_no_call_filled_is_emptied_after_a_prediction_that_called_it(self):
         # One the prelude filled is left as it is.

@@ -1428,8 +1428,10 @@ class _Registries:
     which abc's cache token says were added to (but not to which class):
     the process is replaced. Also put back by content: copy's dispatch
     tables, shutil's archive and unpack formats, encodings' aliases and
-    lookup cache (then the interpreter's own codec cache is emptied), and
-    logging's state where the prelude imported logging (_logging_state).
+    lookup cache, numpy's type names and codes and np.ma's fill values,
+    and logging's state where the prelude imported logging
+    (_logging_state); once anything was, the interpreter's own cache of
+    found codecs and the loggers' caches are emptied.
     Also process-wide switches kept in C:
     tracemalloc (started: stopped again), the decimal context of a prelude
     that imported decimal, socket's default timeout and the stack size of
@@ -1443,21 +1445,20 @@ class _Registries:
         tables = [copyreg.dispatch_table, copyreg._extension_registry, copyreg._inverted_registry,
                   copyreg._extension_cache]
         # Those of the modules the prelude (or the runtime) imported; a
-        # prediction's own import of one is dropped after it.
+        # prediction's own import of one is dropped after it. encodings'
+        # aliases and its cache of what its search function found (a name
+        # not found is cached too) decide what a later lookup of a name
+        # finds; numpy's, what np.dtype("name"), np.typecodes and np.ma's
+        # fill values give.
         for module, names in (("copy", ("_deepcopy_dispatch", "_copy_dispatch")),
-                              ("shutil", ("_ARCHIVE_FORMATS", "_UNPACK_FORMATS"))):
-            tables += [t for t in map(vars(sys.modules[module]).get, names) if type(t) is dict] \
-                if module in sys.modules else []
-        self.tables = _PutBack(tables, (), peek, counted)
-        # encodings' aliases and its cache of what its search function
-        # found (a name not found is cached too): what a later lookup of
-        # that name finds. The interpreter's own cache of found codecs is
-        # emptied when either is put back.
-        enc = sys.modules.get("encodings")
-        self.encodings = _PutBack([t for t in (getattr(sys.modules.get("encodings.aliases"), "aliases", None),
-                                               vars(enc).get("_cache") if enc is not None else None)
-                                   if type(t) is dict], (), peek, counted)
-        self.logging = _logging_state(peek, counted)
+                              ("shutil", ("_ARCHIVE_FORMATS", "_UNPACK_FORMATS")),
+                              ("encodings.aliases", ("aliases",)), ("encodings", ("_cache",)),
+                              ("numpy", ("sctypeDict", "typecodes")),
+                              ("numpy.ma.core", ("default_filler", "max_filler", "min_filler"))):
+            namespace = getattr(sys.modules.get(module), "__dict__", None)
+            tables += map(namespace.get, names) if type(namespace) is dict else ()
+        logging_dicts, logging_lists, self.logger_caches = _logging_state()
+        self.tables = _PutBack(tables + logging_dicts, logging_lists, peek, counted)
         self.abc_token = abc.get_cache_token
         self.token = self.abc_token()
         import _tracemalloc
@@ -1490,12 +1491,13 @@ class _Registries:
         stack_size, size = self.stack
         if stack_size() != size:
             stack_size(size)
-        self.tables.restore()
-        if self.encodings.restore() and self.recorded is not None:
-            self.recorded.empty_codec_cache()
-        if self.logging is not None and self.logging.restore():
-            for cache in self.logging.caches:
-                cache.clear()  # what each logger found enabled, under the levels put back
+        if self.tables.restore():
+            # What was found under what was put back: the interpreter's
+            # cache of found codecs, each logger's of its enabled levels.
+            if self.recorded is not None:
+                self.recorded.empty_codec_cache()
+            for cache in self.logger_caches:
+                cache.clear()
         if self.abc_token() != self.token:
             return "poisoned: a class was registered with an abstract base class"
         return ""
@@ -1511,7 +1513,10 @@ class _PutBack:
     which have no counter, are compared every time."""
 
     def __init__(self, dicts, lists=(), peek=None, counted=False):
-        self.dicts = [(d, dict(d)) for d in dicts if type(d) is dict]
+        """dicts: dicts, or of a subclass of dict (numpy's fill values),
+        read and written through dict's own methods; anything else is left
+        out, as are lists of a subclass."""
+        self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
         self.read = _word_reader([id(d) + _DictVersions.OFFSET for d, _ in self.dicts], peek) if counted else None
         self.seen = self.read() if counted else None
@@ -1521,9 +1526,10 @@ class _PutBack:
         changed = False
         if self.read is None or self.read() != self.seen:
             for d, items in self.dicts:
-                if not _same_items(d, items):
-                    d.clear()
-                    d.update(items)
+                if dict.__len__(d) != len(items) or not all(map(_is, dict.keys(d), items)) or \
+                        not all(map(_is, dict.values(d), items.values())):
+                    dict.clear(d)
+                    dict.update(d, items)
                     changed = True
             if self.read is not None:
                 self.seen = self.read()
@@ -1534,30 +1540,29 @@ class _PutBack:
         return changed
 
 
-def _logging_state(peek, counted):
-    """logging's state, where the prelude imported logging, as a _PutBack
-    (or None): the loggers' manager (`logging.disable`), its loggers (those
-    `getLogger` made after it are dropped), each logger's attributes
-    (level, propagate, disabled), handlers and filters, those handlers'
-    attributes and filters, the level names (`addLevelName`) and the list
-    of handlers to flush at exit. Its `caches`: each logger's cache of
-    which levels are enabled, emptied whenever anything was put back. A
-    formatter's or a stream's own state is not among these. Module-level
-    switches (`logging.lastResort`, `raiseExceptions`, the logger class)
-    are the logging module's namespace, checked with every other."""
+def _logging_state():
+    """logging's state, where the prelude imported logging, for _PutBack:
+    (dicts, lists, caches): the loggers' manager (`logging.disable`), its
+    loggers (those `getLogger` made after it are dropped), each logger's
+    attributes (level, propagate, disabled), handlers and filters, those
+    handlers' attributes and filters, the level names (`addLevelName`) and
+    the list of handlers to flush at exit; caches: each logger's cache of
+    which levels are enabled, to be emptied whenever anything was put
+    back. A formatter's or a stream's own state is not among these.
+    Module-level switches (`logging.lastResort`, `raiseExceptions`, the
+    logger class) are the logging module's namespace, checked with every
+    other."""
     lg = sys.modules.get("logging")
     root = getattr(lg, "root", None)
     manager = getattr(root, "manager", None)
     if lg is None or type(getattr(manager, "loggerDict", None)) is not dict:
-        return None
+        return [], [], []
     loggers = [a for x in [root] + list(manager.loggerDict.values()) if (a := _own_dict(x)) is not None]
     handlers = [a for x in loggers for h in (x.get("handlers") or ()) if (a := _own_dict(h)) is not None]
     dicts = [_own_dict(manager), manager.loggerDict, vars(lg).get("_levelToName"), vars(lg).get("_nameToLevel")]
     dicts += loggers + handlers + [x.get("loggerMap") for x in loggers]
     lists = [x.get(k) for x in loggers + handlers for k in ("handlers", "filters")] + [vars(lg).get("_handlerList")]
-    state = _PutBack(dicts, lists, peek, counted)
-    state.caches = [c for x in loggers if type(c := x.get("_cache")) is dict]
-    return state
+    return dicts, lists, [c for x in loggers if type(c := x.get("_cache")) is dict]
 
 
 def _own_dict(x):
