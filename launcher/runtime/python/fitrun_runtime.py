@@ -2133,7 +2133,10 @@ def _function_namespaces(name, f, mine):
         if len(real) == 1 and type(real[0]) is dict:
             out.append((f"dict {name}.registry", real[0], real[0]))
     if mine:
-        ann = _FUNCTION_ANNOTATIONS(f)
+        try:
+            ann = _FUNCTION_ANNOTATIONS(f)  # (from Python 3.14, evaluated now: it may raise)
+        except Exception:
+            ann = None
         if type(ann) is dict:
             out.append((f"dict {name}.__annotations__", ann, ann))
     return out
