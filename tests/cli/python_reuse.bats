@@ -436,7 +436,8 @@ check_poison() {
     printf '%s\n' 'import logging, functools, typing, copy, shutil, encodings.aliases' 'def objects(g):' '    return len(g)' \
         'def scale(x, *, k=1):' '    return x * k' '@functools.singledispatch' 'def show(x):' '    return "any"' \
         '@functools.lru_cache(maxsize=None)' 'def palette():' '    return [1, 2]' 'def cells(g):' '    return 0' \
-        'cells.seen = {}' >> "$D/prelude.py"
+        'cells.seen = {}' 'H = logging.NullHandler()' 'H.setFormatter(logging.Formatter("%(message)s"))' \
+        'logging.getLogger("arcfmt").addHandler(H)' >> "$D/prelude.py"
     {
         job memo $'def transform(g):\n    objects.memo = {}\n    return 0\n'
         job memo-after $'def transform(g):\n    return hasattr(objects, "memo")\n'
@@ -454,6 +455,8 @@ check_poison() {
         job dispatch-after $'def transform(g):\n    return show(1)\n'
         job logging $'def transform(g):\n    logging.basicConfig()\n    logging.getLogger("arc").setLevel(logging.ERROR)\n    logging.disable(logging.WARNING)\n    logging.addLevelName(25, "NOTE")\n    return 0\n'
         job logging-after $'def transform(g):\n    return [len(logging.root.handlers), logging.getLogger("arc").level, logging.root.manager.disable, logging.getLevelName(25)]\n'
+        job format $'def transform(g):\n    H.formatter._style._fmt = "X%(message)s"\n    return 0\n'
+        job format-after $'def transform(g):\n    return H.format(logging.makeLogRecord({"msg": "m"}))\n'
         job alias $'def transform(g):\n    encodings.aliases.aliases["arcenc"] = "utf_8"\n    return "a".encode("arcenc").decode()\n'
         job alias-after $'def transform(g):\n    try:\n        return "a".encode("arcenc").decode()\n    except LookupError:\n        return "none"\n'
         job tables $'def transform(g):\n    shutil.register_archive_format("arcfmt", lambda *a, **k: None)\n    copy._deepcopy_dispatch[list] = lambda x, memo: "L"\n    return 0\n'
@@ -469,7 +472,7 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
         { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = \
-        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"none",[5,[1]],["none","?bh",999999],[1,2],true]' ]
+        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],true]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
         '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }

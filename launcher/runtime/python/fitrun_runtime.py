@@ -1545,10 +1545,12 @@ def _logging_state():
     (dicts, lists, caches): the loggers' manager (`logging.disable`), its
     loggers (those `getLogger` made after it are dropped), each logger's
     attributes (level, propagate, disabled), handlers and filters, those
-    handlers' attributes and filters, the level names (`addLevelName`) and
-    the list of handlers to flush at exit; caches: each logger's cache of
+    handlers' attributes and filters, their formatters' attributes (and
+    their styles': the format), the level names (`addLevelName`) and the
+    list of handlers to flush at exit; caches: each logger's cache of
     which levels are enabled, to be emptied whenever anything was put
-    back. A formatter's or a stream's own state is not among these.
+    back. A stream's own state is not among these (sys.stderr's is put
+    back with the process's streams).
     Module-level switches (`logging.lastResort`, `raiseExceptions`, the
     logger class) are the logging module's namespace, checked with every
     other."""
@@ -1560,7 +1562,9 @@ def _logging_state():
     loggers = [a for x in [root] + list(manager.loggerDict.values()) if (a := _own_dict(x)) is not None]
     handlers = [a for x in loggers for h in (x.get("handlers") or ()) if (a := _own_dict(h)) is not None]
     dicts = [_own_dict(manager), manager.loggerDict, vars(lg).get("_levelToName"), vars(lg).get("_nameToLevel")]
-    dicts += loggers + handlers + [x.get("loggerMap") for x in loggers]
+    formatters = [a for h in handlers if (a := _own_dict(h.get("formatter"))) is not None]
+    styles = [a for f in formatters if (a := _own_dict(f.get("_style"))) is not None]
+    dicts += loggers + handlers + formatters + styles + [x.get("loggerMap") for x in loggers]
     lists = [x.get(k) for x in loggers + handlers for k in ("handlers", "filters")] + [vars(lg).get("_handlerList")]
     return dicts, lists, [c for x in loggers if type(c := x.get("_cache")) is dict]
 
