@@ -428,6 +428,56 @@ check_poison() {
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
+@test "python reuse: functions' attributes, a singledispatch registration, logging, stdlib and numpy tables, an lru_cache's values, an array's flags: the next prediction sees what fork gives it" {
+    # Each pair: something honest code leaves on state the prelude's
+    # modules share, then a prediction that would see it. Under reuse each
+    # is put back, or the process is replaced; either way every result
+    # equals fork's.
+    printf '%s\n' 'import logging, functools, typing, copy, shutil, encodings.aliases' 'def objects(g):' '    return len(g)' \
+        'def scale(x, *, k=1):' '    return x * k' '@functools.singledispatch' 'def show(x):' '    return "any"' \
+        '@functools.lru_cache(maxsize=None)' 'def palette():' '    return [1, 2]' 'def cells(g):' '    return 0' \
+        'cells.seen = {}' 'H = logging.NullHandler()' 'H.setFormatter(logging.Formatter("%(message)s"))' \
+        'logging.getLogger("arcfmt").addHandler(H)' >> "$D/prelude.py"
+    {
+        job memo $'def transform(g):\n    objects.memo = {}\n    return 0\n'
+        job memo-after $'def transform(g):\n    return hasattr(objects, "memo")\n'
+        job pad $'def transform(g):\n    np.pad.cache = {}\n    return 0\n'
+        job pad-after $'def transform(g):\n    return hasattr(np.pad, "cache")\n'
+        job seen $'def transform(g):\n    cells.seen[1] = 2\n    return 0\n'
+        job seen-after $'def transform(g):\n    return len(cells.seen)\n'
+        job doc $'def transform(g):\n    scale.__doc__ = "x"\n    return 0\n'
+        job doc-after $'def transform(g):\n    return scale.__doc__\n'
+        job kwdefaults $'def transform(g):\n    scale.__kwdefaults__["k"] = 5\n    return 0\n'
+        job kwdefaults-after $'def transform(g):\n    return scale(2)\n'
+        job annotations $'def transform(g):\n    scale.__annotations__["x"] = int\n    return 0\n'
+        job annotations-after $'def transform(g):\n    return len(scale.__annotations__)\n'
+        job dispatch $'def transform(g):\n    show.register(int, lambda x: "int")\n    return show(1)\n'
+        job dispatch-after $'def transform(g):\n    return show(1)\n'
+        job logging $'def transform(g):\n    logging.basicConfig()\n    logging.getLogger("arc").setLevel(logging.ERROR)\n    logging.disable(logging.WARNING)\n    logging.addLevelName(25, "NOTE")\n    return 0\n'
+        job logging-after $'def transform(g):\n    return [len(logging.root.handlers), logging.getLogger("arc").level, logging.root.manager.disable, logging.getLevelName(25)]\n'
+        job format $'def transform(g):\n    H.formatter._style._fmt = "X%(message)s"\n    return 0\n'
+        job format-after $'def transform(g):\n    return H.format(logging.makeLogRecord({"msg": "m"}))\n'
+        job alias $'def transform(g):\n    encodings.aliases.aliases["arcenc"] = "utf_8"\n    return "a".encode("arcenc").decode()\n'
+        job alias-after $'def transform(g):\n    try:\n        return "a".encode("arcenc").decode()\n    except LookupError:\n        return "none"\n'
+        job tables $'def transform(g):\n    shutil.register_archive_format("arcfmt", lambda *a, **k: None)\n    copy._deepcopy_dispatch[list] = lambda x, memo: "L"\n    return 0\n'
+        job tables-after $'def transform(g):\n    return [len(shutil.get_archive_formats()), copy.deepcopy([1])]\n'
+        job numpy $'def transform(g):\n    np.sctypeDict["arcint"] = np.int8\n    np.typecodes["All"] = "b"\n    np.ma.core.default_filler["i"] = 7\n    return 0\n'
+        job numpy-after $'def transform(g):\n    try:\n        name = str(np.dtype("arcint"))\n    except TypeError:\n        name = "none"\n    return [name, np.typecodes["All"][:3], int(np.ma.default_fill_value(np.int64(1)))]\n'
+        job cached $'def transform(g):\n    palette().append(9)\n    return 0\n'
+        job cached-after $'def transform(g):\n    return palette()\n'
+        job flags $'def transform(g):\n    ARR.flags.writeable = False\n    return 0\n'
+        job flags-after $'def transform(g):\n    return ARR.flags.writeable\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = \
+        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],true]' ]
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
+        '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
+        { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: os.putenv, which os.environ does not show, trips the tripwire" {
     # The C environment is what time.tzset() and every C library read.
     {

@@ -543,6 +543,11 @@ def _in_reused_shape(scenario, walk=False, peek=False):
     return _answer(r, w, pid)
 
 
+def _has_numpy():
+    import importlib.util
+    return importlib.util.find_spec("numpy") is not None
+
+
 def _poison_json_dumps():
     import json
     json.dumps = None
@@ -571,6 +576,14 @@ POISONS = {
     "sys.modules entry": lambda: __import__("sys").modules.__setitem__("json", __import__("types").ModuleType("json")),
     "a finalizer run by the drop": lambda: __import__("sys").modules.__setitem__("fitrun_dropped", _Dropped()),
     "environment variable": lambda: __import__("os").environ.__setitem__("POISON", "1"),
+    "function attribute": lambda: setattr(__import__("json").dumps, "cache", {}),
+    "function keyword default": lambda: __import__("json").dumps.__kwdefaults__.__setitem__("indent", 4),
+    # The runtime's own module is one of the user's here (loaded from
+    # outside the interpreter's installation): its functions' fields.
+    "user function's doc": lambda: setattr(__import__("sys").modules["fitrun_runtime"]._dev_ino, "__doc__", "x"),
+    "user function's name": lambda: setattr(__import__("sys").modules["fitrun_runtime"]._dev_ino, "__name__", "x"),
+    "user function's annotations": lambda: setattr(__import__("sys").modules["fitrun_runtime"]._dev_ino,
+                                                   "__annotations__", {}),
     "environment, not as bytes": lambda: __import__("os").environ._data.__setitem__(1, 2),
 }
 
@@ -804,7 +817,7 @@ class ReuseCheck(unittest.TestCase):
             import types
             mod = types.ModuleType("user_mod")
             exec("class C:\n    cache = {}\n    def m(self, acc=[], n=1):\n        pass\n"
-                 "def f(x, memo={}, *, k=[1], t=(1,)):\n    pass\n"
+                 "def f(x, memo={}, *, k=[1], t=(1,)):\n    pass\nf.cache = {}\nf.calls = 0\n"
                  "class B:\n    pass\nB_ = B()\nB_.items = [1]\n"
                  "def make():\n    n, seen = 0, set()\n    def g():\n        return n, seen\n    return g\ng = make()\n", vars(mod))
             mod.C.__module__ = mod.B.__module__ = mod.f.__module__ = mod.C.m.__module__ = mod.g.__module__ = "user_mod"
@@ -813,8 +826,106 @@ class ReuseCheck(unittest.TestCase):
             return [" ".join(sorted(name for name, _, _ in data))]
         self.assertEqual(_in_reused_shape(scenario),
                          ["user_mod.B_.items user_mod.C.cache user_mod.C.m's default 1 "
-                          "user_mod.f's default 1 user_mod.f's default k "
+                          "user_mod.f's default 1 user_mod.f's default k user_mod.f.cache "
                           "user_mod.g's variable n user_mod.g's variable seen user_mod.g's variable seen"])
+
+    def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
+        # Its own attributes, its keyword-only defaults, a singledispatch
+        # function's registry; its annotations for a function of the
+        # user's own; a staticmethod's function; not a stdlib class's
+        # methods. Each is found when written, on both paths.
+        def scenario(fr, base):
+            import json
+            import types
+            mod = types.ModuleType("user_mod")
+            exec("import functools\n"
+                 "def f(x: int, *, k=1):\n    pass\n"
+                 "@functools.singledispatch\ndef show(x):\n    return 0\n"
+                 "class C:\n    @staticmethod\n    def s():\n        pass\n", vars(mod))
+            mod.Enc = json.JSONEncoder
+            names = [name for name, _ in fr._namespaces([("user_mod", mod)], set(), {"user_mod"})]
+            return [" ".join(n for n in names if not n.startswith(("function user_mod.show.", "dict user_mod.show.")) or
+                             n == "dict user_mod.show.registry")]
+        self.assertEqual(_in_reused_shape(scenario), [
+            "module user_mod function user_mod.f dict user_mod.f.__kwdefaults__ dict user_mod.f.__annotations__ "
+            "function user_mod.show dict user_mod.show.registry class user_mod.C function user_mod.C.s "
+            "dict user_mod.C.s.__annotations__ class user_mod.Enc"])
+
+    def test_the_fields_of_a_function_are_found_on_this_interpreter(self):
+        # CPython 3.9-3.13: each of the six fields, at its own place.
+        def scenario(fr, base):
+            places = fr._FunctionFields.places()
+            return [str(places is not None and len(set(places)) == 6), str(len(base.ns.fields.functions) > 0)]
+        self.assertEqual(_in_reused_shape(scenario), ["True", "True"])
+
+    def test_stdlib_tables_and_logging_are_put_back(self):
+        # copy's dispatch tables, shutil's archive formats, encodings'
+        # aliases and cache (a name found through a new alias is not found
+        # again), logging's loggers, levels, handlers and level names: as
+        # they were, with and without the dicts' write counters.
+        def scenario(fr, base, counted):
+            import copy
+            import encodings.aliases
+            import logging
+            import shutil
+            import sys
+            try:
+                np = __import__("numpy.ma").ma and __import__("numpy")
+            except ImportError:
+                np = None
+            reg = fr._Registries(fr._RecordedRegistrations(), None, counted)
+            out = [reg.restore()]
+            if np is not None:
+                np.sctypeDict["fitrun_int"] = np.int8
+                np.ma.core.default_filler["i"] = 7
+            copy._deepcopy_dispatch[list] = lambda x, memo: "L"
+            shutil.register_archive_format("fitrun_fmt", lambda *a, **k: None)
+            encodings.aliases.aliases["fitrun_enc"] = "utf_8"
+            "a".encode("fitrun_enc")
+            logging.basicConfig()
+            logging.getLogger("fitrun.test").setLevel(logging.ERROR)
+            logging.disable(logging.WARNING)
+            logging.addLevelName(25, "FITRUN")
+            out.append(reg.restore())
+            try:
+                "a".encode("fitrun_enc")
+                enc = "found"
+            except LookupError:
+                enc = "gone"
+            out += [str(copy.deepcopy([1])), str("fitrun_fmt" in dict(shutil.get_archive_formats())), enc,
+                    str(len(logging.root.handlers)), str("fitrun.test" in logging.root.manager.loggerDict),
+                    str(logging.root.manager.disable), logging.getLevelName(25),
+                    str(logging.getLogger("x").isEnabledFor(logging.INFO) == logging.getLogger("x").isEnabledFor(
+                        logging.INFO)), str(sys.version_info >= (3, 10))]
+            out.append("no numpy" if np is None else str(["fitrun_int" in np.sctypeDict,
+                                                           int(np.ma.default_fill_value(np.int64(1)))]))
+            return out
+        import sys
+        codec = "gone" if sys.version_info >= (3, 10) else "found"  # no codecs.unregister before 3.10
+        for counted in (False, True):
+            with self.subTest(counted=counted):
+                out = _in_reused_shape(lambda fr, base: scenario(fr, base, counted))
+                self.assertEqual(out[:7], ["", "", "[1]", "False", codec, "0", "False"], out)
+                self.assertEqual(out[7:9], ["0", "Level 25"], out)
+                self.assertEqual(out[11], "[False, 999999]" if _has_numpy() else "no numpy", out)
+
+    def test_an_lru_cache_no_call_filled_is_emptied_after_a_prediction_that_called_it(self):
+        # One the prelude filled is left as it is.
+        def scenario(fr, base):
+            import types
+            mod = types.ModuleType("user_mod")
+            exec("import functools\n"
+                 "@functools.lru_cache(maxsize=None)\ndef palette():\n    return [1, 2]\n"
+                 "@functools.cache\ndef warm(x):\n    return [x]\nwarm(1)\n"
+                 "class C:\n    @functools.lru_cache\n    def m(self):\n        return [3]\n", vars(mod))
+            put_backs = fr._user_caches([("user_mod", mod)])
+            mod.palette().append(9)
+            mod.warm(1).append(9)
+            mod.C().m()
+            for put_back in put_backs:
+                put_back()
+            return [str(len(put_backs)), str(mod.palette()), str(mod.warm(1)), str(mod.C.m.cache_info().currsize)]
+        self.assertEqual(_in_reused_shape(scenario), ["2", "[1, 2]", "[1, 9]", "0"])
 
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).

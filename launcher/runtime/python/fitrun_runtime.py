@@ -1018,7 +1018,8 @@ _REUSE_TAINT_EVENTS = frozenset((
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
     "setopencodehook", "resource.setrlimit", "resource.prlimit", "os.putenv", "os.unsetenv"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
-_REUSE_PREIMPORTS = ("importlib", "inspect", "dataclasses", "typing", "fractions", "decimal", "statistics")
+_REUSE_PREIMPORTS = ("importlib", "inspect", "dataclasses", "typing", "fractions", "decimal", "statistics",
+                     "logging")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
 # Reading a function's __code__ or __globals__ (the arc-dsl reads
@@ -1129,7 +1130,10 @@ class _Namespaces:
         # Namespaces: every module's, and those of the classes and the
         # plain objects (json's default encoder...) module globals name.
         self.owners = set()
-        self.dicts = _namespaces(self.module_list, self.owners)
+        self.user_modules = list(_user_modules(self.module_list))
+        self.functions = []  # the user's own functions, whose own fields _FunctionFields reads
+        self.dicts = _namespaces(self.module_list, self.owners, {name for name, _ in self.user_modules},
+                                 self.functions)
         # The builtins-and-prelude mapping every prediction's globals fall
         # back to (Runner.fresh_globals): one dict, shared by them all.
         self.dicts.append(("the predictions' builtins", self.builtins))
@@ -1154,8 +1158,8 @@ class _Namespaces:
         self.loose_at = [i for i, (k, _) in enumerate(by_kind) if k not in kinds] if counted else []
         self.loose = [self.real[i] for i in self.loose_at]
         self._take_loose()
-        self.user_modules = list(_user_modules(self.module_list))
         self.data = _user_data(self.user_modules)
+        self.fields = _FunctionFields(self.functions, self.peek)
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1177,11 +1181,17 @@ class _Namespaces:
         if moved and moved[-1] == versions.n - 1:  # sys.modules is counted last
             return self._take()
         moved = [self.counted[i] for i in moved]
+        own = {name for name, _ in self.user_modules}
         for j in moved:
-            if _namespace_kind(self.dicts[j][0]) != "module":
-                continue  # only a module's values have namespaces of their own here
+            kind = _namespace_kind(self.dicts[j][0])
+            # Only modules' values, and the functions of the user's own
+            # classes, have namespaces of their own here.
+            if kind != "module" and not (kind == "class" and self.real[j].get("__module__") in own):
+                continue
             for v in dict.values(self.real[j]):
-                if _held_namespace(v)[1] is not None and id(v) not in self.owners:
+                f = _function_of(v)
+                if (f is not None and id(f) not in self.owners) or \
+                        (kind == "module" and _held_namespace(v)[1] is not None and id(v) not in self.owners):
                     return self._take()
         starts = list(_accumulate(self.sizes, initial=0))  # where each namespace's entries begin
         for j in sorted(set(moved) | set(self.loose_at), reverse=True):  # from the last: earlier places stay put
@@ -1228,6 +1238,9 @@ class _Namespaces:
                 return why
             if now is not None:
                 versions.seen = now
+        fields = self.fields
+        if fields.read() != fields.seen:
+            return f"poisoned: {fields.which()}"
         # From here on, module attributes and builtins are the ones they were.
         for name, value, snap in self.data:
             if not _same_data(value, snap):
@@ -1313,10 +1326,10 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
-        self.generators = _user_generators(namespaces.user_modules)
+        self.generators = _user_generators(namespaces.user_modules) + _user_caches(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
-        self.registries = _Registries(recorded)
+        self.registries = _Registries(recorded, namespaces.peek, namespaces.versions is not None)
         # With each stream, its own attributes (`sys.stdout.write = ...`
         # sets one, which later prints would go through).
         self.streams = [(name, stream, _stream_mode(stream), getattr(stream, "__dict__", None),
@@ -1473,6 +1486,7 @@ class _RecordedRegistrations:
         self.register_error = _codecs.register_error
         added, handlers, poison = self.added, self.handlers, self.poison
         register, register_error, lookup_error = _codecs.register, _codecs.register_error, _codecs.lookup_error
+        self.register = register
         fh_register = faulthandler.register
         import atexit
         self.exits, self.atexit_unregister = [], atexit.unregister
@@ -1507,6 +1521,17 @@ class _RecordedRegistrations:
         faulthandler.register = recording_fh_register
         atexit.register = recording_atexit_register
 
+    def empty_codec_cache(self):
+        """Empty the interpreter's cache of the codecs its lookups found
+        (kept in C): codecs.unregister empties it when it takes out a
+        search function, so one is put in and taken out. Before Python
+        3.10 there is no codecs.unregister: nothing is emptied."""
+        if self.unregister is not None:
+            def nothing(name):
+                return None
+            self.register(nothing)
+            self.unregister(nothing)
+
     def restore(self):
         """'' once what was registered since is gone, or why the process
         cannot run on."""
@@ -1536,17 +1561,39 @@ class _Registries:
     back by content; and the virtual subclasses of abstract base classes
     (`collections.abc.Sequence.register(cls)`, `numbers.Number.register`),
     which abc's cache token says were added to (but not to which class):
-    the process is replaced. Also process-wide switches kept in C:
+    the process is replaced. Also put back by content: copy's dispatch
+    tables, shutil's archive and unpack formats, encodings' aliases and
+    lookup cache, numpy's type names and codes and np.ma's fill values,
+    and logging's state where the prelude imported logging
+    (_logging_state); once anything was, the interpreter's own cache of
+    found codecs and the loggers' caches are emptied.
+    Also process-wide switches kept in C:
     tracemalloc (started: stopped again), the decimal context of a prelude
     that imported decimal, socket's default timeout and the stack size of
     new threads (put back), and sys.implementation's namespace."""
 
-    def __init__(self, recorded=None):
+    def __init__(self, recorded=None, peek=None, counted=False):
+        """peek, counted: as _PutBack takes them."""
         import abc
         import copyreg
         self.recorded = recorded
-        self.tables = [(t, dict(t)) for t in (copyreg.dispatch_table, copyreg._extension_registry,
-                                              copyreg._inverted_registry, copyreg._extension_cache)]
+        tables = [copyreg.dispatch_table, copyreg._extension_registry, copyreg._inverted_registry,
+                  copyreg._extension_cache]
+        # Those of the modules the prelude (or the runtime) imported; a
+        # prediction's own import of one is dropped after it. encodings'
+        # aliases and its cache of what its search function found (a name
+        # not found is cached too) decide what a later lookup of a name
+        # finds; numpy's, what np.dtype("name"), np.typecodes and np.ma's
+        # fill values give.
+        for module, names in (("copy", ("_deepcopy_dispatch", "_copy_dispatch")),
+                              ("shutil", ("_ARCHIVE_FORMATS", "_UNPACK_FORMATS")),
+                              ("encodings.aliases", ("aliases",)), ("encodings", ("_cache",)),
+                              ("numpy", ("sctypeDict", "typecodes")),
+                              ("numpy.ma.core", ("default_filler", "max_filler", "min_filler"))):
+            namespace = getattr(sys.modules.get(module), "__dict__", None)
+            tables += map(namespace.get, names) if type(namespace) is dict else ()
+        logging_dicts, logging_lists, self.logger_caches = _logging_state()
+        self.tables = _PutBack(tables + logging_dicts, logging_lists, peek, counted)
         self.abc_token = abc.get_cache_token
         self.token = self.abc_token()
         import _tracemalloc
@@ -1579,13 +1626,92 @@ class _Registries:
         stack_size, size = self.stack
         if stack_size() != size:
             stack_size(size)
-        for table, items in self.tables:
-            if not _same_items(table, items):
-                table.clear()
-                table.update(items)
+        if self.tables.restore():
+            # What was found under what was put back: the interpreter's
+            # cache of found codecs, each logger's of its enabled levels.
+            if self.recorded is not None:
+                self.recorded.empty_codec_cache()
+            for cache in self.logger_caches:
+                cache.clear()
         if self.abc_token() != self.token:
             return "poisoned: a class was registered with an abstract base class"
         return ""
+
+
+class _PutBack:
+    """Dicts and lists of the standard library that honest code adds to
+    and later predictions read through, put back by content after each
+    prediction (by identity: no __eq__ of theirs runs). The dicts are
+    compared only when their write counter moved (_DictVersions; counted:
+    the interpreter's dicts have counters that every write moves, peek: the
+    reader), so a prediction that wrote none costs one reading; the lists,
+    which have no counter, are compared every time."""
+
+    def __init__(self, dicts, lists=(), peek=None, counted=False):
+        """dicts: dicts, or of a subclass of dict (numpy's fill values),
+        read and written through dict's own methods; anything else is left
+        out, as are lists of a subclass."""
+        self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
+        self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
+        self.read = _word_reader([id(d) + _DictVersions.OFFSET for d, _ in self.dicts], peek) if counted else None
+        self.seen = self.read() if counted else None
+
+    def restore(self):
+        """Put everything back; True when anything had changed."""
+        changed = False
+        if self.read is None or self.read() != self.seen:
+            for d, items in self.dicts:
+                if dict.__len__(d) != len(items) or not all(map(_is, dict.keys(d), items)) or \
+                        not all(map(_is, dict.values(d), items.values())):
+                    dict.clear(d)
+                    dict.update(d, items)
+                    changed = True
+            if self.read is not None:
+                self.seen = self.read()
+        for lst, items in self.lists:
+            if len(lst) != len(items) or not all(map(_is, lst, items)):
+                lst[:] = items
+                changed = True
+        return changed
+
+
+def _logging_state():
+    """logging's state, where the prelude imported logging, for _PutBack:
+    (dicts, lists, caches): the loggers' manager (`logging.disable`), its
+    loggers (those `getLogger` made after it are dropped), each logger's
+    attributes (level, propagate, disabled), handlers and filters, those
+    handlers' attributes and filters, their formatters' attributes (and
+    their styles': the format), the level names (`addLevelName`) and the
+    list of handlers to flush at exit; caches: each logger's cache of
+    which levels are enabled, to be emptied whenever anything was put
+    back. A stream's own state is not among these (sys.stderr's is put
+    back with the process's streams).
+    Module-level switches (`logging.lastResort`, `raiseExceptions`, the
+    logger class) are the logging module's namespace, checked with every
+    other."""
+    lg = sys.modules.get("logging")
+    root = getattr(lg, "root", None)
+    manager = getattr(root, "manager", None)
+    if lg is None or type(getattr(manager, "loggerDict", None)) is not dict:
+        return [], [], []
+    loggers = [a for x in [root] + list(manager.loggerDict.values()) if (a := _own_dict(x)) is not None]
+    handlers = [a for x in loggers for h in (x.get("handlers") or ()) if (a := _own_dict(h)) is not None]
+    dicts = [_own_dict(manager), manager.loggerDict, vars(lg).get("_levelToName"), vars(lg).get("_nameToLevel")]
+    formatters = [a for h in handlers if (a := _own_dict(h.get("formatter"))) is not None]
+    styles = [a for f in formatters if (a := _own_dict(f.get("_style"))) is not None]
+    dicts += loggers + handlers + formatters + styles + [x.get("loggerMap") for x in loggers]
+    lists = [x.get(k) for x in loggers + handlers for k in ("handlers", "filters")] + [vars(lg).get("_handlerList")]
+    return dicts, lists, [c for x in loggers if type(c := x.get("_cache")) is dict]
+
+
+def _own_dict(x):
+    """x's own attributes (its __dict__, read as object's: no method of
+    its class runs) when they are a plain dict, else None."""
+    try:
+        d = object.__getattribute__(x, "__dict__")
+    except BaseException:
+        return None
+    return d if type(d) is dict else None
 
 
 def _same_items(d, items):
@@ -1683,31 +1809,23 @@ class _DictVersions:
         one view each); None (no sandbox library): one view per dict. A
         reading (the counters' bytes, or a list of them) is compared with
         ==."""
-        n = self.n = len(dicts)
-        addrs = [id(d) + self.OFFSET for d in dicts]
-        if peek is not None:
-            where, out, bytes_ = (ctypes.c_void_p * n)(*addrs), (ctypes.c_uint64 * n)(), bytes
+        self.n = len(dicts)
+        self.read = _word_reader([id(d) + self.OFFSET for d in dicts], peek)
+        self.seen = self.read()
+        self.head = (None, None)  # only_last_moved's: a reference reading, and all of it but its last counter
 
-            def read():
-                peek(where, out, n)
-                return bytes_(out)
-        else:
-            views = [ctypes.c_uint64.from_address(a) for a in addrs]
-            # The value getter of ctypes' own base class, bound now: nothing
-            # a prediction sets on a ctypes class is looked up on a read.
-            value, list_, map_ = vars(ctypes._SimpleCData)["value"].__get__, list, map
-
-            def read():
-                return list_(map_(value, views))  # ints: no one's __eq__
-        self.read = read
-        self.seen = read()
-
-    @staticmethod
-    def only_last_moved(a, b):
+    def only_last_moved(self, a, b):
         """Do two readings differ in their last counter alone (sys.modules',
-        which _Namespaces counts last)? Two slices compared in C."""
+        which _Namespaces counts last)? a: the reference reading, which
+        changes only after a walk; what precedes its last counter is cut
+        once per reference, and b is compared with it in place (bytes'
+        startswith: no copy of b, 35 KB with 4,400 counters)."""
         k = 8 if type(a) is bytes else 1
-        return a[:-k] == b[:-k] and a[-k:] != b[-k:]
+        if self.head[0] is not a:
+            self.head = (a, a[:-k])
+        head = self.head[1]
+        same_head = b.startswith(head) if type(b) is bytes else b[:-k] == head
+        return same_head and b[-k:] != a[-k:]
 
     @staticmethod
     def moved(a, b):
@@ -1759,6 +1877,93 @@ class _DictVersions:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return False
         return True
+
+
+def _word_reader(addrs, peek=None):
+    """A function that reads the 8-byte words at addrs (taken before any
+    prediction runs; the caller keeps what they are in alive): through
+    peek (libfitrun_sandbox's fr_peek_words) in one call, as bytes; else
+    through one ctypes view each, as a list of ints. A reading is compared
+    with ==; no one's __eq__ runs."""
+    n = len(addrs)
+    if peek is not None:
+        where, out, bytes_ = (ctypes.c_void_p * n)(*addrs), (ctypes.c_uint64 * n)(), bytes
+
+        def read():
+            peek(where, out, n)
+            return bytes_(out)
+        return read
+    views = [ctypes.c_uint64.from_address(a) for a in addrs]
+    # The value getter of ctypes' own base class, bound now: nothing a
+    # prediction sets on a ctypes class is looked up on a read.
+    value, list_, map_ = vars(ctypes._SimpleCData)["value"].__get__, list, map
+
+    def read():
+        return list_(map_(value, views))
+    return read
+
+
+class _FunctionFields:
+    """What the user's own functions keep in fields of their own, not in a
+    dict, and Python code assigns without an audit event: `__doc__`,
+    `__name__`, `__qualname__`, `__module__`, `__annotations__` and
+    `__dict__` (each assigned whole). (Their code and defaults are audited
+    writes, which the tripwire reports; their own attributes, their
+    annotations' contents and keyword-only defaults are counted dicts:
+    _function_namespaces.) Each field holds its value's address, so
+    assigning any other object changes its word: the words are read like
+    _DictVersions' counters, all in one call. Where the fields are is
+    found by a self-test on this interpreter (a probe function given a
+    value of its own for each); where one is not found exactly once, none
+    is read."""
+
+    ATTRS = ("__doc__", "__name__", "__qualname__", "__module__", "__annotations__", "__dict__")
+
+    def __init__(self, functions, peek=None):
+        """functions: (name, function) of the user's own functions, whose
+        __annotations__ and __dict__ have been made (_function_namespaces)."""
+        self.functions = functions
+        self.offsets = self.places() or ()
+        self.read = _word_reader([id(f) + o for _, f in functions for o in self.offsets], peek)
+        self.seen = self.read()
+
+    @classmethod
+    def places(cls):
+        """The byte offset of each of ATTRS' fields in a function object,
+        or None."""
+        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+            return None
+
+        def probe():
+            pass
+        values = {"__doc__": object(), "__name__": "".join(("fitrun", "_name")),
+                  "__qualname__": "".join(("fitrun", "_qualname")), "__module__": object(),
+                  "__annotations__": {}, "__dict__": {}}
+        try:
+            for attr, v in values.items():
+                setattr(probe, attr, v)
+            words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
+        except (TypeError, ValueError, AttributeError):
+            return None
+        out = []
+        for attr in cls.ATTRS:
+            at = [i for i, w in enumerate(words) if w == id(values[attr])]
+            if len(at) != 1:
+                return None
+            out.append(at[0] * 8)
+        return out
+
+    def which(self):
+        """Which field was assigned since the reading seen (once poisoned)."""
+        now, seen = self.read(), self.seen
+        if type(now) is bytes:
+            now, seen = memoryview(now).cast("Q"), memoryview(seen).cast("Q")
+        k = len(self.offsets)
+        for i, (name, _) in enumerate(self.functions):
+            for j, attr in enumerate(self.ATTRS):
+                if now[i * k + j] != seen[i * k + j]:
+                    return f"function {name}'s {attr} was assigned"
+        return "a function's field was assigned"
 
 
 def _namespace_kind(name):
@@ -1828,6 +2033,10 @@ def _user_data(user_modules):
                 add(f"{name}'s default {i + 1}", d)
             for k, d in (f.__kwdefaults__ or {}).items():
                 add(f"{name}'s default {k}", d)
+            # Its own attributes (a cache the prelude keeps on it).
+            for k, d in list(_FUNCTION_DICT(f).items()):
+                if type(k) is str and not (k.startswith("__") and k.endswith("__")):
+                    add(f"{name}.{k}", d)
             # What it closes over (a decorator's cache, a counter): the
             # variable's value, by identity, and that value's contents.
             for var, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
@@ -1891,6 +2100,36 @@ def _user_generators(user_modules):
     return out
 
 
+def _user_caches(user_modules):
+    """A function that empties again, after a prediction that called it,
+    each functools.lru_cache (or cache) that the user's own modules'
+    globals name, or a class of theirs holds, and that no call had filled
+    before the first prediction: a fork child finds it empty. Its values
+    are the ones a prediction got, which it may have changed in place
+    (`palette().append(9)`: the next call would return the changed list).
+    A cache the prelude itself filled is left as it is. Called before any
+    prediction, with the cache's own methods bound then."""
+    wrapper = _LRU_WRAPPER
+    if not isinstance(wrapper, type):
+        return []
+    info, clear = wrapper.cache_info, wrapper.cache_clear
+    own = {name for name, _ in user_modules}
+    out, seen = [], set()
+    for _, mod in user_modules:
+        values = list(mod.__dict__.values())
+        for v in list(values):
+            kind, space = _held_namespace(v)
+            if kind == "class" and space.get("__module__") in own:
+                values += [w.__func__ if type(w) in (staticmethod, classmethod) else w for w in space.values()]
+        for v in values:
+            if type(v) is wrapper and id(v) not in seen:
+                seen.add(id(v))
+                empty = info(v)
+                if empty[0] == empty[1] == empty[3] == 0:  # hits, misses, size
+                    out.append(lambda v=v, empty=empty: info(v) == empty or clear(v))
+    return out
+
+
 def _immutable(v, depth=0):
     """Plain data that nothing can change in place: an atom of exactly one
     of those types (a subclass's instance may carry attributes), or a tuple
@@ -1927,8 +2166,8 @@ def _plain(v):
 
 def _data_snapshot(v):
     p = _plain(v)
-    if p is None:  # a numpy array
-        return ("array", v.dtype.str, v.shape, v.strides, v.tobytes())
+    if p is None:  # a numpy array; of its flags, only writeable can be set either way
+        return ("array", v.dtype.str, v.shape, v.strides, v.flags.writeable, v.tobytes())
     try:
         return ("marshal", marshal.dumps(p))
     except ValueError:  # holds something that is not plain data
@@ -1954,11 +2193,16 @@ def _same_data(v, snap):
     return now == snap
 
 
-def _namespaces(module_list, owners):
-    """(name, namespace) of every module, and of each class and plain
-    object a module's globals hold, once each (by identity): the dicts
+def _namespaces(module_list, owners, own=(), functions=None):
+    """(name, namespace) of every module, of each class and plain object a
+    module's globals hold, and of each function a module's globals or such
+    a class hold (_function_namespaces), once each (by identity): the dicts
     (a class's: its mappingproxy) a later prediction reads through.
-    owners: filled with the id of each module, class and object."""
+    owners: filled with the id of each module, class, object, function and
+    function's dict. own: the names of the user's own modules, whose
+    classes' functions are taken too (not those of the standard library's
+    or a package's classes); functions: filled with (name, function) of
+    each function of theirs."""
     out = []
 
     def add(name, obj, space):
@@ -1966,15 +2210,74 @@ def _namespaces(module_list, owners):
             owners.add(id(obj))
             out.append((name, space))
 
+    def add_functions(name, space, mine):
+        for key, v in list(space.items()):
+            f = _function_of(v)
+            if f is None and type(v) is _LRU_WRAPPER and (attrs := _own_dict(v)) is not None:
+                add(f"function {name}.{key}", v, attrs)  # a functools.lru_cache's own attributes
+            if f is not None and id(f) not in owners:
+                theirs = mine and f.__module__ in own
+                for what, obj, d in _function_namespaces(f"{name}.{key}", f, theirs):
+                    add(what, obj, d)
+                if theirs and functions is not None:
+                    functions.append((f"{name}.{key}", f))
+
     for name, mod in module_list:
         d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
         if type(d) is not dict:
             continue
         add(f"module {name}", mod, d)
-        for key, v in d.items():
+        mine = name in own
+        add_functions(name, d, mine)
+        for key, v in list(d.items()):
             kind, space = _held_namespace(v)
             if space is not None:
                 add(f"{kind} {name}.{key}", v, space)
+                if kind == "class" and mine and space.get("__module__") in own:
+                    add_functions(f"{name}.{key}", space, mine)
+    return out
+
+
+_FUNCTION_DICT = types.FunctionType.__dict__["__dict__"].__get__  # made where there is none
+_FUNCTION_ANNOTATIONS = types.FunctionType.__dict__["__annotations__"].__get__  # likewise
+_LRU_WRAPPER = getattr(__import__("functools"), "_lru_cache_wrapper", None)
+
+
+def _function_of(v):
+    """The function v is (or a staticmethod or classmethod wraps), or None."""
+    t = type(v)
+    if t is staticmethod or t is classmethod:
+        v = t.__dict__["__func__"].__get__(v)
+    return v if type(v) is types.FunctionType else None
+
+
+def _function_namespaces(name, f, mine):
+    """(name, owner, dict) of the dicts a function keeps beside its
+    module's namespace, through which a later prediction would see what a
+    prediction left: its own attributes (`objects.memo = {}`, `np.pad.cache
+    = {}`; the dict is made now where there is none, so that the first
+    attribute set is a write to a counted dict), its keyword-only defaults
+    (`helper.__kwdefaults__["k"] = 5`: assigning them is audited, changing
+    them in place is not), a singledispatch function's registry (what
+    `register` adds to; its cache is cleared by each registration), and,
+    for a function of the user's own modules (mine), its annotations."""
+    attrs = _FUNCTION_DICT(f)
+    out = [(f"function {name}", f, attrs)]
+    kw = f.__kwdefaults__
+    if type(kw) is dict:
+        out.append((f"dict {name}.__kwdefaults__", kw, kw))
+    registry = attrs.get("registry")
+    if type(registry) is types.MappingProxyType and type(attrs.get("register")) is types.FunctionType:
+        real = gc.get_referents(registry)
+        if len(real) == 1 and type(real[0]) is dict:
+            out.append((f"dict {name}.registry", real[0], real[0]))
+    if mine:
+        try:
+            ann = _FUNCTION_ANNOTATIONS(f)  # (from Python 3.14, evaluated now: it may raise)
+        except Exception:
+            ann = None
+        if type(ann) is dict:
+            out.append((f"dict {name}.__annotations__", ann, ann))
     return out
 
 
@@ -2330,10 +2633,10 @@ class Zygote:
         self.selftest()
         if self.cfg.isolation == "reuse":
             # Modules whose first import by a prediction would have its
-            # process replaced, imported once here: numbers' abstract
-            # classes take registrations (fractions, decimal, statistics),
-            # importlib renames the frozen importer, and honest code often
-            # imports the others on a prelude that does not.
+            # process replaced, imported once here: they register classes
+            # with abstract base classes (fractions, decimal, statistics,
+            # logging), importlib renames the frozen importer, and honest
+            # code often imports the others on a prelude that does not.
             for name in _REUSE_PREIMPORTS:
                 __import__(name)
             # Before the namespaces are taken: the recording wrappers are
