@@ -67,16 +67,22 @@ PATCHES = [
             try:
                 write(REUSE_CHAN_FD, b"D" + nonce + why.encode(errors="replace")[:300])"""),
     ("""        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        # First, by what was bound before any prediction: everything below
+        # calls through the runtime's own classes and module.
+        if not self.own_intact():""",
+     """        _pc = time.perf_counter_ns
+        a = _pc()
+        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        b = _pc()
+        if not self.own_intact():"""),
+    ("""        self.frozen = frozen
         why = self.check_namespaces()
         if why:
             return why
         why = self._restore_process()
         if why:
             return why""",
-     """        _pc = time.perf_counter_ns
-        a = _pc()
-        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
-        b = _pc()
+     """        self.frozen = frozen
         why = self.check_namespaces()
         c = _pc()
         if why:

@@ -702,7 +702,7 @@ check_poison() {
     [ "$(r "$D/out.jsonl" keep .worker_replaced)" = null ]
 }
 
-@test "python reuse: honest code that defines dataclasses or named tuples, or imports fractions or decimal, keeps its process; the same writes to the prelude's do not" {
+@test "python reuse: honest code that defines dataclasses, or imports fractions or decimal, keeps its process; the same writes to the prelude's do not" {
     {
         job nt $'from collections import namedtuple\nP = namedtuple("P", "x y", defaults=[0])\ndef transform(g):\n    return [list(P(1))]\n'
         job dc $'from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass P:\n    x: int = 0\n    y: list = field(default_factory=list)\ndef transform(g):\n    return [[P(3).x]]\n'
@@ -714,9 +714,32 @@ check_poison() {
         job frame $'import sys\nf = sys._getframe(1)\ndef transform(g):\n    return g\n'
     } > "$D/jobs.jsonl"
     run_both
-    # The same outputs as under fork; a class or tuple type the prediction
-    # made is its own (its dunder writes tell nothing), while a dunder
-    # write to the prelude's, or a frame, still has the process replaced.
+    # The same outputs as under fork; a class the prediction made, which
+    # nothing inherits from, is its own (its dunder writes tell nothing),
+    # while a dunder write to the prelude's, or a frame, still has the
+    # process replaced. namedtuple writes its new __new__'s defaults, a
+    # function's: that is reported too.
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
-    [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["nt",null],["dc",null],["tn",null],["doc",null],["num",null],["onprelude","poisoned: class collections.Counter was changed (__dataclass_params__ added)"],["defaults","poisoned: it used object.__setattr__"],["frame","poisoned: it used sys._getframe"]]' ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["nt","poisoned: it used object.__setattr__"],["dc",null],["tn","poisoned: it used object.__setattr__"],["doc",null],["num",null],["onprelude","poisoned: class collections.Counter was changed (__dataclass_params__ added)"],["defaults","poisoned: it used object.__setattr__"],["frame","poisoned: it used sys._getframe"]]' ] || { cat "$D/reuse.jsonl"; false; }
+}
+
+@test "python reuse: the runtime's own classes, a finalizer run by the put-back, decimal's template contexts, a stream's buffer, a base class others inherit from: the next prediction sees what fork gives it" {
+    victim_sorted=$'def transform(g):\n    return [sorted([3, 1, 2])]\n'
+    {
+        job own $'c = [c for c in object.__subclasses__() if c.__name__ == "_Baseline"][0]\nc.check = lambda self: ""\nimport builtins\nbuiltins.sorted = lambda x: [7]\ndef transform(g):\n    return g\n'
+        job own-after "$victim_sorted"
+        job own2 $'c = [c for c in object.__subclasses__() if c.__name__ == "_Namespaces"][0]\nc._check_namespaces = lambda self: ""\ndef transform(g):\n    return g\n'
+        job own2-after "$victim_sorted"
+        job putback $'import copy, shutil\nclass Bomb:\n    def __del__(self):\n        copy._deepcopy_dispatch[list] = lambda x, memo: [5]\ndef transform(g):\n    shutil._ARCHIVE_FORMATS["zz"] = (Bomb(), [], "planted")\n    return g\n'
+        job putback-after $'import copy\ndef transform(g):\n    return copy.deepcopy(g)\n'
+        job dec $'import decimal\ndef transform(g):\n    decimal.DefaultContext.prec = 3\n    decimal.BasicContext.prec = 2\n    return g\n'
+        job dec-after $'import decimal\ndef transform(g):\n    with decimal.localcontext(decimal.BasicContext):\n        x = str(decimal.Decimal(1) / decimal.Decimal(7))\n    return [[decimal.Context().prec, x]]\n'
+        job buf $'import sys\ndef transform(g):\n    b = sys.stdout.buffer\n    real = type(b).write\n    b.write = lambda data: real(b, data.replace(b"hello", b"HACKED"))\n    return g\n'
+        job buf-after $'def transform(g):\n    print("hello")\n    return g\n'
+        job bases $'import tokenize\nclass Evil(tuple):\n    __slots__ = ()\n    def __len__(self):\n        return 99\ndef transform(g):\n    tokenize.TokenInfo.__bases__[0].__bases__ = (Evil,)\n    return g\n'
+        job bases-after $'import tokenize, io\ndef transform(g):\n    return [[len(t) for t in tokenize.generate_tokens(io.StringIO("x = 1\\n").readline)]]\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }

@@ -707,6 +707,9 @@ class Runner:
         baseline = _Baseline(CHILD_STDIN, REUSE_CHAN_FD, self.namespaces or _Namespaces(self.builtins),
                              self.recorded)
         baseline.freeze()
+        # Bound now: by the time it is called, _Baseline.check may be
+        # another function (its first step finds that out).
+        check = baseline.check
         allowed = [None]
         _install_tripwire(REUSE_CHAN_FD, allowed, baseline.ns.owners)
         write(REUSE_CHAN_FD, b"R")  # ready: its worker reads the CPU clock of the first job after this
@@ -747,7 +750,7 @@ class Runner:
             try:
                 # After a MemoryError the heap may hold what the failed
                 # allocations left; the process goes, as a fork child would.
-                why = "memory_error: the prediction ran out of memory" if rep.get("memory") else baseline.check()
+                why = "memory_error: the prediction ran out of memory" if rep.get("memory") else check()
             except BaseException as e:
                 why = f"poisoned: the check failed ({_exc_type(e)}: {_exc_text(e)})"
             try:
@@ -1042,43 +1045,25 @@ def _install_tripwire(chan_fd, allowed, known=frozenset()):
     (an error's line), set only by code no prediction can reach unseen.
     known: the ids of the classes (and modules, objects) whose namespaces
     the check compares. A write of a dunder attribute to a class it does
-    not know (the prediction's own: @dataclass, typing.NamedTuple, a
-    class's __doc__) changes nothing a plain attribute write to that class
-    could not, which no audit event reports either; and namedtuple's and
-    typing's own reads of their caller's module name, and namedtuple's
-    writes to the class and functions it has just made, are their
-    business. Neither is reported, so honest code using them keeps its
-    process."""
+    not know and that no class inherits from (the prediction's own:
+    @dataclass, a class's __doc__) changes nothing a plain attribute write
+    to that class could not, which no audit event reports either: it is
+    not reported, so honest code defining dataclasses keeps its process.
+    (A class some other class inherits from is reported: a write to it
+    reaches them, known ones included.)"""
     fstat, write, dev_ino, refused = os.fstat, os.write, _dev_ino(chan_fd), RuntimeError
     events, prefixes, frame_attrs, said = _REUSE_TAINT_EVENTS, _REUSE_TAINT_PREFIXES, _REUSE_FRAME_ATTRS, [False]
     job_vars = _JOB_VARS
-    getframe, is_type, type_, id_ = sys._getframe, issubclass, type, id
-    # Stdlib functions that read their caller's module name (a frame's
-    # f_globals["__name__"]) and write only to what they have just made:
-    # their code objects, as this process found them.
-    own_code = tuple(getattr(getattr(sys.modules.get(mod), fn, None), "__code__", None)
-                     for mod, fn in (("collections", "namedtuple"), ("typing", "_caller")))
-    own_events = ("sys._getframe", "sys._getframemodulename", "object.__setattr__")
-    busy = [False]  # the hook's own frame read: its events are not a prediction's
-
-    def from_stdlib():
-        busy[0] = True
-        try:
-            code = getframe(2).f_code  # this, the hook, then the frame that made the call
-            return code is own_code[0] or code is own_code[1]
-        except ValueError:
-            return False
-        finally:
-            busy[0] = False
+    is_type, type_, id_, subclasses = issubclass, type, id, type.__subclasses__
 
     def hook(event, args):
-        if busy[0] or (event not in events and not event.startswith(prefixes)):
+        if event not in events and not event.startswith(prefixes):
             return
         # The real class of what is written to (type(): never its own
-        # __class__), and ids: nothing of the prediction's runs here.
-        if event == "object.__setattr__" and is_type(type_(args[0]), type) and id_(args[0]) not in known:
-            return
-        if event in own_events and from_stdlib():
+        # __class__), ids, and type's own list of subclasses: nothing of the
+        # prediction's runs here.
+        if event == "object.__setattr__" and is_type(type_(args[0]), type) and id_(args[0]) not in known and \
+                not subclasses(args[0]):
             return
         if event == "object.__getattr__" and (args[1] not in frame_attrs or args[0] is allowed[0]):
             return
@@ -1214,8 +1199,9 @@ class _Namespaces:
 
         A class's bases are not compared here: assigning `__bases__`, by
         setattr or through its descriptor, is an audited type attribute
-        write (object.__setattr__), which the tripwire reports, and nothing
-        else changes a class's method resolution order."""
+        write (object.__setattr__), which the tripwire reports (for any
+        class others inherit from or this check knows), and nothing else
+        changes a class's method resolution order."""
         len_ = self.bound[0]
         modules, module_list = self.modules, self.module_list
         if len_(modules) != len_(module_list):
@@ -1336,7 +1322,13 @@ class _Baseline:
                          dict(getattr(stream, "__dict__", None) or {}))
                         for name in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
                         if (stream := getattr(sys, name)) is not None]
+        # And their buffers' and raw files' own (sys.stdout.buffer.write = ...).
+        self.stream_layers = [(d, dict(d)) for _, stream, _, _, _ in self.streams
+                              for layer in (getattr(stream, "buffer", None),
+                                            getattr(getattr(stream, "buffer", None), "raw", None))
+                              if type(d := getattr(layer, "__dict__", None)) is dict]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
+        self.own_intact = _own_guard(namespaces.peek)
         self.gc_get_freeze_count = gc.get_freeze_count
         self.frozen = gc.get_freeze_count()  # and again at freeze()
 
@@ -1369,6 +1361,10 @@ class _Baseline:
         modules and builtins are known intact does it call through them;
         until then, only what this object bound before any prediction."""
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        # First, by what was bound before any prediction: everything below
+        # calls through the runtime's own classes and module.
+        if not self.own_intact():
+            return "poisoned: the runtime's own code was changed"
         # gc.freeze() keeps whatever it froze, garbage included, for the
         # process's life (memory later predictions would lack); gc.unfreeze()
         # puts the prelude's heap back under collection. Only these raise the
@@ -1440,6 +1436,11 @@ class _Baseline:
             if attrs is not None and not _same_items(attrs, items):
                 attrs.clear()
                 attrs.update(items)
+        for attrs, items in self.stream_layers:
+            if not _same_items(attrs, items):
+                attrs.clear()
+                attrs.update(items)
+        for name, stream, mode, attrs, items in self.streams:
             try:
                 stream.flush()
                 if _stream_mode(stream) != mode:
@@ -1601,6 +1602,11 @@ class _Registries:
         self.tracing = _tracemalloc.is_tracing()
         dec = sys.modules.get("decimal")  # only the prelude's: a prediction's own import is dropped
         self.decimal = (dec.setcontext, dec.getcontext().copy()) if dec is not None else None
+        # And the contexts new ones start from (decimal.DefaultContext.prec
+        # = 4 is an idiom), compared by their text.
+        self.decimal_templates = [(ctx, ctx.copy(), repr(ctx)) for ctx in
+                                  (dec.DefaultContext, dec.BasicContext, dec.ExtendedContext)] \
+            if dec is not None else []
         self.impl = (vars(sys.implementation), dict(vars(sys.implementation)))
         import _thread
         self.timeout = (socket.getdefaulttimeout, socket.setdefaulttimeout, socket.getdefaulttimeout())
@@ -1617,6 +1623,11 @@ class _Registries:
         if self.decimal is not None:
             setcontext, context = self.decimal
             setcontext(context.copy())  # as the zygote had it: precision, rounding, flags, traps
+        for ctx, snap, text in self.decimal_templates:
+            if repr(ctx) != text:
+                for name in ("prec", "rounding", "Emin", "Emax", "capitals", "clamp"):
+                    setattr(ctx, name, getattr(snap, name))
+                ctx.traps, ctx.flags = dict(snap.traps), dict(snap.flags)
         impl, items = self.impl
         if not _same_items(impl, items):
             return "poisoned: sys.implementation was changed"
@@ -1626,7 +1637,10 @@ class _Registries:
         stack_size, size = self.stack
         if stack_size() != size:
             stack_size(size)
-        if self.tables.restore():
+        put = self.tables.restore()
+        if put.startswith("poisoned"):
+            return put
+        if put:
             # What was found under what was put back: the interpreter's
             # cache of found codecs, each logger's of its enabled levels.
             if self.recorded is not None:
@@ -1655,24 +1669,39 @@ class _PutBack:
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
         self.read = _word_reader([id(d) + _DictVersions.OFFSET for d, _ in self.dicts], peek) if counted else None
         self.seen = self.read() if counted else None
+        self.collect = gc.collect
+
+    @staticmethod
+    def _same_dict(d, items):
+        return dict.__len__(d) == len(items) and all(map(_is, dict.keys(d), items)) and \
+            all(map(_is, dict.values(d), items.values()))
 
     def restore(self):
-        """Put everything back; True when anything had changed."""
-        changed = False
+        """Put everything back: '' (nothing had changed), 'put back', or
+        'poisoned: ...' when what was taken out, once freed, wrote to these
+        tables again (its finalizer is the prediction's code: it runs only
+        after everything is back, and what it did is then looked at)."""
+        keep = []  # what putting back takes out: freed only once everything is back
         if self.read is None or self.read() != self.seen:
             for d, items in self.dicts:
-                if dict.__len__(d) != len(items) or not all(map(_is, dict.keys(d), items)) or \
-                        not all(map(_is, dict.values(d), items.values())):
+                if not self._same_dict(d, items):
+                    keep.append(dict.copy(d))
                     dict.clear(d)
                     dict.update(d, items)
-                    changed = True
-            if self.read is not None:
-                self.seen = self.read()
         for lst, items in self.lists:
             if len(lst) != len(items) or not all(map(_is, lst, items)):
+                keep.append(list(lst))
                 lst[:] = items
-                changed = True
-        return changed
+        put = bool(keep)
+        if put:
+            keep.clear()
+            self.collect()  # and what a cycle held
+            if not all(self._same_dict(d, items) for d, items in self.dicts) or \
+                    not all(len(lst) == len(items) and all(map(_is, lst, items)) for lst, items in self.lists):
+                return "poisoned: a table was written to again as it was put back (a finalizer)"
+        if self.read is not None:
+            self.seen = self.read()
+        return "put back" if put else ""
 
 
 def _logging_state():
@@ -1901,6 +1930,37 @@ def _word_reader(addrs, peek=None):
     def read():
         return list_(map_(value, views))
     return read
+
+
+def _own_guard(peek=None):
+    """A function that says whether this runtime's own module namespace
+    and classes still hold exactly what they held when it was made, by
+    identity: the state check calls through them, and a prediction can
+    reach the classes (object.__subclasses__()) and write to them without
+    any audit event. Through their write counters (one reading) where the
+    interpreter keeps them, and entry by entry when one moved; everything
+    it calls is bound here."""
+    here = globals()
+    name = here["__name__"]
+    dicts = [here] + [gc.get_referents(c.__dict__)[0] for c in list(here.values())
+                      if isinstance(c, type) and c.__module__ == name]
+    keys = [list(d) for d in dicts]
+    values = [list(d.values()) for d in dicts]
+    counted = {"dict", "module", "class"} <= _DictVersions.kinds()
+    read = _word_reader([id(d) + _DictVersions.OFFSET for d in dicts], peek) if counted else None
+    seen = [read() if read is not None else None]
+    len_, all_, map_, is_, values_of, zip_ = len, all, map, _is, dict.values, zip
+
+    def intact():
+        now = read() if read is not None else None
+        if now is not None and now == seen[0]:
+            return True
+        for d, k, v in zip_(dicts, keys, values):
+            if len_(d) != len_(k) or not all_(map_(is_, d, k)) or not all_(map_(is_, values_of(d), v)):
+                return False
+        seen[0] = now
+        return True
+    return intact
 
 
 class _FunctionFields:
@@ -2636,7 +2696,8 @@ class Zygote:
             # process replaced, imported once here: they register classes
             # with abstract base classes (fractions, decimal, statistics,
             # logging), importlib renames the frozen importer, and honest
-            # code often imports the others on a prelude that does not.
+            # code often imports the others (dataclasses, typing, inspect)
+            # on a prelude that does not.
             for name in _REUSE_PREIMPORTS:
                 __import__(name)
             # Before the namespaces are taken: the recording wrappers are
