@@ -143,7 +143,9 @@ pyjob() {
     printf 'import numpy as np\n' > "$D/prelude.py"
     python_profile "$D/p.ini" "$D/prelude.py"
     {
-        grep -F '"3c9b0459#2"' "$FITRUN_SRC/samples/arc/jobs.jsonl" # the sample's memory bomb
+        # A bomb that grows 80 MB at a time: the 160M cgroup's OOM killer ends
+        # it long before the 512M address-space limit.
+        pyjob bomb $'def transform(g):\n    hoard = []\n    while True:\n        hoard.append([0] * 10_000_000)\n'
         pyjob touch $'def transform(g):\n    b = b"x" * (300 << 20)\n    return g\n'
         pyjob ok $'def transform(g):\n    return g\n'
         pyjob err $'def transform(g):\n    return g[5]\n'
@@ -151,7 +153,7 @@ pyjob() {
     run -0 --separate-stderr in_cgroup "$cg" "$FITRUN" run --profile "$D/p.ini" --jobs jobs.jsonl --out out.jsonl
     echo "$stderr"
     jq -c '{id, status, signal, error_type, passed}' out.jsonl
-    [ "$(rf out.jsonl '3c9b0459#2' '[.status, .signal, .error_type, .passed]')" = '["memory","SIGKILL","OOMKill",null]' ]
+    [ "$(rf out.jsonl bomb '[.status, .signal, .error_type, .passed]')" = '["memory","SIGKILL","OOMKill",null]' ]
     [ "$(rf out.jsonl touch '[.status, .error_type, .passed]')" = '["memory","OOMKill",null]' ]
     [ "$(rf out.jsonl ok '[.status, .passed]')" = '["ok",[true]]' ]
     [ "$(rf out.jsonl err '[.status, .passed]')" = '["error",[false]]' ]
@@ -159,7 +161,7 @@ pyjob() {
     # (MemoryError) or fit: the bomb's (status, passed) is the same.
     run -0 "$FITRUN" run --quiet --profile "$D/p.ini" --jobs jobs.jsonl --out host.jsonl
     jq -c '{id, status, error_type, passed}' host.jsonl
-    [ "$(rf host.jsonl '3c9b0459#2' '[.status, .error_type, .passed]')" = '["memory","MemoryError",null]' ]
+    [ "$(rf host.jsonl bomb '[.status, .error_type, .passed]')" = '["memory","MemoryError",null]' ]
     [ "$(rf host.jsonl touch '[.status, .passed]')" = '["ok",[true]]' ]
 }
 

@@ -422,8 +422,11 @@ class NothingLeftBehind(unittest.TestCase):
 @needs_sandbox
 class Hostile(Base):
     # what fitrun builds for a python profile: Landlock with the libraries
-    # (the interpreter adds its own tree), a uid per slot under root
-    kwargs = {"policy": "preset=python;cpu_time=2s;memory=512M;fs=libs;user=slot;slots=2"}
+    # (the interpreter adds its own tree), a uid per slot
+    # under root. A CPU budget far above what the memory bomb's page faults
+    # cost: filling 512M takes about 2 s of CPU on a paravirtualised guest
+    # (15-20 µs a fault, bench/README.md); nothing else here is CPU-bound.
+    kwargs = {"policy": "preset=python;cpu_time=25s;memory=512M;fs=libs;user=slot;slots=2", "cpu_ms": 20000}
 
     def test_network_is_a_violation(self):
         f = self.run1("import socket\ndef transform(g):\n    socket.socket()\n    return g\n")

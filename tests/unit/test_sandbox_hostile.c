@@ -481,6 +481,24 @@ static void test_foreign_abi(void **state)
     skip();
 #endif
     struct sb r;
+    /* Some kernels never enter a system call through int 0x80 (IA32
+     * emulation off, or a paravirtualised guest such as PVM, which raises
+     * SIGSEGV): there the filter never sees one, and the attack must
+     * still fail, the same way under every preset. */
+    SB(&r, "preset=none", "int80");
+    if (strcmp(r.status, "signal") == 0 && strcmp(r.signal, "SIGSEGV") == 0) {
+        const char *const presets[][3] = {{"preset=python"}, {"--notify", "preset=python"}, {"--exec", "preset=exec"}};
+        for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+            if (presets[i][1])
+                SB(&r, presets[i][0], presets[i][1], "int80");
+            else
+                SB(&r, presets[i][0], "int80");
+            expect(&r, "signal", "-", "SIGSEGV");
+        }
+        print_message("int 0x80 is not a system call on this kernel (SIGSEGV without a filter)\n");
+        return;
+    }
+    expect(&r, "ok", "-", "-");
     SB(&r, "preset=python", "int80");
     expect_violation(&r, "foreign_abi");
     SB(&r, "--notify", "preset=python", "int80");

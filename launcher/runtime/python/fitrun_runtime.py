@@ -1021,8 +1021,8 @@ _REUSE_TAINT_EVENTS = frozenset((
     "cpython.PyInterpreterState_Clear", "cpython.PyInterpreterState_New", "cpython._PySys_ClearAuditHooks",
     "setopencodehook", "resource.setrlimit", "resource.prlimit", "os.putenv", "os.unsetenv"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
-_REUSE_PREIMPORTS = ("importlib", "inspect", "dataclasses", "typing", "fractions", "decimal", "statistics",
-                     "logging")
+_REUSE_PREIMPORTS = ("importlib", "importlib.util", "importlib.machinery", "inspect", "dataclasses", "typing",
+                     "fractions", "decimal", "statistics", "logging")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
 # Reading a function's __code__ or __globals__ (the arc-dsl reads
@@ -2695,9 +2695,10 @@ class Zygote:
             # Modules whose first import by a prediction would have its
             # process replaced, imported once here: they register classes
             # with abstract base classes (fractions, decimal, statistics,
-            # logging), importlib renames the frozen importer, and honest
-            # code often imports the others (dataclasses, typing, inspect)
-            # on a prelude that does not.
+            # logging), importlib renames the frozen importer (and its
+            # util and machinery add importlib._abc and friends to it), and
+            # honest code often imports the others (dataclasses, typing,
+            # inspect) on a prelude that does not.
             for name in _REUSE_PREIMPORTS:
                 __import__(name)
             # Before the namespaces are taken: the recording wrappers are
