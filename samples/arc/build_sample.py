@@ -138,18 +138,19 @@ def transform(grid):
 def transform(grid)
     return [row[::-1] for row in grid[::-1]]
 '''),
-        # 800 MB at a time: the first list is over the 512 MiB address-space
-        # limit before any of it is touched, so the outcome does not depend
-        # on how fast this machine takes page faults. In a memory cgroup of
-        # its own (docs/cgroups.md) it fills up to the cgroup's limit: an OOM
-        # kill, or, where a page fault costs 15-20 µs (a paravirtualised
-        # guest), the 2 s CPU budget first.
-        ({"status": ["memory", "timeout"], "why": "memory bomb: address-space or memory cgroup limit (or, where "
-          "page faults are slow, the CPU budget while it fills the cgroup)"}, '''\
+        # 8 TB at once: over the 512 MiB address-space limit, and over what
+        # the kernel's default overcommit grants in a memory cgroup, before
+        # anything is touched, so the outcome does not depend on how fast
+        # the machine takes page faults (on a paravirtualised guest, 15-20
+        # µs each: filling 512 MiB took the whole 2 s CPU budget). Where
+        # overcommit is unlimited (vm.overcommit_memory = 1) it fills its
+        # cgroup: an OOM kill, or the CPU budget first.
+        ({"status": ["memory", "timeout"], "why": "memory bomb: an allocation beyond the memory limit (where "
+          "overcommit is unlimited, it fills its cgroup: an OOM kill, or the CPU budget first)"}, '''\
 def transform(grid):
     hoard = []
     while True:
-        hoard.append([0] * 100_000_000)
+        hoard.append([0] * 10 ** 12)
 '''),
         ({"status": ["crash"], "why": "os._exit without a result"}, '''\
 import os
