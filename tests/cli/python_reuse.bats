@@ -543,16 +543,24 @@ check_poison() {
         honest after-cpu
         job violation $'import socket\ndef transform(g):\n    socket.socket()\n'
         honest after-violation
-        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n'
-        honest after-memory
         job exit $'import os\ndef transform(g):\n    os._exit(0)\n'
         honest after-exit
     } > "$D/jobs.jsonl"
-    # Memory as RLIMIT_AS limits it (no cgroups): MemoryError inside the
-    # process, which then is replaced. 300M, not the profile's 1G: filling
-    # 1G takes a loaded machine close to the 1 s CPU budget (a timeout).
-    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s --set resources.cgroups=off --set sandbox.memory=300M
+    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s
     [ "$status" -eq 0 ]
+    # Memory as RLIMIT_AS limits it (no cgroups): MemoryError inside the
+    # process, which then is replaced. 300M, not the profile's 1G, and a
+    # run of its own with a CPU budget far above what filling it costs
+    # where page faults are slow (15-20 µs each on a paravirtualised
+    # guest: about 1 s of CPU).
+    {
+        job memory $'def transform(g):\n    x = []\n    while True:\n        x.append(bytearray(50 << 20))\n'
+        honest after-memory
+    } > "$D/jobs.jsonl"
+    run_with "$D/p.ini" "$D/memory.jsonl" --cpu-time 30s --wall-time 60s --set resources.cgroups=off \
+        --set sandbox.memory=300M
+    [ "$status" -eq 0 ]
+    cat "$D/memory.jsonl" >> "$D/reuse.jsonl"
     [ "$(r "$D/reuse.jsonl" cpu '[.status, .timeout, .worker_replaced]')" = '["timeout","cpu","ended: the prediction'"'"'s process did not survive it"]' ]
     [ "$(r "$D/reuse.jsonl" violation '[.status, .syscall]')" = '["violation","socket"]' ]
     [[ "$(r "$D/reuse.jsonl" violation .worker_replaced)" =~ ^\"ended ]]
@@ -580,7 +588,10 @@ check_poison() {
         job p3 "$pid"
         job p4 "$pid"
     } > "$D/jobs.jsonl"
-    run_with "$D/p.ini" "$D/reuse.jsonl" --wall-time 60s --workers 1 --memory 300M --set resources.cgroups=require
+    # A CPU budget far above what filling 300M costs where page faults are
+    # slow (15-20 µs each on a paravirtualised guest: over 1 s of CPU).
+    run_with "$D/p.ini" "$D/reuse.jsonl" --cpu-time 30s --wall-time 60s --workers 1 --memory 300M \
+        --set resources.cgroups=require
     [ "$status" -eq 0 ]
     [ "$(r "$D/reuse.jsonl" memory '[.status, .error_type]')" = '["memory","OOMKill"]' ]
     [[ "$(r "$D/reuse.jsonl" memory .worker_replaced)" =~ ^\"ended ]]
