@@ -4,6 +4,7 @@
  *   pack.c       a spec as one byte string, a policy built from one
  *   policy.c     build/free a policy, describe, info
  *   apply.c      the child's entry points: steps, then the filter
+ *   worker.c     fork isolation's worker: a child per RUN, supervised, reported
  *   relay.c      the supervising relay process (fr_policy_apply with a report fd)
  *   steps.c      the ordered steps before the filter (rlimits ... Landlock)
  *   violation.c  the relay's report record, death by a given signal

@@ -249,6 +249,52 @@ bool fr_policy_may_read(const struct fr_policy *p, const char *path);
  * says why not (ENOSYS, EOPNOTSUPP, EPERM). Probed once per process. */
 int fr_landlock_abi(int *err);
 
+/* ---- fork isolation's worker (the warm Python runtime) ---- */
+
+/* What a child of fr_worker_serve holds when the call returns 1 in it. */
+struct fr_worker_child {
+    char *job; /* the job's bytes as fitrun framed them (malloc'd: fr_worker_child_free) */
+    size_t job_len;
+    char error[160]; /* reading the job failed: why ("" when it was read) */
+};
+
+struct fr_worker_config {
+    int chan;              /* the worker's channel (SOCK_SEQPACKET; fitrun/pyproto.h) */
+    int status;            /* its status socket (STARTED) */
+    int null_fd;           /* /dev/null, read-write: every child's fd 0 */
+    const int *cgroup_fds; /* the slot's cgroup.procs files: every child joins them first */
+    int ncgroups;
+    const struct fr_policy *policy; /* what each child applies as `slot` (the caller, once the call
+                                       returned: fr_policy_apply_notify on FR_PY_CHILD_NOTIFY_FD);
+                                       NULL: none (the worker supervises nothing) */
+    int slot;
+    uint64_t backstop_ms; /* each child's ITIMER_PROF (its CPU backstop); 0 = none */
+    /* In each child, right after it joined its cgroups: the interpreter's
+     * own after-fork work (PyOS_AfterFork_Child, which os.fork() runs), or
+     * NULL. */
+    void (*after_fork)(void);
+};
+
+/* Serve the worker's channel (docs/python-runtime.md, "Channel messages"):
+ * PIPES once, then for each RUN fork a child, send STARTED with its pidfd,
+ * supervise it (the seccomp listener it sends once it applied the policy;
+ * a denied call kills it), kill its process group, reap it and send
+ * EXITED. A bad message gets FAILED. Returns 0 when fitrun closed the
+ * channel (or went away), -1 with errno when the channel itself fails;
+ * and 1 in each child, whose descriptors are then 0 null_fd, 1 stdout, 2
+ * stderr, 3 report (blocking, flags 0), FR_PY_CHILD_NOTIFY_FD its socket
+ * and the policy's own (fr_policy_fd): everything else is closed. The
+ * child is in its slot's cgroups and its own process group, dies with the
+ * worker, has read its job into *child and armed its backstop; the caller
+ * applies the policy before any of the job's code runs, then exits. The
+ * caller in the worker is a process that only serves: it never runs
+ * anything else between forks, so it holds no lock and buffers no output
+ * when it forks (no before-fork handlers run). With an interpreter, call
+ * it with the interpreter's lock held (ctypes' PyDLL), so that after_fork
+ * finds its thread state. */
+int fr_worker_serve(const struct fr_worker_config *cfg, struct fr_worker_child *child);
+void fr_worker_child_free(struct fr_worker_child *child);
+
 /* ---- workers, descriptions, names ---- */
 
 /* Optional, for a long-lived process that only forks jobs (a warm Python

@@ -59,10 +59,11 @@ static void check_decode(const char *m, size_t len, const struct py_msg *d)
     char kind = len ? m[0] : '\0';
     FUZZ_CHECK(d->kind == kind, "kind '%c', the message's is '%c'", d->kind, kind);
     FUZZ_CHECK(d->seq == (len >= 8 ? u32_at(m + 4) : 0), "seq %u", d->seq);
-    bool usage_ok = len >= PY_MSG_EXITED_LEN && len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX && i64_at(m + 16) >= 0 &&
-                    i64_at(m + 24) >= 0 && i64_at(m + 32) >= 0 && i64_at(m + 40) >= 0 && i64_at(m + 48) >= 0;
-    bool want = (kind == 'S' && len == PY_MSG_STARTED_LEN && i64_at(m + 12) >= 0) || (kind == 'E' && usage_ok) ||
-                (kind == 'F' && len >= PY_MSG_FAILED_MIN);
+    bool usage_ok = len >= FR_PY_MSG_EXITED_LEN && len <= FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX &&
+                    i64_at(m + 16) >= 0 && i64_at(m + 24) >= 0 && i64_at(m + 32) >= 0 && i64_at(m + 40) >= 0 &&
+                    i64_at(m + 48) >= 0;
+    bool want = (kind == 'S' && len == FR_PY_MSG_STARTED_LEN && i64_at(m + 12) >= 0) || (kind == 'E' && usage_ok) ||
+                (kind == 'F' && len >= FR_PY_MSG_FAILED_MIN);
     FUZZ_CHECK(d->well_formed == want, "'%c' of %zu bytes: well_formed %d", kind, len, d->well_formed);
     if (!want)
         return;
@@ -71,8 +72,8 @@ static void check_decode(const char *m, size_t len, const struct py_msg *d)
                    (int)d->pid, (long long)d->cpu_base_ns);
     if (kind == 'E') {
         size_t n = strlen(d->facts.replaced);
-        FUZZ_CHECK(n <= len - PY_MSG_EXITED_LEN && !memcmp(d->facts.replaced, m + PY_MSG_EXITED_LEN, n) &&
-                       (n == len - PY_MSG_EXITED_LEN || m[PY_MSG_EXITED_LEN + n] == '\0'),
+        FUZZ_CHECK(n <= len - FR_PY_MSG_EXITED_LEN && !memcmp(d->facts.replaced, m + FR_PY_MSG_EXITED_LEN, n) &&
+                       (n == len - FR_PY_MSG_EXITED_LEN || m[FR_PY_MSG_EXITED_LEN + n] == '\0'),
                    "the replacement reason is not the rest of the message");
     }
     if (kind == 'F')

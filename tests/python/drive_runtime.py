@@ -404,11 +404,14 @@ def main():
     ap.add_argument("--policy", default="preset=python;cpu_time=2s;memory=1G")
     ap.add_argument("--cpu-ms", type=int, default=2000)
     ap.add_argument("--wall-ms", type=int, default=10000)
+    ap.add_argument("--isolation", choices=("fork", "reuse"), default="fork")
     ap.add_argument("--no-sandbox", action="store_true",
-                    help="run predictions WITHOUT the sandbox (only for code you trust)")
+                    help="run predictions WITHOUT the sandbox (only for code you trust; reuse "
+                         "isolation: fork isolation's worker is the sandbox library's)")
     a = ap.parse_args()
     if a.no_sandbox:
         lib = "none"
+        a.isolation = "reuse"
     else:
         lib = find_sandbox_lib()
         if lib is None:
@@ -419,7 +422,7 @@ def main():
     with open(a.jobs) as f:
         jobs = [json.loads(line) for line in f if line.strip()]
     with Runtime(a.prelude, a.entry, a.workers, sandbox_lib=lib, policy=a.policy,
-                 cpu_ms=a.cpu_ms, wall_ms=a.wall_ms) as rt:
+                 cpu_ms=a.cpu_ms, wall_ms=a.wall_ms, isolation=a.isolation) as rt:
         print(json.dumps(rt.ready), file=sys.stderr)
         if rt.ready.get("event") != "ready":
             return 125

@@ -40,10 +40,13 @@ class Base(unittest.TestCase):
                 f.write(textwrap.dedent(cls.prelude_text))
         # A generous wall limit: on a loaded machine a CPU-bound test must
         # still reach its CPU limit first (WallTime below tests wall time).
-        # Without the sandbox library only by name: these tests are about
+        # Without the sandbox library only by name, and only under reuse
+        # (fork isolation's worker is the library's): these tests are about
         # the protocol; Hostile below needs the sandbox and is skipped.
         kw = dict(workers=2, sandbox_lib=LIB or "none", cpu_ms=1000, wall_ms=60000)
         kw.update(cls.kwargs)
+        if not LIB and kw.get("isolation", "fork") == "fork":
+            raise unittest.SkipTest("fork isolation needs libfitrun_sandbox.so (build fitrun)")
         cls.rt = dr.Runtime(prelude, **kw)
         assert cls.rt.ready.get("event") == "ready", cls.rt.ready
 
@@ -404,8 +407,9 @@ class PreludeFailure(unittest.TestCase):
 
 
 class NothingLeftBehind(unittest.TestCase):
+    @needs_sandbox
     def test_close_leaves_no_process(self):
-        rt = dr.Runtime("", workers=2, sandbox_lib=LIB or "none")
+        rt = dr.Runtime("", workers=2, sandbox_lib=LIB)
         pids = [rt.proc.pid] + list(rt.pids.values())
         rt.run_many([job("def transform(g):\n    return g\n", jid=str(i)) for i in range(4)])
         rt.close()

@@ -19,10 +19,10 @@
 /* fitrun_runtime.py's MSG_EXITED: 'E', u8 flags (none here), 2 pad, u32
  * seq, i32 wstatus, i32 violation_nr, i64 utime_us, stime_us, max_rss_kb,
  * wall_us, fork_us. */
-static void exited(char m[PY_MSG_EXITED_LEN], uint32_t seq, int32_t ws, const int64_t v[5])
+static void exited(char m[FR_PY_MSG_EXITED_LEN], uint32_t seq, int32_t ws, const int64_t v[5])
 {
     int32_t nr = -1;
-    memset(m, 0, PY_MSG_EXITED_LEN);
+    memset(m, 0, FR_PY_MSG_EXITED_LEN);
     m[0] = 'E';
     memcpy(m + 4, &seq, 4);
     memcpy(m + 8, &ws, 4);
@@ -34,19 +34,19 @@ static void test_lengths(void **state)
 {
     (void)state;
     struct py_msg d;
-    char m[PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1] = {'S', 0, 0, 0, 7, 0, 0, 0, 42, 0, 0, 0};
+    char m[FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1] = {'S', 0, 0, 0, 7, 0, 0, 0, 42, 0, 0, 0};
     int64_t base = 1500000;
     memcpy(m + 12, &base, sizeof base);
-    py_msg_decode(m, PY_MSG_STARTED_LEN, &d);
+    py_msg_decode(m, FR_PY_MSG_STARTED_LEN, &d);
     assert_true(d.well_formed);
     assert_int_equal(d.seq, 7);
     assert_int_equal(d.pid, 42);
     assert_int_equal(d.cpu_base_ns, 1500000);
-    py_msg_decode(m, PY_MSG_STARTED_LEN - 1, &d);
+    py_msg_decode(m, FR_PY_MSG_STARTED_LEN - 1, &d);
     assert_false(d.well_formed);
     base = -1;
     memcpy(m + 12, &base, sizeof base);
-    py_msg_decode(m, PY_MSG_STARTED_LEN, &d);
+    py_msg_decode(m, FR_PY_MSG_STARTED_LEN, &d);
     assert_false(d.well_formed);
     memcpy(m, "F\0\0\0\7\0\0\0why", 11);
     py_msg_decode(m, 11, &d);
@@ -59,34 +59,34 @@ static void test_lengths(void **state)
 
     const int64_t ok[5] = {12000, 3000, 20480, 15000, 900};
     exited(m, 9, 0, ok);
-    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN, &d);
     assert_true(d.well_formed);
     assert_int_equal(d.seq, 9);
     assert_int_equal(d.facts.utime_us, 12000);
     assert_int_equal(d.facts.max_rss_kb, 20480);
     assert_string_equal(d.facts.replaced, "");
-    memcpy(m + PY_MSG_EXITED_LEN, "max_predictions: 3", 18);
-    py_msg_decode(m, PY_MSG_EXITED_LEN + 18, &d);
+    memcpy(m + FR_PY_MSG_EXITED_LEN, "max_predictions: 3", 18);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN + 18, &d);
     assert_true(d.well_formed);
     assert_string_equal(d.facts.replaced, "max_predictions: 3");
-    memset(m + PY_MSG_EXITED_LEN, 'x', PY_REPLACED_MAX + 1);
-    py_msg_decode(m, PY_MSG_EXITED_LEN + PY_REPLACED_MAX, &d);
+    memset(m + FR_PY_MSG_EXITED_LEN, 'x', PY_REPLACED_MAX + 1);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX, &d);
     assert_true(d.well_formed);
     assert_int_equal(strlen(d.facts.replaced), PY_REPLACED_MAX);
-    py_msg_decode(m, PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1, &d);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX + 1, &d);
     assert_false(d.well_formed);
 }
 
 static void test_exited_below_zero(void **state)
 {
     (void)state;
-    char m[PY_MSG_EXITED_LEN];
+    char m[FR_PY_MSG_EXITED_LEN];
     struct py_msg d;
     for (int field = 0; field < 5; field++) {
         int64_t v[5] = {12000, 3000, 20480, 15000, 900};
         v[field] = field % 2 ? INT64_MIN : -1;
         exited(m, 9, 0, v);
-        py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+        py_msg_decode(m, FR_PY_MSG_EXITED_LEN, &d);
         if (d.well_formed)
             fail_msg("an EXITED with field %d = %lld is taken", field, (long long)v[field]);
     }
@@ -95,11 +95,11 @@ static void test_exited_below_zero(void **state)
 static void test_collect(void **state)
 {
     (void)state;
-    char m[PY_MSG_EXITED_LEN];
+    char m[FR_PY_MSG_EXITED_LEN];
     const int64_t v[5] = {1500000, 250000, 20480, 15000, 900};
     exited(m, 1, 0, v);
     struct py_msg d;
-    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN, &d);
     assert_true(d.well_formed);
 
     struct pyrt py = {.result_cap = 1u << 20};
@@ -227,15 +227,15 @@ static void test_report_shape(void **state)
 static void test_exited_applied(void **state)
 {
     (void)state;
-    char m[PY_MSG_EXITED_LEN];
+    char m[FR_PY_MSG_EXITED_LEN];
     const int64_t v[5] = {1, 2, 3, 4, 5};
     struct py_msg d;
     exited(m, 3, 0, v);
-    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN, &d);
     assert_true(d.well_formed);
     assert_false(d.facts.applied);
-    m[1] = PY_EXITED_APPLIED;
-    py_msg_decode(m, PY_MSG_EXITED_LEN, &d);
+    m[1] = FR_PY_EXITED_APPLIED;
+    py_msg_decode(m, FR_PY_MSG_EXITED_LEN, &d);
     assert_true(d.well_formed);
     assert_true(d.facts.applied);
     assert_int_equal(d.seq, 3);

@@ -96,7 +96,7 @@ static int teardown(void **state)
  * pidfd of pid. */
 static void send_started(int sock, uint32_t seq, pid_t pid, int64_t base, bool with_fd)
 {
-    char m[PY_MSG_STARTED_LEN] = {'S'};
+    char m[FR_PY_MSG_STARTED_LEN] = {'S'};
     int32_t p = pid;
     memcpy(m + 4, &seq, 4);
     memcpy(m + 8, &p, 4);

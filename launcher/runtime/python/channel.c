@@ -55,14 +55,14 @@ static int send_with_fds(int chan, const char *m, size_t len, const int *fds, in
 
 int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds)
 {
-    char m[PY_MSG_RUN_LEN] = {'R', (char)(unsigned char)flags};
+    char m[FR_PY_MSG_RUN_LEN] = {'R', (char)(unsigned char)flags};
     memcpy(m + 4, &seq, sizeof seq);
     return send_with_fds(chan, m, sizeof m, fds, nfds);
 }
 
 int py_send_pipes(int chan, const int fds[4])
 {
-    const char m[PY_MSG_PIPES_LEN] = {'P'};
+    const char m[FR_PY_MSG_PIPES_LEN] = {'P'};
     return send_with_fds(chan, m, sizeof m, fds, 4);
 }
 
@@ -71,30 +71,30 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
     out->kind = len ? m[0] : '\0';
     out->seq = len >= 8 ? rd32(m + 4) : 0;
     out->well_formed = false;
-    if (out->kind == 'S' && len == PY_MSG_STARTED_LEN) {
+    if (out->kind == 'S' && len == FR_PY_MSG_STARTED_LEN) {
         out->pid = (pid_t)rd32(m + 8);
         out->cpu_base_ns = rd64(m + 12);
         out->well_formed = out->cpu_base_ns >= 0;
-    } else if (out->kind == 'E' && len >= PY_MSG_EXITED_LEN && len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
+    } else if (out->kind == 'E' && len >= FR_PY_MSG_EXITED_LEN && len <= FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
         out->facts = (struct exit_facts){
             .wstatus = (int)rd32(m + 8),
             .violation_nr = (int)rd32(m + 12),
-            .applied = (unsigned char)m[1] & PY_EXITED_APPLIED,
+            .applied = (unsigned char)m[1] & FR_PY_EXITED_APPLIED,
             .utime_us = rd64(m + 16),
             .stime_us = rd64(m + 24),
             .max_rss_kb = rd64(m + 32),
             .wall_us = rd64(m + 40),
             .fork_us = rd64(m + 48),
         };
-        memcpy(out->facts.replaced, m + PY_MSG_EXITED_LEN, len - PY_MSG_EXITED_LEN);
-        out->facts.replaced[len - PY_MSG_EXITED_LEN] = '\0';
+        memcpy(out->facts.replaced, m + FR_PY_MSG_EXITED_LEN, len - FR_PY_MSG_EXITED_LEN);
+        out->facts.replaced[len - FR_PY_MSG_EXITED_LEN] = '\0';
         /* Times and sizes the kernel never reports below 0: the worker's
          * word is not trusted (rusage with a negative tv_usec, a max RSS
          * printed as a huge count). */
         const struct exit_facts *f = &out->facts;
         out->well_formed =
             f->utime_us >= 0 && f->stime_us >= 0 && f->max_rss_kb >= 0 && f->wall_us >= 0 && f->fork_us >= 0;
-    } else if (out->kind == 'F' && len >= PY_MSG_FAILED_MIN) {
+    } else if (out->kind == 'F' && len >= FR_PY_MSG_FAILED_MIN) {
         out->why = m + 8;
         out->why_len = len - 8;
         out->well_formed = true;

@@ -342,7 +342,7 @@ void py_collect(struct fr_runtime *rt, struct pyslot *s, struct fr_raw *raw, cha
     struct exit_facts *f = &s->facts;
     /* Reuse: fitrun killed the job's process for a limit, maybe after the
      * process said it was done and its worker took it to live on. It is
-     * dying: the next RUN asks for a fresh one (PY_RUN_FRESH). */
+     * dying: the next RUN asks for a fresh one (FR_PY_RUN_FRESH). */
     if (PY(rt)->reuse && s->kill != PY_KILL_NONE && !f->replaced[0]) {
         snprintf(f->replaced, sizeof f->replaced, "killed: fitrun killed it at the job's %s", kill_name(s->kill));
         s->fresh = true;

@@ -217,6 +217,37 @@ class Sandbox:
             msg = err.value.decode(errors="replace") or "unknown error"
             raise SetupError("sandbox", "PolicyError", f"sandbox policy: {msg}")
         self.lib, self.policy, self.read_paths = lib, policy, reads
+        # fork isolation's worker loop runs with the interpreter's lock held
+        # (PyDLL): in each child it runs the interpreter's after-fork work,
+        # which needs this thread's state, before it returns.
+        serve = ctypes.PyDLL(lib_path, use_errno=True).fr_worker_serve
+        serve.argtypes = [ctypes.POINTER(_WorkerConfig), ctypes.POINTER(_WorkerChild)]
+        serve.restype = i
+        lib.fr_worker_child_free.argtypes = [ctypes.POINTER(_WorkerChild)]
+        lib.fr_worker_child_free.restype = None
+        self.serve_fn = serve
+
+    def serve(self, chan, status, null, cgroup_fds, slot, backstop_ms):
+        """In a fork-isolation worker (ForkWorker): fr_worker_serve. None
+        once fitrun closed the channel; in each child, what the child holds
+        (_WorkerChild)."""
+        if not self.enabled:
+            raise RuntimeError("fork isolation needs the sandbox library (--sandbox-lib none)")
+        fds = (ctypes.c_int * max(1, len(cgroup_fds)))(*cgroup_fds)
+        cfg = _WorkerConfig(chan=chan, status=status, null_fd=null, cgroup_fds=fds, ncgroups=len(cgroup_fds),
+                            policy=self.policy, slot=slot, backstop_ms=max(0, backstop_ms),
+                            after_fork=ctypes.cast(ctypes.pythonapi.PyOS_AfterFork_Child, ctypes.c_void_p))
+        child = _WorkerChild()
+        rc = self.serve_fn(ctypes.byref(cfg), ctypes.byref(child))
+        if rc == 1:
+            return child
+        if rc < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"the worker's channel: {os.strerror(e)}")
+        return None
+
+    def free_child(self, child):
+        self.lib.fr_worker_child_free(ctypes.byref(child))
 
     def fd(self):
         """The descriptor a child keeps until apply (the Landlock ruleset), or -1."""
@@ -260,6 +291,19 @@ class Sandbox:
     def syscall_name(self, nr):
         buf = ctypes.create_string_buffer(40)
         return self.lib.fr_syscall_name(nr, buf, len(buf)).decode()
+
+
+class _WorkerConfig(ctypes.Structure):
+    """struct fr_worker_config (fitrun/sandbox.h)."""
+    _fields_ = [("chan", ctypes.c_int), ("status", ctypes.c_int), ("null_fd", ctypes.c_int),
+                ("cgroup_fds", ctypes.POINTER(ctypes.c_int)), ("ncgroups", ctypes.c_int),
+                ("policy", ctypes.c_void_p), ("slot", ctypes.c_int), ("backstop_ms", ctypes.c_uint64),
+                ("after_fork", ctypes.c_void_p)]
+
+
+class _WorkerChild(ctypes.Structure):
+    """struct fr_worker_child (fitrun/sandbox.h)."""
+    _fields_ = [("job", ctypes.c_void_p), ("job_len", ctypes.c_size_t), ("error", ctypes.c_char * 160)]
 
 
 def _peek_words(lib):
@@ -604,38 +648,34 @@ class Runner:
                     break
         return rep
 
-    def child(self, fds, sock, null, worker_pid, worker, cgroup_fds=()):
-        """Never returns: runs in the forked child of a worker. fds: the job
-        read end and the report, stdout and stderr write ends from fitrun;
-        sock: this child's end of the socket its worker supervises it on.
-        The child reads its own job, applies the sandbox (as slot `worker`:
-        its uid under root), runs the code and writes its own report.
-        cgroup_fds: its slot's cgroup.procs files (fitrun's own cgroups):
-        the child joins them first, so that everything it allocates is
-        charged to, and limited by, its slot's cgroup."""
-        _join_cgroups(cgroup_fds, worker)
-        try:
-            os.setpgid(0, 0)  # so that the worker can kill anything it leaves behind
-            self.die_with_parent(worker_pid)
-            job_r, report_w, out_w, err_w = fds
-            _layout_fds(((null, CHILD_STDIN), (out_w, CHILD_STDOUT), (err_w, CHILD_STDERR),
-                         (report_w, CHILD_REPORT_FD), (sock, CHILD_NOTIFY_FD), (job_r, CHILD_JOB_FD)),
-                        self.sandbox.fd())
-            _reset_write_ends(fcntl.fcntl)
-        except BaseException:
-            os._exit(EXIT_CHILD_SETUP)
+    def forked(self, child, worker):
+        """Never returns: runs in a prediction's child, which the sandbox
+        library's fork worker made (fr_worker_serve; docs/python-runtime.md,
+        "The prediction's child"): in its slot's cgroups, its descriptors
+        laid out, its job read and its CPU backstop armed. Here the job is
+        decoded, the sandbox applied and the code run, and the child writes
+        its own report."""
         def start():
-            job = self.read_job()
-            self.arm_backstop(job, worker)
+            if child.error:
+                raise EOFError(child.error.decode(errors="replace"))
+            job = json.loads(ctypes.string_at(child.job, child.job_len))
+            self.sandbox.free_child(child)
+            self.job_environ(job, worker)
             return job, self.sandbox.apply(CHILD_NOTIFY_FD, worker)
         self.write_report(self.run_job(start))
         os._exit(0)
 
-    def arm_backstop(self, job, worker):
-        """What every prediction's process gets before its code runs: its
-        job id and worker in the environment, and the CPU backstop."""
+    @staticmethod
+    def job_environ(job, worker):
+        """A prediction's job id and worker, in its environment."""
         os.environ["FITRUN_JOB_ID"] = job["id"]
         os.environ["FITRUN_WORKER"] = str(worker)
+
+    def arm_backstop(self, job, worker):
+        """What every prediction of a reused process gets before its code
+        runs (a fork child gets the same from fr_worker_serve): its job id
+        and worker in the environment, and the CPU backstop."""
+        self.job_environ(job, worker)
         # Backstop only: fitrun reads this process's CPU clock and kills
         # it at the budget. Should fitrun be late, SIGPROF's default
         # action ends it here; RLIMIT_CPU (set by the sandbox) is the last
@@ -846,11 +886,13 @@ def _encode_report(rep):
 # Worker
 
 class Worker:
-    """Forks one child per RUN message and reports how it ended. The job's
-    pipe ends come with the RUN (the worker holds them from the message to
-    the fork) or are the worker's own, sent once with PIPES when no process
-    of a prediction can outlive it (every child gets them). Either way the
-    worker never reads from or writes to them."""
+    """A worker's channel: PIPES once, then one RUN per job (run()). The
+    job's pipe ends come with the RUN (the worker holds them from the
+    message to the job's start) or are the worker's own, sent once with
+    PIPES when no process of a prediction can outlive it. Either way the
+    worker never reads from or writes to them. This loop is reuse
+    isolation's (ReuseWorker); fork isolation's is the sandbox library's
+    (ForkWorker)."""
 
     def __init__(self, runner, worker, chan, status, cgroup_fds=()):
         self.runner = runner
@@ -882,7 +924,7 @@ class Worker:
                 elif len(msg) == MSG_RUN.size and msg[:1] == b"R" and not fds and self.pipes is not None:
                     self.run(*MSG_RUN.unpack(msg)[2:0:-1], self.pipes)
                 else:
-                    self.failed(0, f"unreadable message {msg[:32]!r} with {len(fds)} fds")
+                    self.failed(0, f"unreadable message of {len(msg)} bytes with {len(fds)} fds")
             finally:
                 for fd in fds:
                     try:
@@ -902,43 +944,19 @@ class Worker:
     def failed(self, seq, why):
         self.chan.send(MSG_FAILED.pack(b"F", seq) + why.encode(errors="replace")[:1000])
 
-    def run(self, seq, flags, fds):
-        # This prediction's own socket: its child sends the filter's listener
-        # on it, once, then closes its end; the worker's channel to fitrun is
-        # never in the child.
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            t0 = time.monotonic_ns()
-            try:
-                pid = os.fork()
-            except OSError as e:
-                self.failed(seq, f"fork: {e.strerror}")
-                return
-            if pid == 0:
-                self.runner.child(fds, theirs.fileno(), self.null, self.pid, self.worker,
-                                  self.cgroup_fds)  # never returns
-            t_fork = time.monotonic_ns()
-            theirs.close()
-            self.release(fds)  # the child has them
-            self.reap(seq, pid, ours, t0, t_fork)
-        finally:
-            ours.close()
-            theirs.close()
 
-    def reap(self, seq, pid, sock, t0, t_fork):
-        pidfd = os.pidfd_open(pid)
-        try:
-            # fitrun kills the child through this pidfd (CPU budget, wall
-            # time, output caps): race-free, whatever becomes of the pid.
-            socket.send_fds(self.status, [MSG_STARTED.pack(b"S", seq, pid, 0)], [pidfd])
-            violation, applied = supervise(self.runner.sandbox, pid, pidfd, sock.fileno())
-            _, status, ru = os.wait4(pid, 0)
-        finally:
-            os.close(pidfd)
-        t_end = time.monotonic_ns()
-        self.chan.send(MSG_EXITED.pack(b"E", EXITED_APPLIED if applied else 0, seq, status, violation,
-                                       int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss,
-                                       (t_end - t0) // 1000, (t_fork - t0) // 1000))
+class ForkWorker(Worker):
+    """isolation = fork: the sandbox library's loop (fr_worker_serve) forks
+    one child per RUN, supervises it and sends STARTED and EXITED; this
+    process runs no Python again until the run is over. In each child the
+    call returns: the child runs the prediction (Runner.forked)."""
+
+    def serve(self):
+        child = self.runner.sandbox.serve(self.chan.fileno(), self.status.fileno(), self.null, self.cgroup_fds,
+                                          self.worker, self.runner.cfg.cpu_backstop_ms)
+        if child is None:
+            return 0  # fitrun closed the channel: the run is over
+        self.runner.forked(child, self.worker)  # never returns
 
 
 def supervise(sandbox, pid, pidfd, sock):
@@ -2687,6 +2705,10 @@ class Zygote:
         _warn_as_main()
         t2 = time.monotonic()
         self.runner = Runner(self.cfg, sandbox, prelude)
+        if not sandbox.enabled and self.cfg.isolation != "reuse":
+            # Its workers' loop is the library's (ForkWorker).
+            raise SetupError("sandbox", "RuntimeError", "isolation = fork needs the sandbox library, "
+                             "and --sandbox-lib is none")
         # Workers and children inherit this: no other process without
         # CAP_SYS_PTRACE can open their /proc/<pid>/{mem,fd,environ}.
         self.runner.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -2812,8 +2834,8 @@ class Zygote:
                     os.close(pidfd)
                 chan = socket.socket(fileno=chan_fd)
                 status = socket.socket(fileno=status_fd)
-                code = (ReuseWorker if self.cfg.isolation == "reuse" else Worker)(self.runner, worker, chan,
-                                                                                   status, cgroup_fds).serve()
+                code = (ReuseWorker if self.cfg.isolation == "reuse" else ForkWorker)(self.runner, worker, chan,
+                                                                                       status, cgroup_fds).serve()
             except BrokenPipeError:
                 code = 0  # fitrun went away mid-reply
             except BaseException as e:

@@ -57,6 +57,7 @@
 #include <sys/uio.h>
 
 #include "fitrun/jsonscan.h"
+#include "fitrun/pyproto.h"
 #include "fitrun/runtime.h"
 
 #define PY_SCRIPT "fitrun_runtime.py"
@@ -107,26 +108,12 @@
  * stops and --resume completes it. */
 #define PY_ZYGOTE_RESTARTS 3
 
-/* Channel messages (native byte order, no padding; fitrun_runtime.py's
- * MSG_* structs). */
-#define PY_MSG_RUN_LEN 8 /* 'R', u8 flags, 2 pad, u32 seq; + 4 fds, or none (the worker's own pipes) */
-/* RUN's flags. FRESH (reuse): end the process that ran the slot's previous
- * job before this one. fitrun killed that process for a limit, and the
- * kill may have come after the process said it was done, so its worker
- * may not know yet that it is dying. */
-#define PY_RUN_FRESH 1
-#define PY_MSG_PIPES_LEN 4    /* 'P', 3 pad; + the 4 child ends of the worker's own pipes */
-#define PY_MSG_STARTED_LEN 20 /* 'S', 3 pad, u32 seq, i32 pid, i64 cpu_base_ns; + the child's pidfd */
-#define PY_MSG_EXITED_LEN                                                                                              \
-    56                      /* 'E', u8 flags, 2 pad, u32 seq, i32 wstatus, i32 violation_nr,
-                                 i64 utime_us, stime_us, max_rss_kb, wall_us, fork_us;
-                                 then, reuse only, why its process was replaced (UTF-8) */
-#define PY_MSG_FAILED_MIN 8 /* 'F', 3 pad, u32 seq, then the reason */
-/* EXITED's flags. APPLIED: the process applied the sandbox (its worker
- * received the filter's listener, or the word that there is no filter,
- * which the process sends only once every step succeeded). A report of
- * a sandbox failure from a process that applied it is the prediction's. */
-#define PY_EXITED_APPLIED 1
+/* Channel messages: fitrun/pyproto.h (shared with the sandbox library's
+ * fork worker). RUN's FRESH (reuse) is set when fitrun killed the process
+ * that ran the slot's previous job for a limit: the kill may have come
+ * after the process said it was done, so its worker may not know yet that
+ * it is dying. A report of a sandbox failure from a process that applied
+ * the sandbox (EXITED's APPLIED) is the prediction's own text. */
 /* Bytes of EXITED's reason at most. */
 #define PY_REPLACED_MAX 400
 
@@ -143,7 +130,7 @@ struct stream {
 struct exit_facts {
     int wstatus;
     int violation_nr;
-    bool applied; /* PY_EXITED_APPLIED */
+    bool applied; /* FR_PY_EXITED_APPLIED */
     int64_t utime_us, stime_us, max_rss_kb, wall_us, fork_us;
     char replaced[PY_REPLACED_MAX + 1]; /* "" = the process ran on (or was a fork child) */
 };
@@ -159,7 +146,7 @@ struct slot_pipes {
 struct pyslot {
     /* the worker */
     int chan;            /* our end of its channel; -1 = none */
-    bool fresh;          /* the next RUN says PY_RUN_FRESH */
+    bool fresh;          /* the next RUN says FR_PY_RUN_FRESH */
     int status;          /* our end of its status socket (STARTED); -1 = none */
     bool status_watched; /* watched until a STARTED it is waited for comes */
     int proc_fd;         /* pidfd of the process that runs its jobs (status.c); -1 = none known */

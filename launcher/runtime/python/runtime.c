@@ -217,8 +217,8 @@ static void channel_message(struct fr_runtime *rt, int slot, const struct py_msg
     else if (current && m->kind == 'F')
         crashed(rt, slot, "python worker %d could not start the prediction: %.*s", slot,
                 (int)(m->why_len > 300 ? 300 : m->why_len), m->why);
-    else if (s->job && m->seq == s->seq && m->kind == 'E' && m->len >= PY_MSG_EXITED_LEN &&
-             m->len <= PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
+    else if (s->job && m->seq == s->seq && m->kind == 'E' && m->len >= FR_PY_MSG_EXITED_LEN &&
+             m->len <= FR_PY_MSG_EXITED_LEN + PY_REPLACED_MAX) {
         /* The job's end, with figures no kernel gives: the worker is broken. */
         replace_worker(rt, slot);
         crashed(rt, slot, "python worker %d reported a negative CPU time or memory use for the job; replaced", slot);
@@ -371,7 +371,7 @@ static int send_run(struct fr_runtime *rt, int slot, char *err, size_t errlen)
 {
     struct pyrt *py = PY(rt);
     struct pyslot *s = &py->slots[slot];
-    unsigned flags = s->fresh ? PY_RUN_FRESH : 0;
+    unsigned flags = s->fresh ? FR_PY_RUN_FRESH : 0;
     if (py->persistent) {
         s->seq++;
         if (py_send_run(s->chan, s->seq, flags, NULL, 0) < 0) {
