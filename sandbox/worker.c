@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fitrun/common.h"
 #include "fitrun/pyproto.h"
 #include "internal.h"
 
@@ -75,31 +76,7 @@ static void close_fds(const int *fds, int n)
  * with errno (EPIPE: fitrun is gone). */
 static int send_msg(int sock, const void *m, size_t len, int fd)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {(void *)m, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof u.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    ssize_t w;
-    do
-        w = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
-    if (w == (ssize_t)len)
-        return 0;
-    if (w >= 0)
-        errno = EMSGSIZE;
-    return -1;
+    return fr_send_fds(sock, m, len, &fd, fd >= 0, MSG_NOSIGNAL);
 }
 
 /* The next message of the channel into buf (MSG_CAP bytes), its

@@ -119,6 +119,13 @@ const char *fr_env_lookup(char *const *envp, const char *name);
  * not fit). */
 int fr_self_exe(char *buf, size_t n);
 
+/* Send one message of len bytes on a unix socket with nfds descriptors
+ * (0..FR_SEND_FDS_MAX, SCM_RIGHTS), retrying EINTR; flags are sendmsg's
+ * (MSG_NOSIGNAL, MSG_DONTWAIT). Returns 0, or -1 with errno (EINVAL: too
+ * many descriptors; EMSGSIZE: not all of it went). */
+#define FR_SEND_FDS_MAX 4
+int fr_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds, int flags);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t fr_now_ns(void);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -621,6 +622,55 @@ static void test_tree_cpu(void **state)
     assert_int_equal(fr_tree_cpu_ns(0), 0);
 }
 
+/* fr_send_fds: the message and every descriptor arrive, as the same open
+ * files; too many descriptors is EINVAL; a peer that is gone is EPIPE,
+ * not a SIGPIPE death (MSG_NOSIGNAL). */
+static void test_send_fds(void **state)
+{
+    (void)state;
+    int sv[2], p[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    assert_int_equal(fr_send_fds(sv[0], "hello", 5, p, 2, MSG_NOSIGNAL), 0);
+    assert_int_equal(fr_send_fds(sv[0], "bare", 4, NULL, 0, MSG_NOSIGNAL), 0);
+    char buf[16];
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {buf, sizeof buf};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    assert_int_equal(recvmsg(sv[1], &mh, MSG_CMSG_CLOEXEC), 5);
+    assert_memory_equal(buf, "hello", 5);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    assert_non_null(c);
+    assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+    assert_int_equal(c->cmsg_len, CMSG_LEN(2 * sizeof(int)));
+    int got[2];
+    memcpy(got, CMSG_DATA(c), sizeof got);
+    for (int i = 0; i < 2; i++) {
+        struct stat a, b;
+        assert_int_equal(fstat(got[i], &a), 0);
+        assert_int_equal(fstat(p[i], &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        close(got[i]);
+    }
+    mh.msg_controllen = sizeof u.buf;
+    assert_int_equal(recvmsg(sv[1], &mh, 0), 4);
+    assert_int_equal(mh.msg_controllen, 0);
+    const int five[5] = {p[0], p[0], p[0], p[0], p[0]};
+    errno = 0;
+    assert_int_equal(fr_send_fds(sv[0], "x", 1, five, 5, 0), -1);
+    assert_int_equal(errno, EINVAL);
+    close(sv[1]);
+    errno = 0;
+    assert_int_equal(fr_send_fds(sv[0], "x", 1, p, 1, MSG_NOSIGNAL), -1);
+    assert_int_equal(errno, EPIPE);
+    close(sv[0]);
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -641,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_env_lookup),
         cmocka_unit_test(test_self_exe),
         cmocka_unit_test(test_tree_cpu),
+        cmocka_unit_test(test_send_fds),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "fitrun/common.h"
 #include "internal.h"
 
 static uint32_t rd32(const char *p)
@@ -23,47 +24,21 @@ static int64_t rd64(const char *p)
     return v;
 }
 
-/* A message of len bytes with nfds (0 or 4) descriptors. */
-static int send_with_fds(int chan, const char *m, size_t len, const int *fds, int nfds)
-{
-    union {
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {(void *)m, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (nfds != 0 && nfds != 4) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (nfds) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof u.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
-    }
-    ssize_t w;
-    do
-        w = sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (w < 0 && errno == EINTR);
-    return w == (ssize_t)len ? 0 : -1;
-}
-
 int py_send_run(int chan, uint32_t seq, unsigned flags, const int *fds, int nfds)
 {
     char m[FR_PY_MSG_RUN_LEN] = {'R', (char)(unsigned char)flags};
     memcpy(m + 4, &seq, sizeof seq);
-    return send_with_fds(chan, m, sizeof m, fds, nfds);
+    if (nfds != 0 && nfds != FR_PY_RUN_FDS) {
+        errno = EINVAL;
+        return -1;
+    }
+    return fr_send_fds(chan, m, sizeof m, fds, nfds, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 int py_send_pipes(int chan, const int fds[4])
 {
     const char m[FR_PY_MSG_PIPES_LEN] = {'P'};
-    return send_with_fds(chan, m, sizeof m, fds, 4);
+    return fr_send_fds(chan, m, sizeof m, fds, FR_PY_RUN_FDS, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void py_msg_decode(const char *m, size_t len, struct py_msg *out)
