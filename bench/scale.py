@@ -206,6 +206,25 @@ def sh(argv):
         return ""
 
 
+def hypervisor(lscpu):
+    """lscpu's vendor; else, for a guest that names none (a PVM guest), what
+    the kernel said it detected at boot, or that /proc/cpuinfo has the
+    hypervisor flag; "none" on bare metal."""
+    if lscpu.get("Hypervisor vendor"):
+        return lscpu["Hypervisor vendor"]
+    try:
+        with open("/proc/cpuinfo") as f:
+            guest = any(line.startswith("flags") and " hypervisor" in line for line in f)
+    except OSError:
+        guest = False
+    if not guest:
+        return "none"
+    for line in sh(["dmesg"]).splitlines():
+        if "Hypervisor detected:" in line:
+            return line.split("Hypervisor detected:", 1)[1].strip()
+    return "unnamed (cpuinfo's hypervisor flag)"
+
+
 def describe_machine(a):
     lscpu = {}
     for line in sh(["lscpu"]).splitlines():
@@ -220,7 +239,7 @@ def describe_machine(a):
     return {"host": platform.node(), "cpu_model": lscpu.get("Model name", "?"),
             "cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
             "threads_per_core": lscpu.get("Thread(s) per core", "?"),
-            "hypervisor": lscpu.get("Hypervisor vendor", "none"),
+            "hypervisor": hypervisor(lscpu),
             "memory_gib": round(mem, 1), "kernel": platform.release(),
             "python": a.python, "python_version": py, "fitrun": a.fitrun,
             "fitrun_version": sh([a.fitrun, "--version"]),
