@@ -19,12 +19,33 @@ run_teardown() {
     rm -rf "$D"
 }
 
-# job ID ARG... — one exec job line on stdout (arguments JSON-quoted by jq;
-# none may contain a newline).
+# json_string S — S as a JSON string literal, in $JSON_STRING (no
+# subshell). Printable ASCII is quoted here; anything else (control
+# characters, bytes above 127) by jq, which costs ~25 ms a call on a
+# slow machine: suites make hundreds of job lines.
+json_string() {
+    local LC_ALL=C s=$1
+    if [[ $s == *[^\ -~]* ]]; then
+        JSON_STRING=$(jq -Rn --arg s "$s" '$s')
+        return
+    fi
+    s=${s//\\/\\\\}
+    JSON_STRING="\"${s//\"/\\\"}\""
+}
+
+# job ID ARG... — one exec job line on stdout, as jq -c writes it
+# (none of the arguments may contain a newline).
 job() {
-    local id=$1
+    local line sep=
+    json_string "$1"
+    line="{\"id\":$JSON_STRING,\"argv\":["
     shift
-    printf '%s\n' "$@" | jq -cRn --arg id "$id" '{id: $id, argv: [inputs]}'
+    for a in "$@"; do
+        json_string "$a"
+        line+="$sep$JSON_STRING"
+        sep=,
+    done
+    printf '%s]}\n' "$line"
 }
 
 # field FILE ID KEY — KEY of the result for ID (jq -r; "null" when null).
