@@ -5,7 +5,9 @@
  *   worker (this loop, never Python again)      child (returns 1 to the interpreter)
  *   ------------------------------------------  ---------------------------------------
  *   recvmsg RUN (+ 4 fds, or its own pipes)
- *   socketpair = ours, theirs; fork() ------->  join the slot's cgroups
+ *   socketpair = ours, theirs
+ *   before_fork (PyOS_BeforeFork); fork() --->  join the slot's cgroups
+ *   after_fork_parent
  *                                               after_fork (PyOS_AfterFork_Child)
  *                                               setpgid; PDEATHSIG = SIGKILL
  *                                               0 null 1 out 2 err 3 report 4 theirs 5 job,
@@ -26,10 +28,10 @@
  * system calls here too (docs/python-runtime.md, "The prediction's
  * child", says what each step is for).
  *
- * What the child runs of the interpreter's own after-fork work is what
- * os.fork() runs (after_fork); the worker runs neither the before-fork
- * nor the after-fork-in-parent handlers: between two forks it runs nothing
- * but this loop, so it holds no lock and buffers no output. */
+ * Around each fork the interpreter's own fork work runs as os.fork() runs
+ * it (before_fork, after_fork_parent, after_fork in the child): its
+ * handlers, and its import lock, which a child's after-fork work expects
+ * held (Python 3.13 unlocks it there). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -405,6 +407,8 @@ static int run_one(const struct fr_worker_config *cfg, pid_t worker, uint32_t se
         return 0;
     }
     uint64_t t0 = now_us();
+    if (cfg->before_fork)
+        cfg->before_fork();
     pid_t pid = fork();
     if (pid == 0) {
         close(sv[0]);
@@ -412,6 +416,8 @@ static int run_one(const struct fr_worker_config *cfg, pid_t worker, uint32_t se
         return 1;
     }
     int e = errno;
+    if (cfg->after_fork_parent)
+        cfg->after_fork_parent();
     uint64_t t_fork = now_us();
     close(sv[1]);
     if (!own)

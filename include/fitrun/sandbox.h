@@ -269,9 +269,14 @@ struct fr_worker_config {
                                        NULL: none (the worker supervises nothing) */
     int slot;
     uint64_t backstop_ms; /* each child's ITIMER_PROF (its CPU backstop); 0 = none */
-    /* In each child, right after it joined its cgroups: the interpreter's
-     * own after-fork work (PyOS_AfterFork_Child, which os.fork() runs), or
-     * NULL. */
+    /* The interpreter's own fork work, what os.fork() runs around fork(),
+     * or NULL: before_fork in the worker (PyOS_BeforeFork: its before-fork
+     * handlers, its import lock taken), after_fork_parent in the worker
+     * (PyOS_AfterFork_Parent), after_fork in each child once it joined its
+     * cgroups (PyOS_AfterFork_Child: its at-fork handlers, its locks made
+     * anew). */
+    void (*before_fork)(void);
+    void (*after_fork_parent)(void);
     void (*after_fork)(void);
 };
 
@@ -286,12 +291,9 @@ struct fr_worker_config {
  * and the policy's own (fr_policy_fd): everything else is closed. The
  * child is in its slot's cgroups and its own process group, dies with the
  * worker, has read its job into *child and armed its backstop; the caller
- * applies the policy before any of the job's code runs, then exits. The
- * caller in the worker is a process that only serves: it never runs
- * anything else between forks, so it holds no lock and buffers no output
- * when it forks (no before-fork handlers run). With an interpreter, call
- * it with the interpreter's lock held (ctypes' PyDLL), so that after_fork
- * finds its thread state. */
+ * applies the policy before any of the job's code runs, then exits. With
+ * an interpreter, call it with the interpreter's lock held (ctypes'
+ * PyDLL): its fork work needs this thread's state. */
 int fr_worker_serve(const struct fr_worker_config *cfg, struct fr_worker_child *child);
 void fr_worker_child_free(struct fr_worker_child *child);
 

@@ -423,6 +423,46 @@ class NothingLeftBehind(unittest.TestCase):
         self.assertEqual([p for p in pids if alive(p)], [])
 
 
+def _interpreters():
+    """CPython 3.9 and later that this machine has besides /usr/bin/python3
+    (pyenv's, in /root/.pyenv: under root a slot's uid cannot read them, so
+    the policy keeps root's)."""
+    root = "/root/.pyenv/versions"
+    found = []
+    for v in sorted(os.listdir(root)) if os.path.isdir(root) else ():
+        parts = v.split(".")
+        exe = os.path.join(root, v, "bin", "python3")
+        if len(parts) >= 2 and parts[0] == "3" and parts[1].isdigit() and int(parts[1]) >= 9 and os.access(exe, os.X_OK):
+            found.append(exe)
+    return found
+
+
+@needs_sandbox
+class Interpreters(unittest.TestCase):
+    """Fork isolation's worker runs the interpreter's own fork work around
+    each fork as os.fork() does (PyOS_BeforeFork, PyOS_AfterFork_*), on
+    every CPython it supports: 3.13 unlocks its import lock in the child
+    and dies if the worker did not take it."""
+
+    def test_fork_children_on_every_interpreter(self):
+        exes = _interpreters()
+        if not exes:
+            self.skipTest("no other CPython >= 3.9 here (pyenv)")
+        code = ("import random, threading, os\ndef transform(g):\n    return [random.random(), "
+                "threading.main_thread() is threading.current_thread(), os.environ['FITRUN_JOB_ID']]\n")
+        for exe in exes:
+            with self.subTest(exe), dr.Runtime("", workers=1, sandbox_lib=LIB, python=exe, cpu_ms=5000,
+                                               wall_ms=30000, policy="preset=python;memory=1G;user=root") as rt:
+                self.assertEqual(rt.ready.get("event"), "ready", rt.ready)
+                a, b = (rt.run_one(job(code, [1], jid=j), 0) for j in ("a", "b"))
+                self.assertEqual((a["status"], a["outputs"][0][1:]), ("ok", [True, "a"]), a)
+                self.assertEqual((b["status"], b["outputs"][0][1:]), ("ok", [True, "b"]), b)
+                # random is reseeded in every child, as after os.fork()
+                self.assertNotEqual(a["outputs"][0][0], b["outputs"][0][0])
+                v = rt.run_one(job("import socket\ndef transform(g):\n    socket.socket()\n", [1]), 0)
+                self.assertEqual(v["status"], "violation", v)
+
+
 @needs_sandbox
 class Hostile(Base):
     # what fitrun builds for a python profile: Landlock with the libraries

@@ -218,8 +218,8 @@ class Sandbox:
             raise SetupError("sandbox", "PolicyError", f"sandbox policy: {msg}")
         self.lib, self.policy, self.read_paths = lib, policy, reads
         # fork isolation's worker loop runs with the interpreter's lock held
-        # (PyDLL): in each child it runs the interpreter's after-fork work,
-        # which needs this thread's state, before it returns.
+        # (PyDLL): around each fork it runs the interpreter's fork work,
+        # which needs this thread's state.
         serve = ctypes.PyDLL(lib_path, use_errno=True).fr_worker_serve
         serve.argtypes = [ctypes.POINTER(_WorkerConfig), ctypes.POINTER(_WorkerChild)]
         serve.restype = i
@@ -234,9 +234,13 @@ class Sandbox:
         if not self.enabled:
             raise RuntimeError("fork isolation needs the sandbox library (--sandbox-lib none)")
         fds = (ctypes.c_int * max(1, len(cgroup_fds)))(*cgroup_fds)
+        api = ctypes.pythonapi
+        fn = lambda f: ctypes.cast(f, ctypes.c_void_p)  # noqa: E731
+        # What os.fork() runs around fork(): the handlers, the import lock.
         cfg = _WorkerConfig(chan=chan, status=status, null_fd=null, cgroup_fds=fds, ncgroups=len(cgroup_fds),
                             policy=self.policy, slot=slot, backstop_ms=max(0, backstop_ms),
-                            after_fork=ctypes.cast(ctypes.pythonapi.PyOS_AfterFork_Child, ctypes.c_void_p))
+                            before_fork=fn(api.PyOS_BeforeFork), after_fork_parent=fn(api.PyOS_AfterFork_Parent),
+                            after_fork=fn(api.PyOS_AfterFork_Child))
         child = _WorkerChild()
         rc = self.serve_fn(ctypes.byref(cfg), ctypes.byref(child))
         if rc == 1:
@@ -298,6 +302,7 @@ class _WorkerConfig(ctypes.Structure):
     _fields_ = [("chan", ctypes.c_int), ("status", ctypes.c_int), ("null_fd", ctypes.c_int),
                 ("cgroup_fds", ctypes.POINTER(ctypes.c_int)), ("ncgroups", ctypes.c_int),
                 ("policy", ctypes.c_void_p), ("slot", ctypes.c_int), ("backstop_ms", ctypes.c_uint64),
+                ("before_fork", ctypes.c_void_p), ("after_fork_parent", ctypes.c_void_p),
                 ("after_fork", ctypes.c_void_p)]
 
 
