@@ -24,7 +24,9 @@
  * and a Python loop between two forks writes hundreds of them (reference
  * counts, the allocator's pools, frames): each first write is a page
  * fault, which a hypervisor that shadows page tables makes cost 15-60 µs.
- * This loop writes its stack and nothing else. The child's set-up is
+ * This loop writes its stack, and the interpreter's fork handlers (below)
+ * what little they write (the zygote's flush of its streams, a few
+ * pages). The child's set-up is
  * system calls here too (docs/python-runtime.md, "The prediction's
  * child", says what each step is for).
  *
