@@ -1,10 +1,12 @@
-/* fdpass.c — one message with descriptors over a unix socket (SCM_RIGHTS):
- * the Python runtime's channel messages (launcher/runtime/python/channel.c)
- * and fork isolation's worker (sandbox/worker.c) are sent through it. */
+/* fdpass.c — messages with descriptors over a unix socket (SCM_RIGHTS):
+ * sent, and taken out of a received message, for the Python runtime's
+ * channel (launcher/runtime/python/channel.c) and fork isolation's worker
+ * (sandbox/worker.c). */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "fitrun/common.h"
 
@@ -40,4 +42,23 @@ int fr_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds,
     if (w >= 0)
         errno = EMSGSIZE; /* a datagram is sent whole or not at all: not seen */
     return -1;
+}
+
+int fr_received_fds(struct msghdr *mh, int *fds, int max)
+{
+    int n = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (n < max)
+                fds[n++] = fd;
+            else
+                close(fd);
+        }
+    }
+    return n;
 }

@@ -47,7 +47,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fitrun/common.h"
@@ -59,13 +58,6 @@
 #define MSG_CAP 64
 /* setitimer overflows beyond about 31 years; no budget is that long. */
 #define ITIMER_MAX_S 1000000000ull
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void close_fds(const int *fds, int n)
 {
@@ -102,12 +94,7 @@ static ssize_t recv_msg(int chan, char *buf, int *fds, int *nfds)
     *nfds = 0;
     if (r < 0)
         return -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            for (int i = 0; i < n && *nfds < FR_PY_RUN_FDS; i++)
-                memcpy(&fds[(*nfds)++], CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
-        }
+    *nfds = fr_received_fds(&mh, fds, FR_PY_RUN_FDS);
     if (r > 0 && mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
         return MSG_CAP + 1;
     return r;
@@ -318,22 +305,23 @@ static int64_t tv_us(struct timeval tv)
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
-static void reap(pid_t pid)
+/* Reap the child (our own: wait4 cannot fail but for EINTR); its wait
+ * status, its usage into *ru. */
+static int reap(pid_t pid, struct rusage *ru)
 {
-    int ws;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    int ws = 0;
+    memset(ru, 0, sizeof *ru);
+    while (wait4(pid, &ws, 0, ru) < 0 && errno == EINTR) {
     }
+    return ws;
 }
 
 /* Reap the child; EXITED. 0, or -1 (fitrun is gone). */
 static int report_exit(int chan, uint32_t seq, pid_t pid, bool applied, int violation, uint64_t t0, uint64_t t_fork)
 {
-    int ws = 0;
     struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    while (wait4(pid, &ws, 0, &ru) < 0 && errno == EINTR) {
-    }
-    uint64_t t_end = now_us();
+    int ws = reap(pid, &ru);
+    uint64_t t_end = fr_now_ns();
     char m[FR_PY_MSG_EXITED_LEN] = {'E', (char)(applied ? FR_PY_EXITED_APPLIED : 0)};
     put32(m + 4, seq);
     put32(m + 8, (uint32_t)ws);
@@ -341,8 +329,8 @@ static int report_exit(int chan, uint32_t seq, pid_t pid, bool applied, int viol
     put64(m + 16, tv_us(ru.ru_utime));
     put64(m + 24, tv_us(ru.ru_stime));
     put64(m + 32, ru.ru_maxrss);
-    put64(m + 40, (int64_t)(t_end - t0));
-    put64(m + 48, (int64_t)(t_fork - t0));
+    put64(m + 40, (int64_t)((t_end - t0) / 1000u)); /* µs */
+    put64(m + 48, (int64_t)((t_fork - t0) / 1000u));
     return send_msg(chan, m, sizeof m, -1);
 }
 
@@ -361,7 +349,8 @@ static int watch_child(const struct fr_worker_config *cfg, uint32_t seq, pid_t p
         snprintf(why, sizeof why, "pidfd_open: %s", strerror(errno));
         (void)kill(pid, SIGKILL); /* our child, not reaped yet: the pid is its own */
         (void)killpg(pid, SIGKILL);
-        reap(pid);
+        struct rusage ru;
+        (void)reap(pid, &ru);
         send_failed(cfg->chan, seq, why);
         return 0;
     }
@@ -373,7 +362,8 @@ static int watch_child(const struct fr_worker_config *cfg, uint32_t seq, pid_t p
         int e = errno;
         (void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
         (void)killpg(pid, SIGKILL);
-        reap(pid);
+        struct rusage ru;
+        (void)reap(pid, &ru);
         close(pidfd);
         if (e == EPIPE || e == ECONNRESET)
             return -1;
@@ -408,7 +398,7 @@ static int run_one(const struct fr_worker_config *cfg, pid_t worker, uint32_t se
         send_failed(cfg->chan, seq, why);
         return 0;
     }
-    uint64_t t0 = now_us();
+    uint64_t t0 = fr_now_ns();
     if (cfg->before_fork)
         cfg->before_fork();
     pid_t pid = fork();
@@ -420,7 +410,7 @@ static int run_one(const struct fr_worker_config *cfg, pid_t worker, uint32_t se
     int e = errno;
     if (cfg->after_fork_parent)
         cfg->after_fork_parent();
-    uint64_t t_fork = now_us();
+    uint64_t t_fork = fr_now_ns();
     close(sv[1]);
     if (!own)
         close_fds(fds, FR_PY_RUN_FDS); /* the child has them: fitrun sees EOF once it is done */

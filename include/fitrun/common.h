@@ -125,6 +125,11 @@ int fr_self_exe(char *buf, size_t n);
  * many descriptors; EMSGSIZE: not all of it went). */
 #define FR_SEND_FDS_MAX 4
 int fr_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds, int flags);
+/* The descriptors a received message (recvmsg's mh) brought in SCM_RIGHTS
+ * control data: up to max of them into fds, in order; the count. Any
+ * beyond max are closed, so that none is left open unseen. */
+struct msghdr;
+int fr_received_fds(struct msghdr *mh, int *fds, int max);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fr_now_ns(void);

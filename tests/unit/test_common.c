@@ -623,8 +623,9 @@ static void test_tree_cpu(void **state)
 }
 
 /* fr_send_fds: the message and every descriptor arrive, as the same open
- * files; too many descriptors is EINVAL; a peer that is gone is EPIPE,
- * not a SIGPIPE death (MSG_NOSIGNAL). */
+ * files (fr_received_fds takes them out, and closes those beyond its max);
+ * too many descriptors is EINVAL; a peer that is gone is EPIPE, not a
+ * SIGPIPE death (MSG_NOSIGNAL). */
 static void test_send_fds(void **state)
 {
     (void)state;
@@ -642,12 +643,8 @@ static void test_send_fds(void **state)
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
     assert_int_equal(recvmsg(sv[1], &mh, MSG_CMSG_CLOEXEC), 5);
     assert_memory_equal(buf, "hello", 5);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    assert_non_null(c);
-    assert_int_equal(c->cmsg_type, SCM_RIGHTS);
-    assert_int_equal(c->cmsg_len, CMSG_LEN(2 * sizeof(int)));
-    int got[2];
-    memcpy(got, CMSG_DATA(c), sizeof got);
+    int got[2] = {-1, -1};
+    assert_int_equal(fr_received_fds(&mh, got, 2), 2);
     for (int i = 0; i < 2; i++) {
         struct stat a, b;
         assert_int_equal(fstat(got[i], &a), 0);
@@ -657,7 +654,19 @@ static void test_send_fds(void **state)
     }
     mh.msg_controllen = sizeof u.buf;
     assert_int_equal(recvmsg(sv[1], &mh, 0), 4);
-    assert_int_equal(mh.msg_controllen, 0);
+    assert_int_equal(fr_received_fds(&mh, got, 2), 0);
+    /* Beyond max: closed, not left open. */
+    assert_int_equal(fr_send_fds(sv[0], "two", 3, p, 2, MSG_NOSIGNAL), 0);
+    mh.msg_controllen = sizeof u.buf;
+    assert_int_equal(recvmsg(sv[1], &mh, MSG_CMSG_CLOEXEC), 3);
+    int fds_before = 0, fds_after = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        fds_before += fcntl(fd, F_GETFD) >= 0;
+    assert_int_equal(fr_received_fds(&mh, got, 1), 1);
+    for (int fd = 0; fd < 1024; fd++)
+        fds_after += fcntl(fd, F_GETFD) >= 0;
+    assert_int_equal(fds_after, fds_before - 1);
+    close(got[0]);
     const int five[5] = {p[0], p[0], p[0], p[0], p[0]};
     errno = 0;
     assert_int_equal(fr_send_fds(sv[0], "x", 1, five, 5, 0), -1);

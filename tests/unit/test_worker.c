@@ -145,6 +145,17 @@ static void send_job(struct rig *r, const char *text, uint32_t claimed)
     assert_int_equal(write(r->job_w, text, strlen(text)), (ssize_t)strlen(text));
 }
 
+/* The worker's next channel message (its text, for FAILED's reason, in a
+ * static buffer: valid until the next call). */
+static struct py_msg recv_chan(struct rig *r)
+{
+    static char m[PY_MSG_MAX];
+    struct py_msg msg;
+    wait_readable(r->chan);
+    assert_int_equal(py_recv(r->chan, m, sizeof m, &msg), 1);
+    return msg;
+}
+
 /* Its STARTED (seq, a pid, a pidfd) and EXITED; the report into buf. */
 static struct py_msg run_job(struct rig *r, uint32_t seq, char *buf, size_t n)
 {
@@ -158,10 +169,7 @@ static struct py_msg run_job(struct rig *r, uint32_t seq, char *buf, size_t n)
     assert_true(st[0].pid > 0);
     assert_true(st[0].fd >= 0); /* a pidfd of the child */
     close(st[0].fd);
-    char m[PY_MSG_MAX];
-    struct py_msg e;
-    wait_readable(r->chan);
-    assert_int_equal(py_recv(r->chan, m, sizeof m, &e), 1);
+    struct py_msg e = recv_chan(r);
     assert_int_equal(e.kind, 'E');
     assert_true(e.well_formed);
     assert_int_equal(e.seq, seq);
@@ -224,10 +232,7 @@ static void test_per_job_pipes_and_a_bad_message(void **state)
     rig_start(&r, NULL, false);
     /* A RUN without descriptors before PIPES: FAILED, and the worker goes on. */
     assert_int_equal(py_send_run(r.chan, 7, 0, NULL, 0), 0);
-    char m[PY_MSG_MAX];
-    struct py_msg f;
-    wait_readable(r.chan);
-    assert_int_equal(py_recv(r.chan, m, sizeof m, &f), 1);
+    struct py_msg f = recv_chan(&r);
     assert_int_equal(f.kind, 'F');
     assert_non_null(memmem(f.why, f.why_len, "fds", 3));
     assert_int_equal(py_send_run(r.chan, 8, 0, r.theirs, 4), 0);

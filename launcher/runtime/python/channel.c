@@ -80,10 +80,7 @@ void py_msg_decode(const char *m, size_t len, struct py_msg *out)
 static int received_fd(struct msghdr *mh)
 {
     int fd = -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
+    return fr_received_fds(mh, &fd, 1) ? fd : -1;
 }
 
 int py_recv_status(int sock, struct py_msg *out, char (*bufs)[PY_STATUS_MSG_MAX], int max)

@@ -230,9 +230,8 @@ class Sandbox:
     def serve(self, chan, status, null, cgroup_fds, slot, backstop_ms):
         """In a fork-isolation worker (ForkWorker): fr_worker_serve. None
         once fitrun closed the channel; in each child, what the child holds
-        (_WorkerChild)."""
-        if not self.enabled:
-            raise RuntimeError("fork isolation needs the sandbox library (--sandbox-lib none)")
+        (_WorkerChild). The zygote refuses fork isolation without the
+        library."""
         fds = (ctypes.c_int * max(1, len(cgroup_fds)))(*cgroup_fds)
         api = ctypes.pythonapi
         fn = lambda f: ctypes.cast(f, ctypes.c_void_p)  # noqa: E731
