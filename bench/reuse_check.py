@@ -31,7 +31,7 @@ def measure(loops, prelude_globals, lib):
     import ctypes
     peek = fr._peek_words(ctypes.CDLL(lib)) if lib != "none" else None
     base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins(prelude_globals), peek))
-    gc.freeze()
+    base.freeze()
     lines = [f"python {sys.version.split()[0]}: namespaces {len(base.ns.spaces)}, names {len(base.ns.keys)}, "
              f"modules {len(base.ns.module_list)}, "
              f"data compared by content {len(base.ns.data)}, counters read by "

@@ -11,6 +11,7 @@ fitrun itself).
 import os
 import select
 import signal
+import subprocess
 import tempfile
 import textwrap
 import time
@@ -714,6 +715,56 @@ class ReuseCheck(unittest.TestCase):
                 out = _in_reused_shape(scenario, peek=peek)
                 self.assertEqual(out[:5], ["", "True", "False", "", "True"], out)
                 self.assertTrue(out[5].startswith("poisoned: module json was changed"), out)
+
+    def test_freezing_or_unfreezing_the_heap_is_found_from_its_ends_or_its_count(self):
+        # After a prediction the young generations hold what it left; each
+        # write below changes the frozen heap. On the count's path (no
+        # watch of the ends) too.
+        writes = {
+            "freeze": lambda gc: gc.freeze(),
+            "unfreeze": lambda gc: gc.unfreeze(),
+            "unfreeze, then freeze": lambda gc: (gc.unfreeze(), gc.freeze()),
+        }
+        for counted in (False, True):
+            for name, write in writes.items():
+                with self.subTest(write=name, counted=counted):
+                    def scenario(fr, base, write=write):
+                        import gc
+                        if counted:
+                            base.frozen_intact = None
+                        out = [str(base.frozen_intact is not None), base.check()]
+                        left = [[i] for i in range(50)]  # noqa: F841 (young, as a prediction leaves them)
+                        write(gc)
+                        return out + [base.check()]
+                    out = _in_reused_shape(scenario)
+                    self.assertEqual(out[:2], [str(not counted), ""], out)
+                    self.assertEqual(out[2], "poisoned: gc.freeze() or gc.unfreeze() was called", out)
+
+    def test_the_frozen_heaps_ends_show_a_freeze_that_its_count_misses(self):
+        # Frozen objects freed, then as many frozen again: the count is
+        # lower than before, the tail is not the one it was.
+        def scenario(fr, base):
+            import gc
+            held = [[i] for i in range(200)]
+            heap = fr._FrozenHeap.make()
+            before, intact = gc.get_freeze_count(), heap.intact()
+            held.clear()
+            mine = [[i] for i in range(100)]  # noqa: F841
+            gc.freeze()
+            return [str(intact), str(gc.get_freeze_count() < before), str(heap.intact())]
+        self.assertEqual(_in_reused_shape(scenario), ["True", "True", "False"])
+
+    def test_the_frozen_heaps_ends_are_watched_on_every_interpreter(self):
+        # CPython 3.9-3.13 lay the permanent generation out alike; a freeze
+        # moves the tail, allocation and collection move neither end.
+        code = ("import gc, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "h = fr._FrozenHeap.make()\nx = [[i] for i in range(100)]\ngc.collect()\n"
+                "a = h.intact()\ngc.freeze()\nprint(a, h.intact())\n")
+        for exe in ["/usr/bin/python3"] + _interpreters():
+            with self.subTest(exe):
+                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME)], capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual((r.returncode, r.stdout.strip()), (0, "True False"), r.stderr)
 
     def test_setting_a_resource_limit_trips_the_tripwire_and_reading_does_not(self):
         # The check no longer reads every limit after each prediction.

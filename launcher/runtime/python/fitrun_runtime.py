@@ -1353,12 +1353,15 @@ class _Baseline:
         self.own_intact = _own_guard(namespaces.peek)
         self.gc_get_freeze_count = gc.get_freeze_count
         self.frozen = gc.get_freeze_count()  # and again at freeze()
+        self.frozen_intact = None  # freeze()'s watch over the frozen heap, where there is one
 
     def freeze(self):
         """Once built, before the first prediction: the baseline's own
-        lists out of every collection after each prediction, and the count
-        of frozen objects that check() holds to."""
-        gc.freeze()
+        lists out of every collection after each prediction, and the frozen
+        heap that check() holds to: its ends (_FrozenHeap), or where they
+        cannot be watched, its count."""
+        heap = _FrozenHeap.make(self.ns.peek)
+        self.frozen_intact = heap.intact if heap is not None else None
         self.frozen = gc.get_freeze_count()
 
     @staticmethod
@@ -1389,13 +1392,19 @@ class _Baseline:
             return "poisoned: the runtime's own code was changed"
         # gc.freeze() keeps whatever it froze, garbage included, for the
         # process's life (memory later predictions would lack); gc.unfreeze()
-        # puts the prelude's heap back under collection. Only these raise the
-        # count of frozen objects or empty it; a frozen object that is freed
-        # lowers it (the runtime's start-up leaves a few).
-        frozen = self.gc_get_freeze_count()
-        if frozen > self.frozen or (frozen == 0 and self.frozen):
-            return "poisoned: gc.freeze() or gc.unfreeze() was called"
-        self.frozen = frozen
+        # puts the prelude's heap back under collection. The ends of the
+        # frozen list show either (_FrozenHeap); without them, the count:
+        # only these raise the count of frozen objects or empty it; a frozen
+        # object that is freed lowers it (the runtime's start-up leaves a few).
+        frozen_intact = self.frozen_intact
+        if frozen_intact is not None:
+            if not frozen_intact():
+                return "poisoned: gc.freeze() or gc.unfreeze() was called"
+        else:
+            frozen = self.gc_get_freeze_count()
+            if frozen > self.frozen or (frozen == 0 and self.frozen):
+                return "poisoned: gc.freeze() or gc.unfreeze() was called"
+            self.frozen = frozen
         why = self.check_namespaces()
         if why:
             return why
@@ -1983,6 +1992,96 @@ def _own_guard(peek=None):
         seen[0] = now
         return True
     return intact
+
+
+class _FrozenHeap:
+    """Whether gc.freeze() or gc.unfreeze() ran since it was made, from two
+    words: the ends of the collector's permanent generation (CPython's
+    doubly linked list of frozen objects, whose head is a `PyGC_Head` in
+    the interpreter's state). gc.get_freeze_count() walks that whole list:
+    300 µs a call for the arc-dsl prelude's heap on a machine whose memory
+    is slow, against 1 µs for two words.
+
+    Made once, before the first prediction: the heap is frozen so that a
+    list of this object's own is the first frozen object and another the
+    last, and both are held here, so that neither is ever freed (nor
+    collected: the permanent generation never is), and no other object can
+    take their addresses. Then the head's next word is the first's and its
+    previous word the last's, and only these change them: gc.freeze() of
+    anything appends it after the last; gc.unfreeze() empties the list (the
+    head points at itself), and a gc.freeze() after it puts the objects
+    that were young first, before the first. What neither changes: a
+    freeze with nothing to freeze, and an unfreeze followed by a freeze
+    while nothing else is tracked, which leave the same list. (Frozen
+    objects freed in between leave it shorter, as freeing them would.)
+    So this is stricter than comparing counts, which would miss a
+    prediction that frees some frozen objects and freezes as many of its
+    own.
+
+    Where the interpreter is laid out otherwise (not CPython, a
+    free-threaded build, pointers not 8 bytes) or the self-test at start
+    does not find the list as described, `make` returns None and the
+    check counts (gc.get_freeze_count: more frozen objects than at the
+    last check, or none, is a freeze or an unfreeze)."""
+
+    # A tracked object's PyGC_Head (next, then previous, whose two low
+    # bits are the collector's flags) is the 16 bytes before it.
+    HEAD = 16
+
+    def __init__(self, first, last, read):
+        self.first, self.last, self.read = first, last, read  # the ends held for the process's life
+        self.seen = read()
+
+    @classmethod
+    def make(cls, peek=None):
+        """Freeze the heap (everything gc.freeze() freezes, and the two
+        lists); return the watch, or None (the heap frozen all the same)."""
+        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8 or \
+                __import__("sysconfig").get_config_var("Py_GIL_DISABLED"):
+            gc.freeze()
+            return None
+        enabled = gc.isenabled()
+        gc.disable()  # no collection while the frozen heap is young again: it would write to every object
+        try:
+            # Nothing may be allocated from here to the first list: once
+            # everything is frozen, nothing is young; after unfreeze every
+            # tracked object is in the oldest generation and `first` alone
+            # in the youngest, which freeze() takes first.
+            gc.freeze()
+            gc.unfreeze()
+            first = []
+            gc.freeze()
+            last = []
+            gc.freeze()
+            return cls._found(first, last, peek)
+        except (OSError, ValueError, TypeError):
+            return None
+        finally:
+            if enabled:
+                gc.enable()
+
+    @classmethod
+    def _found(cls, first, last, peek):
+        """The watch over the list from `first` to `last`, once the four
+        links between them and the head are where they should be and a
+        freeze moves the tail; else None."""
+        at_first, at_last = id(first) - cls.HEAD, id(last) - cls.HEAD
+        head = _word_reader([at_last], peek)()  # the last one's next is the head
+        head = int.from_bytes(head, sys.byteorder) if type(head) is bytes else head[0]
+        links = _word_reader([at_first + 8, at_last], peek)  # first's previous, last's next: the head
+        ends = _word_reader([head, head + 8], peek)
+        flat = (lambda r: list(memoryview(r).cast("Q")) if type(r) is bytes else r)
+        if [w & ~3 for w in flat(links())] != [head, head] or flat(ends()) != [at_first, at_last]:
+            return None
+        probe = []
+        gc.freeze()  # probe is appended after last: the tail word moves to it
+        if flat(ends()) != [at_first, id(probe) - cls.HEAD]:
+            return None
+        return cls(first, probe, ends)
+
+    def intact(self):
+        """Neither gc.freeze() nor gc.unfreeze() ran since this was made."""
+        return self.read() == self.seen
 
 
 class _FunctionFields:
