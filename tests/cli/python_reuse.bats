@@ -428,7 +428,7 @@ check_poison() {
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: functions' attributes, a singledispatch registration, logging, stdlib and numpy tables, an lru_cache's values, an array's flags: the next prediction sees what fork gives it" {
+@test "python reuse: functions' attributes, a singledispatch registration, logging, stdlib and numpy tables, an lru_cache's values (one the prelude filled, too), an array's flags: the next prediction sees what fork gives it" {
     # Each pair: something honest code leaves on state the prelude's
     # modules share, then a prediction that would see it. Under reuse each
     # is put back, or the process is replaced; either way every result
@@ -436,6 +436,7 @@ check_poison() {
     printf '%s\n' 'import logging, functools, typing, copy, shutil, encodings.aliases' 'def objects(g):' '    return len(g)' \
         'def scale(x, *, k=1):' '    return x * k' '@functools.singledispatch' 'def show(x):' '    return "any"' \
         '@functools.lru_cache(maxsize=None)' 'def palette():' '    return [1, 2]' 'def cells(g):' '    return 0' \
+        '@functools.lru_cache(maxsize=None)' 'def warm():' '    return [1, 2, 3]' 'warm()' \
         'cells.seen = {}' 'H = logging.NullHandler()' 'H.setFormatter(logging.Formatter("%(message)s"))' \
         'logging.getLogger("arcfmt").addHandler(H)' >> "$D/prelude.py"
     {
@@ -465,6 +466,8 @@ check_poison() {
         job numpy-after $'def transform(g):\n    try:\n        name = str(np.dtype("arcint"))\n    except TypeError:\n        name = "none"\n    return [name, np.typecodes["All"][:3], int(np.ma.default_fill_value(np.int64(1)))]\n'
         job cached $'def transform(g):\n    palette().append(9)\n    return 0\n'
         job cached-after $'def transform(g):\n    return palette()\n'
+        job warmed $'def transform(g):\n    warm().append(9)\n    return 0\n'
+        job warmed-after $'def transform(g):\n    return [warm(), warm.cache_info().hits]\n'
         job flags $'def transform(g):\n    ARR.flags.writeable = False\n    return 0\n'
         job flags-after $'def transform(g):\n    return ARR.flags.writeable\n'
     } > "$D/jobs.jsonl"
@@ -472,9 +475,9 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
         { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = \
-        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],true]' ]
+        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],[[1,2,3],1],true]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
-        '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
+        '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["warmed","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["warmed-after","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

@@ -1334,7 +1334,8 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
-        self.generators = _user_generators(namespaces.user_modules) + _user_caches(namespaces.user_modules)
+        self.generators = _user_generators(namespaces.user_modules)
+        self.caches = _user_caches(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
         self.registries = _Registries(recorded, namespaces.peek, namespaces.versions is not None)
@@ -1492,6 +1493,10 @@ class _Baseline:
             np.random.set_state(rng)
         for put_back in self.generators:
             put_back()
+        for cache in self.caches:
+            why = cache()
+            if why:
+                return why
         return ""
 
 
@@ -2282,21 +2287,26 @@ def _user_generators(user_modules):
 
 
 def _user_caches(user_modules):
-    """A function that empties again, after a prediction that called it,
-    each functools.lru_cache (or cache) that the user's own modules'
-    globals name, or a class of theirs holds, and that no call had filled
-    before the first prediction: a fork child finds it empty. Its values
-    are the ones a prediction got, which it may have changed in place
-    (`palette().append(9)`: the next call would return the changed list).
-    A cache the prelude itself filled is left as it is. Called before any
-    prediction, with the cache's own methods bound then."""
+    """One function per functools.lru_cache (or cache) that the user's own
+    modules' globals name, or a class of theirs holds, called after each
+    prediction: '' or why the process cannot run on. Its values are the
+    ones a prediction got, which it may have changed in place
+    (`palette().append(9)`: the next call would return the changed list),
+    and its hits and misses are state the next prediction can read
+    (`cache_info()`). One that no call had filled before the first
+    prediction is emptied again after a prediction that called it: a fork
+    child finds it empty. One the prelude filled cannot be put back (its
+    values are kept in C, and cannot be read back without an audited
+    call): a prediction that called it (its cache_info() moved) has its
+    process replaced. Called before any prediction, with the cache's own
+    methods bound then."""
     wrapper = _LRU_WRAPPER
     if not isinstance(wrapper, type):
         return []
     info, clear = wrapper.cache_info, wrapper.cache_clear
     own = {name for name, _ in user_modules}
     out, seen = [], set()
-    for _, mod in user_modules:
+    for mod_name, mod in user_modules:
         values = list(mod.__dict__.values())
         for v in list(values):
             kind, space = _held_namespace(v)
@@ -2305,10 +2315,22 @@ def _user_caches(user_modules):
         for v in values:
             if type(v) is wrapper and id(v) not in seen:
                 seen.add(id(v))
-                empty = info(v)
-                if empty[0] == empty[1] == empty[3] == 0:  # hits, misses, size
-                    out.append(lambda v=v, empty=empty: info(v) == empty or clear(v))
+                out.append(_cache_watch(v, info, clear, f"{mod_name}.{getattr(v, '__qualname__', '?')}"))
     return out
+
+
+def _cache_watch(cache, info, clear, name):
+    """_user_caches' function for one cache: empties it again, or says
+    that the prelude's own was called."""
+    was = info(cache)
+    if was[0] == was[1] == was[3] == 0:  # hits, misses, size
+        def emptied():
+            if info(cache) != was:
+                clear(cache)
+            return ""
+        return emptied
+    why = f"poisoned: {name}, a cache the prelude filled, was called"
+    return lambda: "" if info(cache) == was else why
 
 
 def _immutable(v, depth=0):
