@@ -1334,6 +1334,7 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
+        self.numpy_hooks = self._numpy_hooks()
         self.generators = _user_generators(namespaces.user_modules)
         self.caches = _user_caches(namespaces.user_modules)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
@@ -1376,6 +1377,49 @@ class _Baseline:
         if np is None:
             return None
         return (np, np.geterr(), np.get_printoptions(), np.random.get_state(), np.getbufsize(), np.geterrcall())
+
+    @staticmethod
+    def _numpy_hooks():
+        """numpy 1.x's process-wide hooks, which honest code rarely sets and
+        which change what later predictions compute or print: the ufuncs
+        behind arrays' operators (`np.set_numeric_ops(add=np.subtract)`:
+        `a + b` subtracts) and the functions that print arrays
+        (`np.set_string_function`). (numpy 2 has neither.) A list of
+        functions, each putting one back: the operators as they are now
+        (set_numeric_ops with no argument only returns them); the printing
+        functions back to numpy's own, where arrays print as numpy's own
+        print them now (a prelude that set its own cannot have it back:
+        there is no way to read a printing function back)."""
+        umath = sys.modules.get("numpy.core._multiarray_umath")
+        set_ops = getattr(umath, "set_numeric_ops", None)
+        set_printer = getattr(umath, "set_string_function", None)
+        out = []
+        if callable(set_ops):
+            ops = set_ops()
+            keys, values = list(ops), list(ops.values())
+            is_not, any_, map_, len_ = __import__("operator").is_not, any, map, len
+            # Setting them warns (DeprecationWarning), and a warning adds a
+            # __warningregistry__ to its caller's globals: the caller here
+            # is a function of its own globals, not the runtime's.
+            call = eval("lambda f, kw: f(**kw)", {"__builtins__": {}})
+            catch, ignore = warnings.catch_warnings, warnings.simplefilter
+
+            def put_ops_back():
+                now = set_ops()  # compared by identity: no __eq__ of what a prediction set runs
+                if len_(now) != len_(keys) or any_(map_(is_not, map_(now.get, keys), values)):
+                    with catch():
+                        ignore("ignore")
+                        call(set_ops, ops)
+            out.append(put_ops_back)
+        arrayprint = sys.modules.get("numpy.core.arrayprint")
+        np = sys.modules.get("numpy")
+        if callable(set_printer) and arrayprint is not None and np is not None:
+            probe = np.array([[1.5, 2], [3, 4]])
+            default = getattr(arrayprint, "_default_array_repr", None), getattr(arrayprint, "_default_array_str", None)
+            if callable(default[0]) and callable(default[1]) and \
+                    repr(probe) == default[0](probe) and str(probe) == default[1](probe):
+                out.append(lambda: (set_printer(None, 1), set_printer(None, 0)))
+        return out
 
     def check(self):
         """After a prediction: '' (the next one may run here) or the first
@@ -1491,6 +1535,8 @@ class _Baseline:
             if np.get_printoptions() != printopts:
                 np.set_printoptions(**printopts)
             np.random.set_state(rng)
+        for put_back in self.numpy_hooks:
+            put_back()
         for put_back in self.generators:
             put_back()
         for cache in self.caches:
