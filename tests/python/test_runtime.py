@@ -927,6 +927,42 @@ class ReuseCheck(unittest.TestCase):
                           "user_mod.f's default 1 user_mod.f's default k user_mod.f.cache "
                           "user_mod.g's variable n user_mod.g's variable seen user_mod.g's variable seen"])
 
+    def test_state_kept_in_c_is_read_for_exactly_the_types_it_can_be_read_from(self):
+        # Each snapshot changes with the object's state, and only then; a
+        # subclass, or a count of what is not a plain number (its repr is
+        # that number's own), has none.
+        def scenario(fr, base):
+            import array
+            import io
+            import itertools
+            import threading
+
+            class Mine(io.StringIO):
+                pass
+
+            import fractions
+            objs = {"array": array.array("i", [1]), "stringio": io.StringIO("a"), "bytesio": io.BytesIO(b"a"),
+                    "count": itertools.count(3), "lock": threading.Lock(), "rlock": threading.RLock()}
+            writes = {"array": lambda o: o.append(2), "stringio": lambda o: o.write("b"),
+                      "bytesio": lambda o: o.seek(1), "count": next, "lock": lambda o: o.acquire(),
+                      "rlock": lambda o: o.acquire()}
+            out = []
+            for name, o in objs.items():
+                a = fr._state_snapshot(o)
+                b = fr._state_snapshot(o)
+                writes[name](o)
+                out.append(f"{name} {a is not None and a == b} {fr._state_snapshot(o) != a}")
+            closed = io.StringIO("x")
+            open_snap = fr._state_snapshot(closed)
+            closed.close()
+            out.append(f"closed {fr._state_snapshot(closed) != open_snap}")
+            out.append(f"none {fr._state_snapshot(Mine())} {fr._state_snapshot(itertools.count(fractions.Fraction(1, 2)))} "
+                       f"{fr._state_snapshot(object())}")
+            return out
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["array True True", "stringio True True", "bytesio True True", "count True True",
+                          "lock True True", "rlock True True", "closed True", "none None None None"])
+
     def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
         # Its own attributes, its keyword-only defaults, a singledispatch
         # function's registry; its annotations for a function of the

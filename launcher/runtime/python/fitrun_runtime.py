@@ -2250,8 +2250,8 @@ def _user_data(user_modules):
 
     def add(name, v):
         p = _plain(v)
-        if (p is not None or (ndarray is not None and type(v) is ndarray)) and id(v) not in seen and \
-                not (p is not None and _immutable(p)):
+        if (p is not None or (ndarray is not None and type(v) is ndarray) or _state_snapshot(v) is not None) and \
+                id(v) not in seen and not (p is not None and _immutable(p)):
             seen.add(id(v))
             snap = _data_snapshot(v)
             if snap is not None:
@@ -2413,9 +2413,41 @@ def _plain(v):
     return None
 
 
+_ARRAY, _COUNT = __import__("array").array, __import__("itertools").count
+_LOCKS = (type(__import__("_thread").allocate_lock()), __import__("_thread").RLock)
+_COUNT_TEXT = re.compile(r"count\((-?[0-9.e+]+)(, -?[0-9.e+]+)?\)")
+
+
+def _state_snapshot(v):
+    """The state of an object of the standard library that keeps it in C,
+    not in a dict, and whose state can be read without running anyone's
+    code: an array.array's items, an io.StringIO's or io.BytesIO's text
+    and position, where an itertools.count of numbers stands, whether a
+    lock is held (a prelude's lock left acquired would block the next
+    prediction). Exactly these types (a subclass's methods could be
+    anyone's); None for anything else."""
+    t = type(v)
+    if t is _ARRAY:
+        return ("array.array", v.typecode, v.tobytes())
+    if t is io.StringIO or t is io.BytesIO:
+        return ("stream", True) if v.closed else ("stream", False, v.getvalue(), v.tell())
+    if t is _COUNT:
+        text = repr(v)  # count(5) or count(5, 2): numbers, whose repr is C's
+        return ("count", text) if _COUNT_TEXT.fullmatch(text) else None
+    if t in _LOCKS:
+        # A plain lock: held or not. An RLock: its owner and depth, in its
+        # repr ("<unlocked _thread.RLock object owner=0 count=0 at 0x...>").
+        return ("lock", v.locked()) if t is _LOCKS[0] else ("lock", repr(v))
+    return None
+
+
 def _data_snapshot(v):
     p = _plain(v)
-    if p is None:  # a numpy array; of its flags, only writeable can be set either way
+    if p is None:
+        state = _state_snapshot(v)
+        if state is not None:
+            return state
+        # A numpy array; of its flags, only writeable can be set either way.
         return ("array", v.dtype.str, v.shape, v.strides, v.flags.writeable, v.tobytes())
     try:
         return ("marshal", marshal.dumps(p))
