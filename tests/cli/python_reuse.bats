@@ -698,9 +698,10 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
 }
 
-@test "python reuse: state the prelude's own objects keep in C (an array, a StringIO, a BytesIO, a count, a lock, an RLock): the next prediction sees what fork gives it" {
+@test "python reuse: state the prelude's own objects keep outside any dict (an array, a StringIO, a BytesIO, a count, a lock, an RLock, slots): the next prediction sees what fork gives it" {
     printf '%s\n' 'import array, io, itertools, threading' 'COUNTER = itertools.count()' 'BUF = io.StringIO()' \
-        'ARRAY = array.array("i", [1, 2, 3])' 'BIN = io.BytesIO(b"ab")' 'LOCK = threading.Lock()' 'RLOCK = threading.RLock()' >> "$D/prelude.py"
+        'ARRAY = array.array("i", [1, 2, 3])' 'BIN = io.BytesIO(b"ab")' 'LOCK = threading.Lock()' 'RLOCK = threading.RLock()' \
+        'class Point:' '    __slots__ = ("x", "__y")' '    def __init__(self):' '        self.x = 1' 'P = Point()' >> "$D/prelude.py"
     {
         job count $'def transform(g):\n    return next(COUNTER)\n'
         job count-after $'def transform(g):\n    return next(COUNTER)\n'
@@ -714,15 +715,17 @@ check_poison() {
         job lock-after $'def transform(g):\n    return LOCK.acquire(timeout=0.1)\n'
         job rlock $'def transform(g):\n    RLOCK.acquire()\n    return 0\n'
         job rlock-after $'def transform(g):\n    return RLOCK._is_owned()\n'
-        job reads $'def transform(g):\n    return [BUF.getvalue(), ARRAY[0], LOCK.locked(), repr(COUNTER)]\n'
+        job slots $'def transform(g):\n    P._Point__y = 2\n    return 0\n'
+        job slots-after $'def transform(g):\n    return hasattr(P, "_Point__y")\n'
+        job reads $'def transform(g):\n    return [BUF.getvalue(), ARRAY[0], LOCK.locked(), repr(COUNTER), P.x]\n'
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
         { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = '[0,"",1,"ab",true,false]' ]
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = '[0,"",1,"ab",true,false,false]' ]
     # Each write replaced its process; reading them did not.
     [ "$(jq -sc 'map(select(.id | endswith("-after") or . == "reads" | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
-        '["poisoned: fitrun_prelude.COUNTER was changed in place","poisoned: fitrun_prelude.BUF was changed in place","poisoned: fitrun_prelude.ARRAY was changed in place","poisoned: fitrun_prelude.BIN was changed in place","poisoned: fitrun_prelude.LOCK was changed in place","poisoned: fitrun_prelude.RLOCK was changed in place"]' ] ||
+        '["poisoned: fitrun_prelude.COUNTER was changed in place","poisoned: fitrun_prelude.BUF was changed in place","poisoned: fitrun_prelude.ARRAY was changed in place","poisoned: fitrun_prelude.BIN was changed in place","poisoned: fitrun_prelude.LOCK was changed in place","poisoned: fitrun_prelude.RLOCK was changed in place","poisoned: fitrun_prelude.P was changed in place"]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
     [ "$(r "$D/reuse.jsonl" reads .worker_replaced)" = null ]
 }

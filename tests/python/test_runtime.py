@@ -958,10 +958,21 @@ class ReuseCheck(unittest.TestCase):
             out.append(f"closed {fr._state_snapshot(closed) != open_snap}")
             out.append(f"none {fr._state_snapshot(Mine())} {fr._state_snapshot(itertools.count(fractions.Fraction(1, 2)))} "
                        f"{fr._state_snapshot(object())}")
+
+            class Slots:
+                __slots__ = ("a", "__b")
+
+            class More(Slots):
+                __slots__ = ("c",)
+            m = More()
+            m.a = 1
+            snap = fr._state_snapshot(m)
+            m._Slots__b = 2  # one not set, then set: a private name's slot too
+            out.append(f"slots {len(snap[1])} {not fr._same_data(m, snap)}")
             return out
         self.assertEqual(_in_reused_shape(scenario),
                          ["array True True", "stringio True True", "bytesio True True", "count True True",
-                          "lock True True", "rlock True True", "closed True", "none None None None"])
+                          "lock True True", "rlock True True", "closed True", "none None None None", "slots 3 True"])
 
     def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
         # Its own attributes, its keyword-only defaults, a singledispatch

@@ -2425,7 +2425,8 @@ def _state_snapshot(v):
     and position, where an itertools.count of numbers stands, whether a
     lock is held (a prelude's lock left acquired would block the next
     prediction). Exactly these types (a subclass's methods could be
-    anyone's); None for anything else."""
+    anyone's); and the slots of an object of a class made by Python code
+    (`__slots__`: no dict holds them). None for anything else."""
     t = type(v)
     if t is _ARRAY:
         return ("array.array", v.typecode, v.tobytes())
@@ -2438,7 +2439,32 @@ def _state_snapshot(v):
         # A plain lock: held or not. An RLock: its owner and depth, in its
         # repr ("<unlocked _thread.RLock object owner=0 count=0 at 0x...>").
         return ("lock", v.locked()) if t is _LOCKS[0] else ("lock", repr(v))
+    if _is_heap_type(t):
+        slots = _slot_values(v, t)
+        if slots:
+            return ("items", slots)  # by identity, as a container's items
     return None
+
+
+_MEMBER, _UNSET = types.MemberDescriptorType, object()
+
+
+def _slot_values(v, t):
+    """The values of v's slots (the `__slots__` its classes declare, which
+    keep their values beside the object, not in a dict), read through the
+    classes' own member descriptors (C: no one's code runs), _UNSET for one
+    not set; [] when its classes declare none."""
+    out = []
+    for c in t.__mro__:
+        if not _is_heap_type(c):
+            continue
+        for d in type.__dict__["__dict__"].__get__(c).values():
+            if type(d) is _MEMBER:
+                try:
+                    out.append(d.__get__(v, t))
+                except AttributeError:
+                    out.append(_UNSET)
+    return out
 
 
 def _data_snapshot(v):
