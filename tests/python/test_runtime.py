@@ -974,6 +974,23 @@ class ReuseCheck(unittest.TestCase):
                          ["array True True", "stringio True True", "bytesio True True", "count True True",
                           "lock True True", "rlock True True", "closed True", "none None None None", "slots 3 True"])
 
+    def test_what_the_users_data_holds_below_its_top_level_is_found_once_within_the_limit(self):
+        # Plain data is compared whole (found, not entered); modules,
+        # classes and functions are namespaces of their own (not found).
+        def scenario(fr, base):
+            import types
+            mod = types.ModuleType("user_mod")
+            exec("import json\nclass Obj:\n    def __init__(self):\n        self.kids = [1, [2]]\n"
+                 "shared = Obj()\nREG = {'a': shared, 'b': [shared, json, Obj], 'plain': [[1, 2]]}\n", vars(mod))
+            found = [path for path, _ in fr._nested([("user_mod", mod)])]
+            return [" ".join(found), " ".join(path for path, _ in fr._nested([("user_mod", mod)], limit=2))]
+        # shared is a module global (its namespace is one already): what it
+        # holds is found from there, once; REG['plain'] is found (REG is
+        # compared item by item, by identity), but not entered.
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["user_mod.shared.kids user_mod.REG['b'] user_mod.REG['plain']",
+                          "user_mod.shared.kids user_mod.REG['b']"])
+
     def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
         # Its own attributes, its keyword-only defaults, a singledispatch
         # function's registry; its annotations for a function of the

@@ -2230,6 +2230,80 @@ def _user_modules(module_list):
 _DATA_TYPES = (list, dict, set, bytearray, tuple, frozenset)
 
 
+_NESTED_LIMIT = 20000
+
+
+def _nested(user_modules, limit=_NESTED_LIMIT):
+    """(path, value) of what the user's own modules keep below their top
+    level, where no module's namespace holds it: the items of each
+    container a module's globals (or a plain object's or a class of theirs'
+    namespace there) hold whose contents are not all plain data (those are
+    compared whole, as marshal's form), the namespaces' values of the plain
+    objects of the user's own classes among them and the slots of slotted
+    ones, and so on down; each
+    value once, breadth first, at most `limit` of them (what is deeper is
+    not seen). Modules, classes and functions are not entered: they are
+    namespaces of their own. Read with the containers' base types' own
+    methods (_plain), so no one's code runs. `REG = {"a": Obj()}`: Obj()
+    and its attributes."""
+    own = {name for name, _ in user_modules}
+    todo, seen, out = [], set(), []
+
+    def enter(path, v):
+        """Queue what v holds, if it holds anything that can change."""
+        p = _plain(v)
+        if p is not None:
+            if _immutable(p):
+                return
+            try:
+                marshal.dumps(p)
+                return  # plain data all the way down: compared whole
+            except ValueError:
+                pass
+            items = p.items() if type(p) is dict else enumerate(p) if type(p) in (list, tuple) else \
+                ((None, x) for x in p)
+            for k, x in items:
+                todo.append((f"{path}[{k!r}]" if k is not None else f"{path}[...]", x))
+            return
+        # Objects of the user's own classes only: the standard library's
+        # (a logging handler's formatter) are put back where they can be
+        # (_Baseline._restore_process), which a namespace found here would
+        # pre-empt by replacing the process.
+        if getattr(type(v), "__module__", None) not in own:
+            return
+        kind, space = _held_namespace(v)
+        if kind == "object":
+            for k, x in list(space.items()):
+                todo.append((f"{path}.{k}", x))
+        if _is_heap_type(type(v)) and not isinstance(v, type):
+            for i, x in enumerate(_slot_values(v, type(v))):
+                todo.append((f"{path}'s slot {i + 1}", x))
+
+    for mname, mod in user_modules:
+        for key, v in list(mod.__dict__.items()):
+            if key.startswith("__") and key.endswith("__"):
+                continue
+            seen.add(id(v))
+            enter(f"{mname}.{key}", v)
+            kind, space = _held_namespace(v)
+            if kind == "class" and space.get("__module__") in own:
+                for k, x in list(space.items()):
+                    if not (k.startswith("__") and k.endswith("__")) and id(x) not in seen:
+                        seen.add(id(x))
+                        enter(f"{mname}.{key}.{k}", x)
+    i = 0
+    while i < len(todo) and len(out) < limit:
+        path, v = todo[i]
+        i += 1
+        if id(v) in seen or isinstance(v, (types.ModuleType, type)) or callable(v) or \
+                any(type(v) is a for a in _ATOMS):
+            continue
+        seen.add(id(v))
+        out.append((path, v))
+        enter(path, v)
+    return out
+
+
 def _user_data(user_modules):
     """(name, value, snapshot) of the data the user's own modules share with
     every prediction: containers and numpy arrays, whose contents an
@@ -2297,6 +2371,8 @@ def _user_data(user_modules):
             kind, space = _held_namespace(v)
             if kind == "object" or (kind == "class" and space.get("__module__") in own):
                 add_namespace(name, space)
+    for name, v in _nested(user_modules):
+        add(name, v)
     return out
 
 
@@ -2542,6 +2618,13 @@ def _namespaces(module_list, owners, own=(), functions=None):
                 add(f"{kind} {name}.{key}", v, space)
                 if kind == "class" and mine and space.get("__module__") in own:
                     add_functions(f"{name}.{key}", space, mine)
+    # The plain objects the user's own modules keep inside their data
+    # (`REG = {"a": Obj()}`): their namespaces too.
+    for path, v in _nested([(name, mod) for name, mod in module_list if name in own and
+                            isinstance(mod, types.ModuleType)]):
+        kind, space = _held_namespace(v)
+        if kind == "object":
+            add(f"object {path}", v, space)
     return out
 
 
