@@ -698,11 +698,12 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
 }
 
-@test "python reuse: state the prelude's own objects keep outside any module's dict (an array, a StringIO, a BytesIO, a count, a lock, an RLock, slots, objects inside containers): the next prediction sees what fork gives it" {
+@test "python reuse: state the prelude's own objects keep outside any module's dict (an array, a StringIO, a BytesIO, a count, a lock, an RLock, slots, objects inside containers, a SimpleNamespace): the next prediction sees what fork gives it" {
     printf '%s\n' 'import array, io, itertools, threading' 'COUNTER = itertools.count()' 'BUF = io.StringIO()' \
         'ARRAY = array.array("i", [1, 2, 3])' 'BIN = io.BytesIO(b"ab")' 'LOCK = threading.Lock()' 'RLOCK = threading.RLock()' \
         'class Point:' '    __slots__ = ("x", "__y")' '    def __init__(self):' '        self.x = 1' 'P = Point()' \
-        'class Node:' '    def __init__(self):' '        self.x = 1' 'REG = {"a": Node(), "l": [Node()], "t": (ARRAY, [Point()])}' >> "$D/prelude.py"
+        'class Node:' '    def __init__(self):' '        self.x = 1' 'REG = {"a": Node(), "l": [Node()], "t": (ARRAY, [Point()])}' \
+        'import types' 'NS = types.SimpleNamespace(a=1)' >> "$D/prelude.py"
     {
         job count $'def transform(g):\n    return next(COUNTER)\n'
         job count-after $'def transform(g):\n    return next(COUNTER)\n'
@@ -724,15 +725,17 @@ check_poison() {
         job nested-list-after $'def transform(g):\n    return len(REG["l"])\n'
         job nested-slot $'def transform(g):\n    REG["t"][1][0].x = 7\n    return 0\n'
         job nested-slot-after $'def transform(g):\n    return REG["t"][1][0].x\n'
+        job ns $'def transform(g):\n    NS.a = 5\n    return 0\n'
+        job ns-after $'def transform(g):\n    return NS.a\n'
         job reads $'def transform(g):\n    return [BUF.getvalue(), ARRAY[0], LOCK.locked(), repr(COUNTER), P.x]\n'
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
         { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = '[0,"",1,"ab",true,false,false,1,1,1]' ]
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = '[0,"",1,"ab",true,false,false,1,1,1,1]' ]
     # Each write replaced its process; reading them did not.
     [ "$(jq -sc 'map(select(.id | endswith("-after") or . == "reads" | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
-        '["poisoned: fitrun_prelude.COUNTER was changed in place","poisoned: fitrun_prelude.BUF was changed in place","poisoned: fitrun_prelude.ARRAY was changed in place","poisoned: fitrun_prelude.BIN was changed in place","poisoned: fitrun_prelude.LOCK was changed in place","poisoned: fitrun_prelude.RLOCK was changed in place","poisoned: fitrun_prelude.P was changed in place","poisoned: object fitrun_prelude.REG['"'"'a'"'"'] was changed (x replaced)","poisoned: fitrun_prelude.REG['"'"'l'"'"'] was changed in place","poisoned: fitrun_prelude.REG['"'"'t'"'"'][1][0] was changed in place"]' ] ||
+        '["poisoned: fitrun_prelude.COUNTER was changed in place","poisoned: fitrun_prelude.BUF was changed in place","poisoned: fitrun_prelude.ARRAY was changed in place","poisoned: fitrun_prelude.BIN was changed in place","poisoned: fitrun_prelude.LOCK was changed in place","poisoned: fitrun_prelude.RLOCK was changed in place","poisoned: fitrun_prelude.P was changed in place","poisoned: object fitrun_prelude.REG['"'"'a'"'"'] was changed (x replaced)","poisoned: fitrun_prelude.REG['"'"'l'"'"'] was changed in place","poisoned: fitrun_prelude.REG['"'"'t'"'"'][1][0] was changed in place","poisoned: object fitrun_prelude.NS was changed (a replaced)"]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
     [ "$(r "$D/reuse.jsonl" reads .worker_replaced)" = null ]
 }

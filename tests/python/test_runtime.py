@@ -633,6 +633,7 @@ POISONS = {
     "user function's annotations": lambda: setattr(__import__("sys").modules["fitrun_runtime"]._dev_ino,
                                                    "__annotations__", {}),
     "environment, not as bytes": lambda: __import__("os").environ._data.__setitem__(1, 2),
+    "a SimpleNamespace's attribute": lambda: setattr(__import__("sys").implementation, "cache_tag", None),
 }
 
 

@@ -2674,12 +2674,16 @@ def _function_namespaces(name, f, mine):
 def _held_namespace(v):
     """(kind, namespace) of a value a module holds whose namespace a
     later prediction reads through: a class made by Python code ('class',
-    its mappingproxy) or a plain object ('object', its __dict__); else
-    (None, None). Modules are namespaces of their own."""
+    its mappingproxy) or a plain object ('object', its __dict__: one of a
+    class made by Python code, or a types.SimpleNamespace, such as
+    sys.implementation); else (None, None). Modules are namespaces of their
+    own."""
     if isinstance(v, types.ModuleType):
         return None, None
     if isinstance(v, type):
         return ("class", type.__dict__["__dict__"].__get__(v)) if _is_heap_type(v) else (None, None)
+    if type(v) is types.SimpleNamespace:  # not made by Python code, but its attributes are a dict
+        return "object", object.__getattribute__(v, "__dict__")
     if _is_heap_type(type(v)) and not callable(v):
         try:
             vd = object.__getattribute__(v, "__dict__")
