@@ -755,6 +755,22 @@ class ReuseCheck(unittest.TestCase):
             return [str(intact), str(gc.get_freeze_count() < before), str(heap.intact())]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True", "False"])
 
+    def test_descriptors_above_the_socket_are_closed_on_every_interpreter(self):
+        # After each prediction a reused process closes every descriptor
+        # above its socket's, however high (Python 3.9's os.closerange
+        # closes each number up to the bound in turn: _close_from makes the
+        # system call there). Those below stay open.
+        code = ("import os, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "import resource\nhigh = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1, 1 << 19)\n"
+                "r, w = os.pipe()\nos.dup2(r, 40)\nos.dup2(w, high)\nos.dup2(w, 39)\nfr._close_from(40)\n"
+                "def is_open(fd):\n    try:\n        os.fstat(fd)\n        return True\n    except OSError:\n"
+                "        return False\nprint(is_open(39), is_open(40), is_open(high), is_open(2))\n")
+        for exe in ["/usr/bin/python3"] + _interpreters():
+            with self.subTest(exe):
+                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME)], capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual((r.returncode, r.stdout.strip()), (0, "True False False True"), r.stderr)
+
     def test_the_frozen_heaps_ends_are_watched_on_every_interpreter(self):
         # CPython 3.9-3.13 lay the permanent generation out alike; a freeze
         # moves the tail, allocation and collection move neither end.

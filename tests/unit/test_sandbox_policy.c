@@ -331,6 +331,39 @@ static void test_peek_words(void **state)
     fr_peek_words(NULL, NULL, 0);
 }
 
+/* fr_peek_arrays: each object's count, then that many words of its
+ * array, in order; what does not fit in cap is counted, not read. */
+struct fake_list {
+    uint64_t head;
+    uint64_t count;
+    const uint64_t *items;
+};
+
+static void test_peek_arrays(void **state)
+{
+    (void)state;
+    const uint64_t xs[] = {10, 11, 12}, ys[] = {20};
+    const struct fake_list a = {0, 3, xs}, b = {0, 0, NULL}, c = {0, 1, ys};
+    const unsigned char *objs[] = {(const unsigned char *)&a, (const unsigned char *)&b, (const unsigned char *)&c};
+    const size_t at_count = offsetof(struct fake_list, count), at_items = offsetof(struct fake_list, items);
+    uint64_t out[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, out, 8), 7);
+    const uint64_t want[] = {3, 10, 11, 12, 0, 1, 20, 0}; /* the last one zeroed */
+    assert_memory_equal(out, want, sizeof want);
+    /* Room for the first array and the second's count: the third is
+     * counted only. */
+    uint64_t small[5] = {0, 0, 0, 0, 0};
+    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, small, 5), 7);
+    assert_int_equal(small[4], 0);
+    assert_int_equal(small[3], 12);
+    /* A count no cap could hold is never read past: a NULL array. */
+    const struct fake_list huge = {0, UINT64_MAX, NULL};
+    const unsigned char *one[] = {(const unsigned char *)&huge, (const unsigned char *)&a};
+    assert_int_equal(fr_peek_arrays(one, 2, at_count, at_items, small, 5), SIZE_MAX);
+    assert_int_equal(small[0], UINT64_MAX);
+    assert_int_equal(fr_peek_arrays(NULL, 0, at_count, at_items, NULL, 0), 0);
+}
+
 /* The CPU backstop of a job whose budget the pool enforces: the budget
  * plus max(20%, 200 ms), never past the longest duration fitrun takes. */
 static void test_cpu_backstop(void **state)
@@ -380,12 +413,19 @@ static void test_check_lists_names_the_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_preset_names),   cmocka_unit_test(test_struct_build_and_describe),
-        cmocka_unit_test(test_name_errors),    cmocka_unit_test(test_build_argument_errors),
-        cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
-        cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
-        cmocka_unit_test(test_processes),      cmocka_unit_test(test_peek_words),
-        cmocka_unit_test(test_cpu_backstop),   cmocka_unit_test(test_check_lists_names_the_list),
+        cmocka_unit_test(test_preset_names),
+        cmocka_unit_test(test_struct_build_and_describe),
+        cmocka_unit_test(test_name_errors),
+        cmocka_unit_test(test_build_argument_errors),
+        cmocka_unit_test(test_bpf_program),
+        cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_pack_malformed),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_peek_words),
+        cmocka_unit_test(test_peek_arrays),
+        cmocka_unit_test(test_cpu_backstop),
+        cmocka_unit_test(test_check_lists_names_the_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

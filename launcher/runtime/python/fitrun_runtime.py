@@ -311,10 +311,15 @@ class _WorkerChild(ctypes.Structure):
 
 
 def _peek_words(lib):
-    """fr_peek_words(addrs, out, n) of the sandbox library `lib` (a CDLL)."""
+    """fr_peek_words(addrs, out, n) of the sandbox library `lib` (a CDLL),
+    with the library's fr_peek_arrays as its attribute `arrays`."""
     f = lib.fr_peek_words
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     f.restype = None
+    f.arrays = lib.fr_peek_arrays
+    f.arrays.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
+                         ctypes.c_size_t]
+    f.arrays.restype = ctypes.c_size_t
     return f
 
 
@@ -859,6 +864,33 @@ def _join_cgroups(cgroup_fds, worker):
             os._exit(EXIT_CHILD_SETUP)
 
 
+def _closer():
+    """A function that closes every descriptor from `fd` up. From Python
+    3.10 os.closerange is one close_range(2); before, it closes each
+    number in turn, a million of them under the usual hard limit (a second
+    here, after every prediction under reuse): there the system call is
+    made through libc's syscall(3), and os.closerange only where it fails
+    (a kernel before 5.9). Bound at import, in the zygote: a lookup in a
+    library later would be an audited call."""
+    if sys.version_info >= (3, 10):
+        return lambda fd: os.closerange(fd, 1 << 20)
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return lambda fd: os.closerange(fd, 1 << 20)
+    syscall.restype = ctypes.c_long
+    nr, uint = 436, ctypes.c_uint  # close_range, the same number on every architecture
+    everything = uint(0xFFFFFFFF)
+
+    def close_from(fd):
+        if syscall(ctypes.c_long(nr), uint(fd), everything, uint(0)) != 0:
+            os.closerange(fd, 1 << 20)
+    return close_from
+
+
+_close_from = _closer()
+
+
 def _layout_fds(pairs, keep):
     """dup2 each (source, target) pair, then close every other descriptor
     but `keep` (-1 = none). Every source first moves above the targets, so
@@ -871,9 +903,9 @@ def _layout_fds(pairs, keep):
         os.dup2(src, dst)
     if keep >= 0:
         os.closerange(top, keep)
-        os.closerange(keep + 1, 1 << 20)
+        _close_from(keep + 1)
     else:
-        os.closerange(top, 1 << 20)
+        _close_from(top)
 
 
 def _encode_report(rep):
@@ -1167,6 +1199,16 @@ class _Namespaces:
         self._take_loose()
         self.data = _user_data(self.user_modules)
         self.fields = _FunctionFields(self.functions, self.peek)
+        # The containers the standard library's and packages' modules hold
+        # at their top level: put back after each prediction (a fork child
+        # finds them as the zygote left them). Not sys.modules, nor the
+        # lists whose change replaces the process (_Baseline.lists), nor
+        # os.environ's mapping (posix.environ): its writes also went to the
+        # process's environment in C, which putting it back would not undo.
+        handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | \
+            {id(x) for x in (sys.path, sys.meta_path, sys.path_hooks, gc.callbacks, sys.warnoptions, sys.argv)}
+        dicts, lists, sets = _module_containers(self.module_list, self.user_modules, handled)
+        self.containers = _PutBack(dicts, lists, self.peek, counted, sets)
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1208,6 +1250,7 @@ class _Namespaces:
             self.sizes[j] = len(self.spaces[j])
         self._take_loose()
         self.data = _user_data(self.user_modules)
+        self.containers.rebase()
         versions.seen = now
 
     def check(self):
@@ -1340,6 +1383,7 @@ class _Baseline:
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
         self.registries = _Registries(recorded, namespaces.peek, namespaces.versions is not None)
+        self.containers = namespaces.containers
         # With each stream, its own attributes (`sys.stdout.write = ...`
         # sets one, which later prints would go through).
         self.streams = [(name, stream, _stream_mode(stream), getattr(stream, "__dict__", None),
@@ -1479,7 +1523,7 @@ class _Baseline:
             if fd == self.chan_fd:
                 return "poisoned: the process's socket to its worker was closed or replaced"
             os.dup2(self.null_fd, fd)
-        os.closerange(REUSE_CHAN_FD + 1, 1 << 20)
+        _close_from(REUSE_CHAN_FD + 1)
         # The socket's file status flags are the prediction's to set (fcntl
         # F_SETFL is allowed): left non-blocking, the wait for the next job
         # would fail and end the process between two jobs. Blocking again.
@@ -1502,6 +1546,9 @@ class _Baseline:
                 w._filters_mutated()
         why = self.c_settings.restore() or self.registries.restore()
         if why:
+            return why
+        why = self.containers.restore()
+        if why.startswith("poisoned"):
             return why
         # What was printed after the report was written (a finalizer run by
         # the collection above, the collector's own debug output) goes to
@@ -1735,28 +1782,74 @@ class _Registries:
 
 
 class _PutBack:
-    """Dicts and lists of the standard library that honest code adds to
-    and later predictions read through, put back by content after each
-    prediction (by identity: no __eq__ of theirs runs). The dicts are
-    compared only when their write counter moved (_DictVersions; counted:
-    the interpreter's dicts have counters that every write moves, peek: the
-    reader), so a prediction that wrote none costs one reading; the lists,
-    which have no counter, are compared every time."""
+    """Dicts, lists and sets that honest code adds to and later
+    predictions read through, put back by content after each prediction
+    (by identity: no __eq__ or __hash__ of theirs runs to compare them).
+    The dicts are compared only when their write counter moved
+    (_DictVersions; counted: the interpreter's dicts have counters that
+    every write moves, peek: the reader), each dict whose counter moved
+    and no other, so a prediction that wrote none costs one reading; the
+    lists and sets, which have no counter, are compared every time."""
 
-    def __init__(self, dicts, lists=(), peek=None, counted=False):
+    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=()):
         """dicts: dicts, or of a subclass of dict (numpy's fill values),
         read and written through dict's own methods; anything else is left
-        out, as are lists of a subclass."""
+        out, as are lists and sets of a subclass."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
+        # A set's items, and the identities they are compared by (the
+        # snapshot holds the items, so no id is reused while it is kept).
+        self.sets = [(s, list(s), frozenset(map(id, s))) for s in sets if type(s) is set]
         self.read = _word_reader([id(d) + _DictVersions.OFFSET for d, _ in self.dicts], peek) if counted else None
         self.seen = self.read() if counted else None
+        # The lists' items, read by address in one call where the sandbox
+        # library can (a few µs for thousands), else compared in Python.
+        self.peek = peek
+        self.read_lists = _list_reader([lst for lst, _ in self.lists], peek)
+        self.lists_seen = self.read_lists() if self.read_lists is not None else None
         self.collect = gc.collect
+
+    def rebase(self):
+        """In a process forked from the one that made this, before its
+        first prediction: what changed since (a fork's own handlers write
+        some: threading's) is taken again as it is now. Only that: the
+        rest is the parent's copy, which this process only reads."""
+        dicts, self.seen = self._moved_dicts(self.seen)
+        moved = {id(d) for d, _ in dicts}
+        self.dicts = [(d, dict(dict.items(d))) if id(d) in moved else (d, items) for d, items in self.dicts]
+        if not self._same_lists():
+            self.lists = [(lst, items) if len(lst) == len(items) and all(map(_is, lst, items)) else (lst, list(lst))
+                          for lst, items in self.lists]
+            if self.read_lists is not None and self.read_lists() is None:  # grew past its reader
+                self.read_lists = _list_reader([lst for lst, _ in self.lists], self.peek)
+            self.lists_seen = self.read_lists() if self.read_lists is not None else None
+        self.sets = [(st, items, ids) if self._same_set(st, ids) else (st, list(st), frozenset(map(id, st)))
+                     for st, items, ids in self.sets]
 
     @staticmethod
     def _same_dict(d, items):
         return dict.__len__(d) == len(items) and all(map(_is, dict.keys(d), items)) and \
             all(map(_is, dict.values(d), items.values()))
+
+    @staticmethod
+    def _same_set(s, ids):
+        return len(s) == len(ids) and ids.issuperset(map(id, s))
+
+    def _same_lists(self):
+        """Every list holds the objects it held (its reading says so, or
+        its items are compared)."""
+        if self.read_lists is not None and self.read_lists() == self.lists_seen:
+            return True
+        return all(len(lst) == len(items) and all(map(_is, lst, items)) for lst, items in self.lists)
+
+    def _moved_dicts(self, since):
+        """The dicts (with their items) that may have been written since
+        the reading `since`: those whose counter moved, or all of them
+        where there are no counters; and the reading now."""
+        if self.read is None:
+            return self.dicts, None
+        now = self.read()
+        return ([self.dicts[i] for i in _DictVersions.moved(since, now)] if now != since else ()), now
 
     def restore(self):
         """Put everything back: '' (nothing had changed), 'put back', or
@@ -1764,26 +1857,63 @@ class _PutBack:
         tables again (its finalizer is the prediction's code: it runs only
         after everything is back, and what it did is then looked at)."""
         keep = []  # what putting back takes out: freed only once everything is back
-        if self.read is None or self.read() != self.seen:
-            for d, items in self.dicts:
-                if not self._same_dict(d, items):
-                    keep.append(dict.copy(d))
-                    dict.clear(d)
-                    dict.update(d, items)
-        for lst, items in self.lists:
-            if len(lst) != len(items) or not all(map(_is, lst, items)):
-                keep.append(list(lst))
-                lst[:] = items
+        dicts, _ = self._moved_dicts(self.seen)
+        for d, items in dicts:
+            if not self._same_dict(d, items):
+                keep.append(dict.copy(d))
+                dict.clear(d)
+                dict.update(d, items)
+        if not self._same_lists():
+            for lst, items in self.lists:
+                if len(lst) != len(items) or not all(map(_is, lst, items)):
+                    keep.append(list(lst))
+                    lst[:] = items
+            if self.read_lists is not None:
+                self.lists_seen = self.read_lists()  # its items' array may have moved, with the same items
+        for s, items, ids in self.sets:
+            if not self._same_set(s, ids):
+                keep.append(set.copy(s))
+                set.clear(s)
+                set.update(s, items)
         put = bool(keep)
         if put:
+            back = self.read() if self.read is not None else None
             keep.clear()
             self.collect()  # and what a cycle held
-            if not all(self._same_dict(d, items) for d, items in self.dicts) or \
-                    not all(len(lst) == len(items) and all(map(_is, lst, items)) for lst, items in self.lists):
+            again, _ = self._moved_dicts(back)
+            if not all(self._same_dict(d, items) for d, items in again) or not self._same_lists() or \
+                    not all(self._same_set(s, ids) for s, _, ids in self.sets):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
             self.seen = self.read()
         return "put back" if put else ""
+
+
+def _module_containers(module_list, user_modules, handled):
+    """(dicts, lists, sets) of exactly those types that the modules of the
+    standard library and of installed packages hold at their top level,
+    once each: their caches and registries, which honest code adds to and
+    a later prediction reads through (re's compiled patterns, the finders
+    in sys.path_importer_cache, json's escapes, numpy's tables, a module's
+    __all__ and warnings registry), for _PutBack. Not the user's own
+    modules' (their data is compared, and a change replaces the process:
+    _user_data), not the runtime's own, not the builtins, and not those
+    whose id is in handled (checked or put back elsewhere: sys.modules,
+    sys.path...)."""
+    own = {name for name, _ in user_modules}
+    seen = set(handled)
+    dicts, lists, sets = [], [], []
+    kinds = {dict: dicts, list: lists, set: sets}
+    for name, mod in module_list:
+        d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
+        if type(d) is not dict or name in own or d is globals():
+            continue
+        for key, v in list(d.items()):
+            out = kinds.get(type(v))
+            if out is not None and key != "__builtins__" and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return dicts, lists, sets
 
 
 def _logging_state():
@@ -2011,6 +2141,47 @@ def _word_reader(addrs, peek=None):
 
     def read():
         return list_(map_(value, views))
+    return read
+
+
+def _list_layout(peek):
+    """(where a list keeps its length, where the address of its items) in
+    bytes from the object's start, where this interpreter lays lists out
+    as CPython's 64-bit builds do: checked on a probe, through the sandbox
+    library's readers themselves (ctypes' own readers are audited calls);
+    else None."""
+    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    probe = [object(), object(), object()]
+    where, words = (ctypes.c_void_p * 2)(id(probe) + 8, id(probe) + 16), (ctypes.c_uint64 * 2)()
+    peek(where, words, 2)
+    if words[0] != id(list) or words[1] != len(probe):
+        return None  # the type, then the length: a list's head is laid out otherwise
+    objs, out = (ctypes.c_void_p * 1)(id(probe)), (ctypes.c_uint64 * 4)()
+    if peek.arrays(objs, 1, 16, 24, out, 4) != 4 or list(out) != [3] + [id(x) for x in probe]:
+        return None
+    return 16, 24
+
+
+def _list_reader(lists, peek=None):
+    """A function that reads the lengths and items' addresses of `lists`
+    (kept alive by the caller) in one call of the sandbox library's
+    fr_peek_arrays, as bytes, or None when they are more words than it
+    was made for (the lists grew); a reading that equals another says that
+    every list holds the very objects it held then. None where there is no
+    such reader (no library, another layout of lists)."""
+    layout = _list_layout(peek) if getattr(peek, "arrays", None) is not None and lists else None
+    if layout is None:
+        return None
+    n, arrays = len(lists), peek.arrays
+    objs = (ctypes.c_void_p * n)(*map(id, lists))
+    cap = n + sum(map(len, lists)) + 256
+    out = (ctypes.c_uint64 * cap)()
+    bytes_, (count_at, items_at) = bytes, layout
+
+    def read():
+        return bytes_(out) if arrays(objs, n, count_at, items_at, out, cap) <= cap else None
+    read.cap = cap
     return read
 
 
