@@ -5,9 +5,10 @@
  * prediction its state check reads the write counter of about 1,500 dicts
  * (docs/python-runtime.md, "What reuse checks"). Read one ctypes view at a
  * time they cost about 20 ns each, 30 µs a prediction; one call here reads
- * them all in about 2 µs. Lists have no such counter: their items are
- * compared whole, a few thousand of them, which fr_peek_arrays copies in
- * one call instead of 30 ns each in Python. Both only read: the caller
+ * them all in about 2 µs. Lists and sets have no such counter: their
+ * items are compared whole, some ten thousand of them (a set's by its
+ * table of entries), which fr_peek_arrays copies in one call instead of
+ * 30-50 ns each in Python. Both only read: the caller
  * keeps every object it names alive, and they write nothing but `out`. */
 #include "fitrun/sandbox.h"
 
@@ -17,23 +18,27 @@ void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n)
         out[i] = *addrs[i];
 }
 
-size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t *out,
-                      size_t cap)
+size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t add,
+                      uint64_t mult, uint64_t *out, size_t cap)
 {
     size_t k = 0; /* the words all the arrays take */
     for (size_t i = 0; i < n; i++) {
         uint64_t count = *(const uint64_t *)(const void *)(objs[i] + count_at);
         if (k < cap)
             out[k] = count;
-        if (k >= cap || count > cap - k - 1) {
+        /* (count + add) * mult words, saturating: a count that says more
+         * than any array could hold is too many, never an overflow. */
+        uint64_t words = count > UINT64_MAX - add ? UINT64_MAX : count + add;
+        words = mult && words > UINT64_MAX / mult ? UINT64_MAX : words * mult;
+        if (k >= cap || words > cap - k - 1) {
             /* It does not fit: counted, not read (whatever the count says,
-             * no word past cap is read), saturating. */
-            k = count >= SIZE_MAX - k ? SIZE_MAX : k + 1 + (size_t)count;
+             * no word past cap is read). */
+            k = words >= SIZE_MAX - k ? SIZE_MAX : k + 1 + (size_t)words;
             continue;
         }
         k++;
         const uint64_t *items = *(const uint64_t *const *)(const void *)(objs[i] + items_at);
-        for (uint64_t j = 0; j < count; j++)
+        for (uint64_t j = 0; j < words; j++)
             out[k++] = items[j];
     }
     /* The rest zeroed, so that two readings are equal as whole buffers

@@ -328,13 +328,14 @@ const char *fr_signal_name(int sig, char *buf, size_t n);
 void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n);
 
 /* The same for arrays: for each object at objs[0..n), the 8-byte count at
- * objs[i] + count_at, then that many words of the array whose address is
- * the word at objs[i] + items_at (a CPython list: ob_size, ob_item),
+ * objs[i] + count_at, then (count + add) * mult words of the array whose
+ * address is the word at objs[i] + items_at (a CPython list: ob_size and
+ * ob_item, add 0, mult 1; a set: its mask and table, add 1, mult 2),
  * appended to out, and the rest of out[0..cap) zeroed. Returns how many
  * words that is; where it is more than cap, out holds only what fit and
  * no word past cap is read. */
-size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t *out,
-                      size_t cap);
+size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t add,
+                      uint64_t mult, uint64_t *out, size_t cap);
 
 /* Names of the enums above: "none", "exec", "python" and "off", "libs",
  * "system"; parse returns 0 or -1 (unknown name). */

@@ -755,6 +755,28 @@ class ReuseCheck(unittest.TestCase):
             return [str(intact), str(gc.get_freeze_count() < before), str(heap.intact())]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True", "False"])
 
+    def test_lists_and_sets_read_by_address_show_every_change_on_every_interpreter(self):
+        # fr_peek_arrays' readings of lists (length, items' addresses) and
+        # sets (their tables): equal while each holds the same objects; an
+        # item replaced in place, one added or removed, changes them. The
+        # layouts are found on every interpreter here (3.9-3.13).
+        code = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "peek = fr._peek_words(ctypes.CDLL(sys.argv[2]))\n"
+                "a, b, s = [1, 'x', None], [], {'p', 'q'}\n"
+                "rl, rs = fr._array_reader([a, b], list, peek), fr._array_reader([s], set, peek)\n"
+                "l0, s0 = bytes(rl()), bytes(rs())\nout = [rl() == l0, rs() == s0]\n"
+                "a[1] = 'y'\nout.append(rl() == l0)\na[1] = 'x'\nout.append(rl() == l0)\n"
+                "b.append(a)\nout.append(rl() == l0)\nb.pop()\nout.append(rl() == l0)\n"
+                "s.add('r')\nout.append(rs() == s0)\ns.discard('r')\ns.discard('p')\nout.append(rs() == s0)\n"
+                "b.extend(range(10000))\nout.append(rl())\n"
+                "print(out)\n")
+        want = "[True, True, False, True, False, True, False, False, None]"
+        for exe in ["/usr/bin/python3"] + _interpreters():
+            with self.subTest(exe):
+                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME), LIB], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual((r.returncode, r.stdout.strip()), (0, want), r.stderr)
+
     def test_descriptors_above_the_socket_are_closed_on_every_interpreter(self):
         # After each prediction a reused process closes every descriptor
         # above its socket's, however high (Python 3.9's os.closerange

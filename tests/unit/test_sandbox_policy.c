@@ -331,8 +331,8 @@ static void test_peek_words(void **state)
     fr_peek_words(NULL, NULL, 0);
 }
 
-/* fr_peek_arrays: each object's count, then that many words of its
- * array, in order; what does not fit in cap is counted, not read. */
+/* fr_peek_arrays: each object's count, then (count + add) * mult words
+ * of its array, in order; what does not fit in cap is counted, not read. */
 struct fake_list {
     uint64_t head;
     uint64_t count;
@@ -347,21 +347,30 @@ static void test_peek_arrays(void **state)
     const unsigned char *objs[] = {(const unsigned char *)&a, (const unsigned char *)&b, (const unsigned char *)&c};
     const size_t at_count = offsetof(struct fake_list, count), at_items = offsetof(struct fake_list, items);
     uint64_t out[8] = {9, 9, 9, 9, 9, 9, 9, 9};
-    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, out, 8), 7);
+    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, 0, 1, out, 8), 7);
     const uint64_t want[] = {3, 10, 11, 12, 0, 1, 20, 0}; /* the last one zeroed */
     assert_memory_equal(out, want, sizeof want);
     /* Room for the first array and the second's count: the third is
      * counted only. */
     uint64_t small[5] = {0, 0, 0, 0, 0};
-    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, small, 5), 7);
+    assert_int_equal(fr_peek_arrays(objs, 3, at_count, at_items, 0, 1, small, 5), 7);
     assert_int_equal(small[4], 0);
     assert_int_equal(small[3], 12);
     /* A count no cap could hold is never read past: a NULL array. */
     const struct fake_list huge = {0, UINT64_MAX, NULL};
     const unsigned char *one[] = {(const unsigned char *)&huge, (const unsigned char *)&a};
-    assert_int_equal(fr_peek_arrays(one, 2, at_count, at_items, small, 5), SIZE_MAX);
+    assert_int_equal(fr_peek_arrays(one, 2, at_count, at_items, 0, 1, small, 5), SIZE_MAX);
     assert_int_equal(small[0], UINT64_MAX);
-    assert_int_equal(fr_peek_arrays(NULL, 0, at_count, at_items, NULL, 0), 0);
+    assert_int_equal(fr_peek_arrays(one, 1, at_count, at_items, 1, 2, small, 5), SIZE_MAX); /* no overflow */
+    /* A table: (count + 1) * 2 words (a set's mask, its entries). */
+    const uint64_t table[] = {1, 2, 3, 4};
+    const struct fake_list set = {0, 1, table};
+    const unsigned char *sets[] = {(const unsigned char *)&set};
+    uint64_t t[6] = {9, 9, 9, 9, 9, 9};
+    assert_int_equal(fr_peek_arrays(sets, 1, at_count, at_items, 1, 2, t, 6), 5);
+    const uint64_t want_t[] = {1, 1, 2, 3, 4, 0};
+    assert_memory_equal(t, want_t, sizeof want_t);
+    assert_int_equal(fr_peek_arrays(NULL, 0, at_count, at_items, 0, 1, NULL, 0), 0);
 }
 
 /* The CPU backstop of a job whose budget the pool enforces: the budget

@@ -317,8 +317,8 @@ def _peek_words(lib):
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     f.restype = None
     f.arrays = lib.fr_peek_arrays
-    f.arrays.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
-                         ctypes.c_size_t]
+    f.arrays.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint64,
+                         ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
     f.arrays.restype = ctypes.c_size_t
     return f
 
@@ -1207,8 +1207,12 @@ class _Namespaces:
         # process's environment in C, which putting it back would not undo.
         handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | \
             {id(x) for x in (sys.path, sys.meta_path, sys.path_hooks, gc.callbacks, sys.warnoptions, sys.argv)}
-        dicts, lists, sets = _module_containers(self.module_list, self.user_modules, handled)
-        self.containers = _PutBack(dicts, lists, self.peek, counted, sets)
+        dicts, objects, lists, sets = _module_containers(self.module_list, self.user_modules, handled)
+        # Objects' dicts only where every write to one moves its counter
+        # (not on 3.13: _DictVersions.kinds); else compared every time.
+        if "object" in kinds:
+            dicts, objects = dicts + objects, []
+        self.containers = _PutBack(dicts, lists, self.peek, counted, sets, loose=objects)
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1789,24 +1793,31 @@ class _PutBack:
     (_DictVersions; counted: the interpreter's dicts have counters that
     every write moves, peek: the reader), each dict whose counter moved
     and no other, so a prediction that wrote none costs one reading; the
-    lists and sets, which have no counter, are compared every time."""
+    lists and sets, which have no counter, and the loose dicts, whose
+    writes may not move it, are compared every time."""
 
-    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=()):
+    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=()):
         """dicts: dicts, or of a subclass of dict (numpy's fill values),
         read and written through dict's own methods; anything else is left
-        out, as are lists and sets of a subclass."""
+        out, as are lists and sets of a subclass. loose: dicts whose
+        counter does not move with every write (an object's attributes on
+        Python 3.13)."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
+        self.loose = [(d, dict(dict.items(d))) for d in loose if type(d) is dict]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
         # A set's items, and the identities they are compared by (the
         # snapshot holds the items, so no id is reused while it is kept).
         self.sets = [(s, list(s), frozenset(map(id, s))) for s in sets if type(s) is set]
         self.read = _word_reader([id(d) + _DictVersions.OFFSET for d, _ in self.dicts], peek) if counted else None
         self.seen = self.read() if counted else None
-        # The lists' items, read by address in one call where the sandbox
-        # library can (a few µs for thousands), else compared in Python.
+        # The lists' items and the sets' tables, read by address in one
+        # call each where the sandbox library can (a few µs for thousands
+        # of items), else compared in Python.
         self.peek = peek
-        self.read_lists = _list_reader([lst for lst, _ in self.lists], peek)
-        self.lists_seen = self.read_lists() if self.read_lists is not None else None
+        self.read_lists = _array_reader([lst for lst, _ in self.lists], list, peek)
+        self.lists_seen = _copy(self.read_lists() if self.read_lists is not None else None)
+        self.read_sets = _array_reader([st for st, _, _ in self.sets], set, peek)
+        self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
         self.collect = gc.collect
 
     def rebase(self):
@@ -1817,14 +1828,19 @@ class _PutBack:
         dicts, self.seen = self._moved_dicts(self.seen)
         moved = {id(d) for d, _ in dicts}
         self.dicts = [(d, dict(dict.items(d))) if id(d) in moved else (d, items) for d, items in self.dicts]
+        self.loose = [(d, items) if self._same_dict(d, items) else (d, dict(dict.items(d))) for d, items in self.loose]
         if not self._same_lists():
             self.lists = [(lst, items) if len(lst) == len(items) and all(map(_is, lst, items)) else (lst, list(lst))
                           for lst, items in self.lists]
             if self.read_lists is not None and self.read_lists() is None:  # grew past its reader
-                self.read_lists = _list_reader([lst for lst, _ in self.lists], self.peek)
-            self.lists_seen = self.read_lists() if self.read_lists is not None else None
-        self.sets = [(st, items, ids) if self._same_set(st, ids) else (st, list(st), frozenset(map(id, st)))
-                     for st, items, ids in self.sets]
+                self.read_lists = _array_reader([lst for lst, _ in self.lists], list, self.peek)
+            self.lists_seen = _copy(self.read_lists() if self.read_lists is not None else None)
+        if not self._same_sets():
+            self.sets = [(st, items, ids) if self._same_set(st, ids) else (st, list(st), frozenset(map(id, st)))
+                         for st, items, ids in self.sets]
+            if self.read_sets is not None and self.read_sets() is None:
+                self.read_sets = _array_reader([st for st, _, _ in self.sets], set, self.peek)
+            self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
 
     @staticmethod
     def _same_dict(d, items):
@@ -1834,6 +1850,13 @@ class _PutBack:
     @staticmethod
     def _same_set(s, ids):
         return len(s) == len(ids) and ids.issuperset(map(id, s))
+
+    def _same_sets(self):
+        """Every set holds the objects it held (its table is the one read
+        then, or its items are compared)."""
+        if self.read_sets is not None and self.read_sets() == self.sets_seen:
+            return True
+        return all(self._same_set(st, ids) for st, _, ids in self.sets)
 
     def _same_lists(self):
         """Every list holds the objects it held (its reading says so, or
@@ -1858,7 +1881,7 @@ class _PutBack:
         after everything is back, and what it did is then looked at)."""
         keep = []  # what putting back takes out: freed only once everything is back
         dicts, _ = self._moved_dicts(self.seen)
-        for d, items in dicts:
+        for d, items in _chain((dicts, self.loose)):
             if not self._same_dict(d, items):
                 keep.append(dict.copy(d))
                 dict.clear(d)
@@ -1869,51 +1892,89 @@ class _PutBack:
                     keep.append(list(lst))
                     lst[:] = items
             if self.read_lists is not None:
-                self.lists_seen = self.read_lists()  # its items' array may have moved, with the same items
-        for s, items, ids in self.sets:
-            if not self._same_set(s, ids):
-                keep.append(set.copy(s))
-                set.clear(s)
-                set.update(s, items)
+                self.lists_seen = _copy(self.read_lists())  # its items' array may have moved, with the same items
+        if not self._same_sets():
+            for st, items, ids in self.sets:
+                if not self._same_set(st, ids):
+                    keep.append(set.copy(st))
+                    set.clear(st)
+                    set.update(st, items)
+            if self.read_sets is not None:
+                self.sets_seen = _copy(self.read_sets())  # the same items may lie elsewhere in its table
         put = bool(keep)
         if put:
             back = self.read() if self.read is not None else None
             keep.clear()
             self.collect()  # and what a cycle held
             again, _ = self._moved_dicts(back)
-            if not all(self._same_dict(d, items) for d, items in again) or not self._same_lists() or \
-                    not all(self._same_set(s, ids) for s, _, ids in self.sets):
+            if not all(self._same_dict(d, items) for d, items in _chain((again, self.loose))) or \
+                    not self._same_lists() or not self._same_sets():
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
             self.seen = self.read()
         return "put back" if put else ""
 
 
-def _module_containers(module_list, user_modules, handled):
-    """(dicts, lists, sets) of exactly those types that the modules of the
-    standard library and of installed packages hold at their top level,
-    once each: their caches and registries, which honest code adds to and
-    a later prediction reads through (re's compiled patterns, the finders
-    in sys.path_importer_cache, json's escapes, numpy's tables, a module's
-    __all__ and warnings registry), for _PutBack. Not the user's own
-    modules' (their data is compared, and a change replaces the process:
-    _user_data), not the runtime's own, not the builtins, and not those
-    whose id is in handled (checked or put back elsewhere: sys.modules,
-    sys.path...)."""
-    own = {name for name, _ in user_modules}
+_CONTAINERS_LIMIT = 50000
+
+
+def _module_containers(module_list, user_modules, handled, limit=_CONTAINERS_LIMIT):
+    """(dicts, objects' dicts, lists, sets), each of exactly those types,
+    that the modules of the standard library and of installed packages
+    hold, once each: their caches and registries, which honest code adds
+    to and a later prediction reads through (re's compiled patterns, the
+    finders in sys.path_importer_cache, json's escapes, numpy's tables, a
+    module's __all__ and warnings registry), and below them, breadth first,
+    what those hold: the containers inside containers and tuples, the
+    containers a class of theirs keeps (an Enum's members by value), the
+    objects of their classes (a finder in the importers' cache) with their
+    attributes' dicts and what those hold (its list of loaders); at most
+    `limit` values (what is further is not seen). For _PutBack. Not the
+    user's own modules' or their classes' objects (their data is compared,
+    and a change replaces the process: _user_data), not the runtime's own,
+    not the builtins, not modules, classes and functions (namespaces of
+    their own), not the objects a module's globals name (their namespaces
+    are checked: _namespaces), and not what handled names by id (checked
+    or put back elsewhere: sys.modules, sys.path...)."""
+    skip = {name for name, _ in user_modules} | {globals()["__name__"]}
     seen = set(handled)
-    dicts, lists, sets = [], [], []
+    dicts, objects, lists, sets = [], [], [], []
     kinds = {dict: dicts, list: lists, set: sets}
+    todo = []  # (value, named by a module's globals)
     for name, mod in module_list:
         d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
-        if type(d) is not dict or name in own or d is globals():
+        if type(d) is not dict or name in skip or d is globals():
             continue
-        for key, v in list(d.items()):
-            out = kinds.get(type(v))
-            if out is not None and key != "__builtins__" and id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-    return dicts, lists, sets
+        todo += [(v, True) for key, v in list(d.items()) if key != "__builtins__"]
+    i = 0
+    while i < len(todo) and len(seen) - len(handled) < limit:
+        v, top = todo[i]
+        i += 1
+        t = type(v)
+        if id(v) in seen or any(t is a for a in _ATOMS):
+            continue
+        seen.add(id(v))
+        out = kinds.get(t)
+        if out is not None:
+            out.append(v)
+            todo += [(x, False) for x in (list(dict.values(v)) if t is dict else list(v))]
+        elif t is tuple or t is frozenset:
+            todo += [(x, False) for x in v]
+        elif isinstance(v, type):
+            if _is_heap_type(v) and type.__dict__["__module__"].__get__(v) not in skip:
+                todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
+        elif _is_heap_type(t) and not callable(v) and not isinstance(v, types.ModuleType) and \
+                type.__dict__["__module__"].__get__(t) not in skip:
+            try:
+                vd = object.__getattribute__(v, "__dict__")
+            except BaseException:
+                continue
+            if type(vd) is dict:
+                if not top and id(vd) not in seen:
+                    seen.add(id(vd))
+                    objects.append(vd)
+                todo += [(x, False) for x in list(vd.values())]
+    return dicts, objects, lists, sets
 
 
 def _logging_state():
@@ -2144,44 +2205,67 @@ def _word_reader(addrs, peek=None):
     return read
 
 
-def _list_layout(peek):
-    """(where a list keeps its length, where the address of its items) in
-    bytes from the object's start, where this interpreter lays lists out
-    as CPython's 64-bit builds do: checked on a probe, through the sandbox
-    library's readers themselves (ctypes' own readers are audited calls);
-    else None."""
+def _copy(reading):
+    """A reading kept: bytes of it (None stays None)."""
+    return None if reading is None else bytes(reading)
+
+
+def _array_layout(kind, peek):
+    """How this interpreter keeps the items of a list or of a set (kind),
+    as fr_peek_arrays takes it: (where the count is, where the address of
+    the array, add, mult), in bytes from the object's start, where it lays
+    them out as CPython's 64-bit builds do: a list's length and the
+    addresses of its items; a set's mask and its table of entries (an
+    item's address and its hash each). Checked on a probe, through the
+    sandbox library's readers themselves (ctypes' own readers are audited
+    calls); else None."""
     if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
-    probe = [object(), object(), object()]
-    where, words = (ctypes.c_void_p * 2)(id(probe) + 8, id(probe) + 16), (ctypes.c_uint64 * 2)()
-    peek(where, words, 2)
-    if words[0] != id(list) or words[1] != len(probe):
-        return None  # the type, then the length: a list's head is laid out otherwise
-    objs, out = (ctypes.c_void_p * 1)(id(probe)), (ctypes.c_uint64 * 4)()
-    if peek.arrays(objs, 1, 16, 24, out, 4) != 4 or list(out) != [3] + [id(x) for x in probe]:
+    items = [object(), object(), object()]
+    probe = list(items) if kind is list else set(items)
+    # The head: the type, then (list) the length, or (set) fill, used and
+    # the mask of its smallest table, 8 entries.
+    head = (id(list), 3) if kind is list else (id(set), 3, 3, 7)
+    where, words = (ctypes.c_void_p * len(head))(*range(id(probe) + 8, id(probe) + 8 + 8 * len(head), 8)), \
+        (ctypes.c_uint64 * len(head))()
+    peek(where, words, len(head))
+    if tuple(words) != head:
         return None
-    return 16, 24
+    layout = (16, 24, 0, 1) if kind is list else (32, 40, 1, 2)
+    objs, out = (ctypes.c_void_p * 1)(id(probe)), (ctypes.c_uint64 * 17)()
+    k = peek.arrays(objs, 1, *layout, out, 17)
+    if kind is list:
+        ok = k == 4 and list(out)[:4] == [3] + [id(x) for x in items]
+    else:
+        entries = {(out[1 + 2 * e], out[2 + 2 * e]) for e in range(8)} - {(0, 0)}
+        ok = k == 17 and entries == {(id(x), hash(x) & 0xFFFFFFFFFFFFFFFF) for x in items}
+    return layout if ok else None
 
 
-def _list_reader(lists, peek=None):
-    """A function that reads the lengths and items' addresses of `lists`
-    (kept alive by the caller) in one call of the sandbox library's
-    fr_peek_arrays, as bytes, or None when they are more words than it
-    was made for (the lists grew); a reading that equals another says that
-    every list holds the very objects it held then. None where there is no
-    such reader (no library, another layout of lists)."""
-    layout = _list_layout(peek) if getattr(peek, "arrays", None) is not None and lists else None
+def _array_reader(objs, kind, peek=None):
+    """A function that reads what the lists or sets (kind) `objs` hold
+    (kept alive by the caller: a list's length and its items' addresses, a
+    set's table) in one call of the sandbox library's fr_peek_arrays, as
+    bytes, or None when that is more words than it was made for (they
+    grew); a reading that equals another says that every one holds the
+    very objects it held then. None where there is no such reader (no
+    library, another layout)."""
+    layout = _array_layout(kind, peek) if getattr(peek, "arrays", None) is not None and objs else None
     if layout is None:
         return None
-    n, arrays = len(lists), peek.arrays
-    objs = (ctypes.c_void_p * n)(*map(id, lists))
-    cap = n + sum(map(len, lists)) + 256
-    out = (ctypes.c_uint64 * cap)()
-    bytes_, (count_at, items_at) = bytes, layout
+    n, arrays = len(objs), peek.arrays
+    where = (ctypes.c_void_p * n)(*map(id, objs))
+    need = arrays(where, n, *layout, None, 0)  # how many words they take now: none read
+    cap = need + need // 4 + 256
+    # A bytearray, which compares with a reading's bytes as one memcmp
+    # (80 KB in 1 µs; a copy of a ctypes array first costs five times that).
+    buf = bytearray(8 * cap)
+    out = (ctypes.c_char * len(buf)).from_buffer(buf)
 
     def read():
-        return bytes_(out) if arrays(objs, n, count_at, items_at, out, cap) <= cap else None
-    read.cap = cap
+        """The reading (this reader's own buffer, overwritten by the next:
+        bytes() of it to keep), or None."""
+        return buf if arrays(where, n, *layout, out, cap) <= cap else None
     return read
 
 
