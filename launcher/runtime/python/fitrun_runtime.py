@@ -633,6 +633,17 @@ class Runner:
         # script's. (mtime None: linecache.checkcache() keeps it.)
         linecache.cache[PREDICTION_FILE] = (len(code), None, code.splitlines(True), PREDICTION_FILE)
         try:
+            return self._run_entry(code, entry, inputs, g, rep, failed, fin, fout)
+        finally:
+            # Out again once the prediction is over: under reuse linecache's
+            # cache is then as the zygote left it, with nothing to put back
+            # (a put-back costs a collection and a second comparison).
+            linecache.cache.pop(PREDICTION_FILE, None)
+
+    @staticmethod
+    def _run_entry(code, entry, inputs, g, rep, failed, fin, fout):
+        """run_code's: the code run in g, then its entry on every input."""
+        try:
             exec(compile(code, PREDICTION_FILE, "exec"), g)
             fn = g.get(entry)
             if not callable(fn):
@@ -1076,7 +1087,7 @@ _REUSE_TAINT_EVENTS = frozenset((
     "setopencodehook", "resource.setrlimit", "resource.prlimit", "os.putenv", "os.unsetenv"))
 _REUSE_TAINT_PREFIXES = ("ctypes.", "cpython.")
 _REUSE_PREIMPORTS = ("importlib", "importlib.util", "importlib.machinery", "inspect", "dataclasses", "typing",
-                     "fractions", "decimal", "statistics", "logging")
+                     "fractions", "decimal", "statistics", "logging", "resource")
 # Of the attribute reads CPython audits (object.__getattr__), those that
 # give a frame: from a frame, f_back and f_locals reach the runtime's own.
 # Reading a function's __code__ or __globals__ (the arc-dsl reads
@@ -1171,8 +1182,9 @@ class _Namespaces:
         self.owners = set()
         self.user_modules = list(_user_modules(self.module_list))
         self.functions = []  # the user's own functions, whose own fields _FunctionFields reads
+        nested = _nested(self.user_modules)  # what their data holds below the top level, walked once
         self.dicts = _namespaces(self.module_list, self.owners, {name for name, _ in self.user_modules},
-                                 self.functions)
+                                 self.functions, nested)
         # The builtins-and-prelude mapping every prediction's globals fall
         # back to (Runner.fresh_globals): one dict, shared by them all.
         self.dicts.append(("the predictions' builtins", self.builtins))
@@ -1197,7 +1209,7 @@ class _Namespaces:
         self.loose_at = [i for i, (k, _) in enumerate(by_kind) if k not in kinds] if counted else []
         self.loose = [self.real[i] for i in self.loose_at]
         self._take_loose()
-        self.data = _user_data(self.user_modules)
+        self.data = _user_data(self.user_modules, nested)
         self.fields = _FunctionFields(self.functions, self.peek)
         # The containers the standard library's and packages' modules hold
         # at their top level: put back after each prediction (a fork child
@@ -1402,8 +1414,10 @@ class _Baseline:
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
         self.own_intact = _own_guard(namespaces.peek)
         self.gc_get_freeze_count = gc.get_freeze_count
-        self.frozen = gc.get_freeze_count()  # and again at freeze()
-        self.frozen_intact = None  # freeze()'s watch over the frozen heap, where there is one
+        # freeze()'s watch over the frozen heap, or where there is none the
+        # count of frozen objects it took (a count walks every frozen
+        # object: 300 µs with arc-dsl's prelude).
+        self.frozen_intact, self.frozen = None, None
 
     def freeze(self):
         """Once built, before the first prediction: the baseline's own
@@ -1412,7 +1426,7 @@ class _Baseline:
         cannot be watched, its count."""
         heap = _FrozenHeap.make(self.ns.peek)
         self.frozen_intact = heap.intact if heap is not None else None
-        self.frozen = gc.get_freeze_count()
+        self.frozen = gc.get_freeze_count() if heap is None else None
 
     @staticmethod
     def _random_state():
@@ -1495,6 +1509,8 @@ class _Baseline:
                 return "poisoned: gc.freeze() or gc.unfreeze() was called"
         else:
             frozen = self.gc_get_freeze_count()
+            if self.frozen is None:  # a baseline freeze() did not make (tests'): counted from here
+                self.frozen = frozen
             if frozen > self.frozen or (frozen == 0 and self.frozen):
                 return "poisoned: gc.freeze() or gc.unfreeze() was called"
             self.frozen = frozen
@@ -2131,10 +2147,23 @@ class _DictVersions:
 
     @staticmethod
     def moved(a, b):
-        """The indices of the counters that differ between two readings."""
-        if type(a) is bytes:
-            a, b = memoryview(a).cast("Q"), memoryview(b).cast("Q")
-        return [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        """The indices of the counters that differ between two readings.
+        Bytes (fr_peek_words'): by halving, each half compared as one
+        memcmp, so that a few moved among a thousand cost a few dozen
+        comparisons, not a loop over all of them."""
+        if type(a) is not bytes:
+            return [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        out, todo = [], [(0, len(a) // 8)]
+        while todo:
+            lo, hi = todo.pop()
+            if a[8 * lo:8 * hi] == b[8 * lo:8 * hi]:
+                continue
+            if hi - lo == 1:
+                out.append(lo)
+            else:
+                mid = (lo + hi) // 2
+                todo += [(mid, hi), (lo, mid)]
+        return out
 
     @classmethod
     def kinds(cls):
@@ -2559,7 +2588,7 @@ def _nested(user_modules, limit=_NESTED_LIMIT):
     return out
 
 
-def _user_data(user_modules):
+def _user_data(user_modules, nested=None):
     """(name, value, snapshot) of the data the user's own modules share with
     every prediction: containers and numpy arrays, whose contents an
     identity check cannot see (an in-place sort of a prelude's list, an
@@ -2571,20 +2600,30 @@ def _user_data(user_modules):
     array's bytes, or else the container's own items (by identity).
     Tuples and frozensets of nothing but numbers, strings, bytes, None and
     such tuples and frozensets are left out: nothing can change them in
-    place (arc-dsl's 26 direction constants: 20 µs a check)."""
+    place (arc-dsl's 26 direction constants: 20 µs a check). nested:
+    _nested's walk of the modules, where the caller has it."""
     np = sys.modules.get("numpy")
     ndarray = getattr(np, "ndarray", None)
     own = {name for name, _ in user_modules}
     out, seen = [], set()
 
     def add(name, v):
+        if id(v) in seen:
+            return
         p = _plain(v)
-        if (p is not None or (ndarray is not None and type(v) is ndarray) or _state_snapshot(v) is not None) and \
-                id(v) not in seen and not (p is not None and _immutable(p)):
-            seen.add(id(v))
+        if p is not None:
+            if _immutable(p):
+                return
             snap = _data_snapshot(v)
-            if snap is not None:
-                out.append((name, v, snap))
+        elif ndarray is not None and type(v) is ndarray:
+            snap = _data_snapshot(v)
+        else:
+            snap = _state_snapshot(v)  # what _data_snapshot would take of it: taken once
+            if snap is None:
+                return
+        seen.add(id(v))
+        if snap is not None:
+            out.append((name, v, snap))
 
     def add_defaults(name, f):
         if type(f) in (staticmethod, classmethod):
@@ -2626,7 +2665,7 @@ def _user_data(user_modules):
             kind, space = _held_namespace(v)
             if kind == "object" or (kind == "class" and space.get("__module__") in own):
                 add_namespace(name, space)
-    for name, v in _nested(user_modules):
+    for name, v in _nested(user_modules) if nested is None else nested:
         add(name, v)
     return out
 
@@ -2831,7 +2870,7 @@ def _same_data(v, snap):
     return now == snap
 
 
-def _namespaces(module_list, owners, own=(), functions=None):
+def _namespaces(module_list, owners, own=(), functions=None, nested=None):
     """(name, namespace) of every module, of each class and plain object a
     module's globals hold, and of each function a module's globals or such
     a class hold (_function_namespaces), once each (by identity): the dicts
@@ -2840,7 +2879,8 @@ def _namespaces(module_list, owners, own=(), functions=None):
     function's dict. own: the names of the user's own modules, whose
     classes' functions are taken too (not those of the standard library's
     or a package's classes); functions: filled with (name, function) of
-    each function of theirs."""
+    each function of theirs; nested: _nested's walk of the user's modules,
+    where the caller has it."""
     out = []
 
     def add(name, obj, space):
@@ -2875,8 +2915,10 @@ def _namespaces(module_list, owners, own=(), functions=None):
                     add_functions(f"{name}.{key}", space, mine)
     # The plain objects the user's own modules keep inside their data
     # (`REG = {"a": Obj()}`): their namespaces too.
-    for path, v in _nested([(name, mod) for name, mod in module_list if name in own and
-                            isinstance(mod, types.ModuleType)]):
+    if nested is None:
+        nested = _nested([(name, mod) for name, mod in module_list if name in own and
+                          isinstance(mod, types.ModuleType)])
+    for path, v in nested:
         kind, space = _held_namespace(v)
         if kind == "object":
             add(f"object {path}", v, space)
@@ -3291,7 +3333,11 @@ class Zygote:
             # logging), importlib renames the frozen importer (and its
             # util and machinery add importlib._abc and friends to it), and
             # honest code often imports the others (dataclasses, typing,
-            # inspect) on a prelude that does not.
+            # inspect) on a prelude that does not. And resource, which
+            # os.wait4 imports at its first call (its struct_rusage): a
+            # worker's first wait for a replaced process moved sys.modules
+            # for every process it forked after, and each of them took
+            # every namespace again (some 50 ms with arc-dsl's prelude).
             for name in _REUSE_PREIMPORTS:
                 __import__(name)
             # Before the namespaces are taken: the recording wrappers are
