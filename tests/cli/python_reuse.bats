@@ -259,6 +259,22 @@ check_poison() {
     fork_and_reuse "$want]" "$want]"
 }
 
+@test "python reuse: context variables a prediction sets (its own ContextVar, decimal's context) do not reach the next one; the prelude's reach every one, as under fork" {
+    # Each prediction runs in a copy of the zygote's context
+    # (docs/python-runtime.md, "Restored after each prediction"): without
+    # it a ContextVar set by one prediction was in the next one's
+    # contextvars.copy_context().
+    printf 'import decimal\ndecimal.getcontext().prec = 5\n' >> "$D/prelude.py"
+    local read=$'import contextvars, decimal\ndef transform(g):\n    return [len(contextvars.copy_context()), str(decimal.Decimal(1) / decimal.Decimal(3))]\n'
+    {
+        job before "$read"
+        job plant $'import contextvars, decimal\nV = contextvars.ContextVar("planted")\nV.set(42)\ndecimal.setcontext(decimal.Context(prec=2))\ndef transform(g):\n    return g\n'
+        job after "$read"
+    } > "$D/jobs.jsonl"
+    local want='[["before","ok",[[1,"0.33333"]],null],["plant","ok",[[[1]]],null],["after","ok",[[1,"0.33333"]],null]]'
+    fork_and_reuse "$want" "$want"
+}
+
 @test "python reuse: what only a cache kept in C holds (typing's) is beyond the check: the documented limit" {
     # docs/python-runtime.md, "What reuse does not guarantee": an object
     # that only a functools.lru_cache of the standard library holds is not

@@ -43,6 +43,7 @@ os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) 
 import _locale  # noqa: E402  (after the environment above, on purpose)
 import argparse  # noqa: E402
 import builtins  # noqa: E402
+import contextvars  # noqa: E402
 import ctypes  # noqa: E402
 import errno  # noqa: E402
 import faulthandler  # noqa: E402
@@ -570,6 +571,9 @@ class Runner:
         self.builtins = prelude_builtins(prelude_globals)
         self.namespaces = None  # isolation = reuse: the zygote's _Namespaces
         self.recorded = None  # isolation = reuse: the zygote's _RecordedRegistrations
+        # isolation = reuse: the zygote's context variables, as a fork child
+        # inherits them; each prediction runs in a copy of it.
+        self.context = contextvars.copy_context()
         self.fin = prelude_globals.get("fitrun_input")
         self.fout = prelude_globals.get("fitrun_output")
         libc = ctypes.CDLL(None, use_errno=True)
@@ -760,6 +764,7 @@ class Runner:
             os._exit(EXIT_CHILD_SETUP)
         apply_rc = self.sandbox.apply(CHILD_NOTIFY_FD, worker)
         recv_fds, write, dup2, close, fcntl_ = socket.recv_fds, os.write, os.dup2, os.close, fcntl.fcntl
+        new_context = self.context.copy
         # Between jobs /dev/null holds every descriptor below the socket, so
         # the pipe ends of the next job arrive above all the ones they go to.
         for fd in (CHILD_REPORT_FD, CHILD_NOTIFY_FD, CHILD_JOB_FD):
@@ -798,7 +803,10 @@ class Runner:
                 job = self.read_job()
                 self.arm_backstop(job, worker)
                 return job, apply_rc
-            rep = self.run_job(start, allow)
+            # In a copy of the zygote's context: a context variable the
+            # prediction sets (a ContextVar of its own, decimal.setcontext)
+            # is gone with it, as in a fork child.
+            rep = new_context().run(self.run_job, start, allow)
             self.write_report(rep)
             if apply_rc != 0:
                 os._exit(0)  # it reported the sandbox's failure; a fresh process tries again
@@ -3346,6 +3354,7 @@ class Zygote:
             self.runner.recorded = _RecordedRegistrations()
             # After anything that imports.
             self.runner.namespaces = _Namespaces(self.runner.builtins, sandbox.peek())
+            self.runner.context = contextvars.copy_context()  # what the workers inherit
         t3 = time.monotonic()
         # The prelude's objects never change again: move them out of the
         # collector's reach so that children do not copy-on-write their pages.
