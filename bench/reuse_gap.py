@@ -40,7 +40,10 @@ PATCHES = [
                 job = self.read_job()
                 self.arm_backstop(job, worker)
                 return job, apply_rc
-            rep = self.run_job(start, allow)
+            # In a copy of the zygote's context: a context variable the
+            # prediction sets (a ContextVar of its own, decimal.setcontext)
+            # is gone with it, as in a fork child.
+            rep = new_context().run(self.run_job, start, allow)
             self.write_report(rep)""",
      """            _t1 = _pc()
             if _prev is not None:
@@ -54,7 +57,7 @@ PATCHES = [
                 self.arm_backstop(job, worker)
                 return job, apply_rc
             _t2 = _pc()
-            rep = self.run_job(start, allow)
+            rep = new_context().run(self.run_job, start, allow)
             _t3 = _pc()
             self.write_report(rep)
             _t4 = _pc()"""),
