@@ -755,6 +755,16 @@ class ReuseCheck(unittest.TestCase):
             return [str(intact), str(gc.get_freeze_count() < before), str(heap.intact())]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True", "False"])
 
+    def _on_every_interpreter(self, code, want, *args):
+        """Run `code` (argv[1]: the runtime's directory, then args) on
+        /usr/bin/python3 and each other CPython here: it exits 0 and
+        prints `want`."""
+        for exe in ["/usr/bin/python3"] + _interpreters():
+            with self.subTest(exe):
+                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME), *args], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual((r.returncode, r.stdout.strip()), (0, want), r.stderr)
+
     def test_lists_and_sets_read_by_address_show_every_change_on_every_interpreter(self):
         # fr_peek_arrays' readings of lists (length, items' addresses) and
         # sets (their tables): equal while each holds the same objects; an
@@ -770,12 +780,7 @@ class ReuseCheck(unittest.TestCase):
                 "s.add('r')\nout.append(rs() == s0)\ns.discard('r')\ns.discard('p')\nout.append(rs() == s0)\n"
                 "b.extend(range(10000))\nout.append(rl())\n"
                 "print(out)\n")
-        want = "[True, True, False, True, False, True, False, False, None]"
-        for exe in ["/usr/bin/python3"] + _interpreters():
-            with self.subTest(exe):
-                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME), LIB], capture_output=True,
-                                   text=True, timeout=60)
-                self.assertEqual((r.returncode, r.stdout.strip()), (0, want), r.stderr)
+        self._on_every_interpreter(code, "[True, True, False, True, False, True, False, False, None]", LIB)
 
     def test_descriptors_above_the_socket_are_closed_on_every_interpreter(self):
         # After each prediction a reused process closes every descriptor
@@ -787,11 +792,7 @@ class ReuseCheck(unittest.TestCase):
                 "r, w = os.pipe()\nos.dup2(r, 40)\nos.dup2(w, high)\nos.dup2(w, 39)\nfr._close_from(40)\n"
                 "def is_open(fd):\n    try:\n        os.fstat(fd)\n        return True\n    except OSError:\n"
                 "        return False\nprint(is_open(39), is_open(40), is_open(high), is_open(2))\n")
-        for exe in ["/usr/bin/python3"] + _interpreters():
-            with self.subTest(exe):
-                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME)], capture_output=True, text=True,
-                                   timeout=60)
-                self.assertEqual((r.returncode, r.stdout.strip()), (0, "True False False True"), r.stderr)
+        self._on_every_interpreter(code, "True False False True")
 
     def test_the_frozen_heaps_ends_are_watched_on_every_interpreter(self):
         # CPython 3.9-3.13 lay the permanent generation out alike; a freeze
@@ -799,11 +800,7 @@ class ReuseCheck(unittest.TestCase):
         code = ("import gc, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
                 "h = fr._FrozenHeap.make()\nx = [[i] for i in range(100)]\ngc.collect()\n"
                 "a = h.intact()\ngc.freeze()\nprint(a, h.intact())\n")
-        for exe in ["/usr/bin/python3"] + _interpreters():
-            with self.subTest(exe):
-                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME)], capture_output=True, text=True,
-                                   timeout=60)
-                self.assertEqual((r.returncode, r.stdout.strip()), (0, "True False"), r.stderr)
+        self._on_every_interpreter(code, "True False")
 
     def test_setting_a_resource_limit_trips_the_tripwire_and_reading_does_not(self):
         # The check no longer reads every limit after each prediction.

@@ -637,40 +637,35 @@ class Runner:
         # script's. (mtime None: linecache.checkcache() keeps it.)
         linecache.cache[PREDICTION_FILE] = (len(code), None, code.splitlines(True), PREDICTION_FILE)
         try:
-            return self._run_entry(code, entry, inputs, g, rep, failed, fin, fout)
+            try:
+                exec(compile(code, PREDICTION_FILE, "exec"), g)
+                fn = g.get(entry)
+                if not callable(fn):
+                    raise NameError(f"the code does not define a function '{entry}'")
+            except BaseException as e:
+                failed(e)
+                return rep
+            for value in inputs:
+                try:
+                    if fin is not None:
+                        value = fin(value)
+                    out = fn(value)
+                    if fout is not None:
+                        out = fout(out)
+                    rep["outputs"].append(normalise(out))
+                except BaseException as e:
+                    rep["outputs"].append(None)
+                    failed(e)
+                    if isinstance(e, MemoryError):
+                        # The next call would most likely exhaust memory again,
+                        # each time at full cost: the prediction is a memory failure.
+                        break
+            return rep
         finally:
             # Out again once the prediction is over: under reuse linecache's
             # cache is then as the zygote left it, with nothing to put back
             # (a put-back costs a collection and a second comparison).
             linecache.cache.pop(PREDICTION_FILE, None)
-
-    @staticmethod
-    def _run_entry(code, entry, inputs, g, rep, failed, fin, fout):
-        """run_code's: the code run in g, then its entry on every input."""
-        try:
-            exec(compile(code, PREDICTION_FILE, "exec"), g)
-            fn = g.get(entry)
-            if not callable(fn):
-                raise NameError(f"the code does not define a function '{entry}'")
-        except BaseException as e:
-            failed(e)
-            return rep
-        for value in inputs:
-            try:
-                if fin is not None:
-                    value = fin(value)
-                out = fn(value)
-                if fout is not None:
-                    out = fout(out)
-                rep["outputs"].append(normalise(out))
-            except BaseException as e:
-                rep["outputs"].append(None)
-                failed(e)
-                if isinstance(e, MemoryError):
-                    # The next call would most likely exhaust memory again,
-                    # each time at full cost: the prediction is a memory failure.
-                    break
-        return rep
 
     def forked(self, child, worker):
         """Never returns: runs in a prediction's child, which the sandbox
@@ -891,19 +886,21 @@ def _closer():
     made through libc's syscall(3), and os.closerange only where it fails
     (a kernel before 5.9). Bound at import, in the zygote: a lookup in a
     library later would be an audited call."""
+    def closerange(fd):
+        os.closerange(fd, 1 << 20)
     if sys.version_info >= (3, 10):
-        return lambda fd: os.closerange(fd, 1 << 20)
+        return closerange
     try:
         syscall = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
-        return lambda fd: os.closerange(fd, 1 << 20)
+        return closerange
     syscall.restype = ctypes.c_long
     nr, uint = 436, ctypes.c_uint  # close_range, the same number on every architecture
     everything = uint(0xFFFFFFFF)
 
     def close_from(fd):
         if syscall(ctypes.c_long(nr), uint(fd), everything, uint(0)) != 0:
-            os.closerange(fd, 1 << 20)
+            closerange(fd)
     return close_from
 
 
@@ -1225,8 +1222,7 @@ class _Namespaces:
         # lists whose change replaces the process (_Baseline.lists), nor
         # os.environ's mapping (posix.environ): its writes also went to the
         # process's environment in C, which putting it back would not undo.
-        handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | \
-            {id(x) for x in (sys.path, sys.meta_path, sys.path_hooks, gc.callbacks, sys.warnoptions, sys.argv)}
+        handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()}
         dicts, objects, lists, sets = _module_containers(self.module_list, self.user_modules, handled)
         # Objects' dicts only where every write to one moves its counter
         # (not on 3.13: _DictVersions.kinds); else compared every time.
@@ -1370,6 +1366,13 @@ class _Namespaces:
                 del modules[name]
 
 
+def _replacing_lists():
+    """(name, list) of the interpreter's lists whose change replaces the
+    process (_Baseline.check), rather than being put back."""
+    return (("sys.path", sys.path), ("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks),
+            ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions), ("sys.argv", sys.argv))
+
+
 class _Baseline:
     """What a reused process looked like before its first prediction, and
     the check run after each one: restore what can be restored exactly,
@@ -1384,9 +1387,7 @@ class _Baseline:
         namespaces.rebase()  # what forking this process changed in them is its starting state
         self.ns = namespaces
         self.modules = namespaces.modules
-        self.lists = [(name, lst, list(lst)) for name, lst in (
-            ("sys.path", sys.path), ("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks),
-            ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions), ("sys.argv", sys.argv))]
+        self.lists = [(name, lst, list(lst)) for name, lst in _replacing_lists()]
         self.sys_values = [(name, get, get()) for name, get in (
             ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
@@ -1529,7 +1530,7 @@ class _Baseline:
         if why:
             return why
         for name, lst, items in self.lists:
-            if len(lst) != len(items) or not all(map(_is, lst, items)):
+            if not _PutBack._same_list(lst, items):
                 return f"poisoned: {name} was changed"
         for name, get, value in self.sys_values:
             now = get()
@@ -1854,8 +1855,7 @@ class _PutBack:
         self.dicts = [(d, dict(dict.items(d))) if id(d) in moved else (d, items) for d, items in self.dicts]
         self.loose = [(d, items) if self._same_dict(d, items) else (d, dict(dict.items(d))) for d, items in self.loose]
         if not self._same_lists():
-            self.lists = [(lst, items) if len(lst) == len(items) and all(map(_is, lst, items)) else (lst, list(lst))
-                          for lst, items in self.lists]
+            self.lists = [(lst, items) if self._same_list(lst, items) else (lst, list(lst)) for lst, items in self.lists]
             if self.read_lists is not None and self.read_lists() is None:  # grew past its reader
                 self.read_lists = _array_reader([lst for lst, _ in self.lists], list, self.peek)
             self.lists_seen = _copy(self.read_lists() if self.read_lists is not None else None)
@@ -1870,6 +1870,10 @@ class _PutBack:
     def _same_dict(d, items):
         return dict.__len__(d) == len(items) and all(map(_is, dict.keys(d), items)) and \
             all(map(_is, dict.values(d), items.values()))
+
+    @staticmethod
+    def _same_list(lst, items):
+        return len(lst) == len(items) and all(map(_is, lst, items))
 
     @staticmethod
     def _same_set(s, ids):
@@ -1887,7 +1891,7 @@ class _PutBack:
         its items are compared)."""
         if self.read_lists is not None and self.read_lists() == self.lists_seen:
             return True
-        return all(len(lst) == len(items) and all(map(_is, lst, items)) for lst, items in self.lists)
+        return all(self._same_list(lst, items) for lst, items in self.lists)
 
     def _moved_dicts(self, since):
         """The dicts (with their items) that may have been written since
@@ -1912,7 +1916,7 @@ class _PutBack:
                 dict.update(d, items)
         if not self._same_lists():
             for lst, items in self.lists:
-                if len(lst) != len(items) or not all(map(_is, lst, items)):
+                if not self._same_list(lst, items):
                     keep.append(list(lst))
                     lst[:] = items
             if self.read_lists is not None:
