@@ -275,20 +275,48 @@ check_poison() {
     fork_and_reuse "$want" "$want"
 }
 
-@test "python reuse: what only a cache kept in C holds (typing's) is beyond the check: the documented limit" {
-    # docs/python-runtime.md, "What reuse does not guarantee": an object
-    # that only a functools.lru_cache of the standard library holds is not
-    # compared (typing returns one typing.List[int] to every caller). A
-    # later prediction then sees what an earlier one planted in it; fork
-    # isolation does not. If this test fails, reuse has become stronger
-    # than its documentation says: update both.
+@test "python reuse: what the stdlib's lru_caches hold (typing's) and a cache in the prelude's closures are put back or emptied; a callable object's attributes are checked: the next prediction sees what fork gives it" {
+    # typing gives one typing.List[int] to every caller, from a
+    # functools.lru_cache kept in C: an entry the zygote had (Optional[str])
+    # is put back with the stdlib's containers, one a prediction made
+    # (Dict[str, int]) goes with the cache, emptied after it. The
+    # prelude's own cache in a decorator's closure is emptied too.
+    printf 'import functools\ndef _memo(f):\n    c = functools.lru_cache(maxsize=None)(f)\n    def g(*a):\n        return c(*a)\n    return g\n@_memo\ndef palette():\n    return [1, 2]\nclass Adder:\n    def __init__(self):\n        self.k = 1\n    def __call__(self, x):\n        return x + self.k\nadd = Adder()\nvec = np.vectorize(lambda x: x + 1)\n' >> "$D/prelude.py"
+    profile "$D/p.ini" "isolation = reuse"
+    profile "$D/fork.ini"
+    reader=$'import typing, fitrun_prelude as p\ndef transform(g):\n    return [repr(typing.List[int]), repr(typing.Optional[str]), repr(typing.Dict[str, int]), repr(typing.ClassVar), p.palette(), p.add(1), int(p.vec(1))]\n'
     {
-        job before $'import typing\ndef transform(g):\n    return repr(typing.List[int])\n'
-        job plant $'import typing\ntyping.List[int]._name = "Planted"\ndef transform(g):\n    return g\n'
-        job after $'import typing\ndef transform(g):\n    return repr(typing.List[int])\n'
+        job before "$reader"
+        job cached $'import typing\ntyping.List[int]._name = "P1"\ntyping.Optional[str].__args__ = (int,)\ntyping.Dict[str, int]._name = "P3"\ndef transform(g):\n    return g\n'
+        job cached-after "$reader"
+        job closure $'import fitrun_prelude as p\np.palette().append(9)\ndef transform(g):\n    return g\n'
+        job closure-after "$reader"
+        job callable $'import fitrun_prelude as p\np.add.k = 100\ndef transform(g):\n    return g\n'
+        job callable-after "$reader"
+        job vectorize $'import fitrun_prelude as p\np.vec.pyfunc = lambda x: x + 50\ndef transform(g):\n    return g\n'
+        job vectorize-after "$reader"
+        job alias $'import typing\ntyping.List._name = "P4"\ndef transform(g):\n    return g\n'
+        job alias-after "$reader"
     } > "$D/jobs.jsonl"
-    fork_and_reuse '[["before","ok",["typing.List[int]"],null],["plant","ok",[[[1]]],null],["after","ok",["typing.List[int]"],null]]' \
-        '[["before","ok",["typing.List[int]"],null],["plant","ok",[[[1]]],null],["after","ok",["typing.Planted[int]"],null]]'
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(r "$D/fork.jsonl" before .outputs)" = '[["typing.List[int]","typing.Optional[str]","typing.Dict[str, int]","typing.ClassVar",[1,2],2,2]]' ]
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["callable","poisoned: object fitrun_prelude.add was changed (k replaced)"],["vectorize","poisoned: object fitrun_prelude.vec was changed (pyfunc replaced)"],["alias","poisoned: object typing.List was changed (_name replaced)"]]' ] || { cat "$D/reuse.jsonl"; false; }
+}
+
+@test "python reuse: what a stdlib object keeps in its slots is beyond the check: the documented limit" {
+    # docs/python-runtime.md, "What reuse does not guarantee": the slots of
+    # the standard library's objects are not compared (typing.ClassVar's
+    # name is one). A later prediction then sees what an earlier one
+    # planted there; fork isolation does not. If this test fails, reuse
+    # has become stronger than its documentation says: update both.
+    {
+        job before $'import typing\ndef transform(g):\n    return repr(typing.ClassVar)\n'
+        job plant $'import typing\ntyping.ClassVar._name = "Planted"\ndef transform(g):\n    return g\n'
+        job after $'import typing\ndef transform(g):\n    return repr(typing.ClassVar)\n'
+    } > "$D/jobs.jsonl"
+    fork_and_reuse '[["before","ok",["typing.ClassVar"],null],["plant","ok",[[[1]]],null],["after","ok",["typing.ClassVar"],null]]' \
+        '[["before","ok",["typing.ClassVar"],null],["plant","ok",[[[1]]],null],["after","ok",["typing.Planted"],null]]'
 }
 
 @test "python reuse: a value that claims to equal the original is still a change" {
@@ -785,15 +813,15 @@ check_poison() {
     python_profile "$D/cache/p.ini" 1 10s 400M "isolation = reuse"
     sed -i 's/^cpu_time = 1s$/cpu_time = 10s/' "$D/cache/p.ini"
     {
-        job keep $'import typing\ndef transform(g):\n    typing.Literal[b"x" * (250 << 20)]\n    return g\n'
+        job keep $'import struct\ndef transform(g):\n    struct.calcsize(b"x" * (250 << 20))\n    return g\n'
         job next $'def transform(g):\n    return g\n'
     } > "$D/jobs.jsonl"
     run_with "$D/cache/p.ini" "$D/out.jsonl"
     [ "$status" -eq 0 ]
-    # A cache the check does not see (typing's, a functools.lru_cache of
-    # the standard library: state kept in C, a documented limit) keeps
-    # 250M: above 200M (half of 400M), the process goes, and the next
-    # prediction has its limit as under fork.
+    # A cache the check does not see (struct's of compiled formats, kept in
+    # C by the _struct extension: state kept in C, a documented limit)
+    # keeps 250M: above 200M (half of 400M), the process goes, and the
+    # next prediction has its limit as under fork.
     [[ "$(r "$D/out.jsonl" keep .worker_replaced)" =~ ^\"memory:\ [0-9]+\ MiB\ resident,\ above\ 200\ MiB\"$ ]] || { cat "$D/out.jsonl"; false; }
     [ "$(jq -sc 'map(.status)' "$D/out.jsonl")" = '["ok","ok"]' ] || { cat "$D/out.jsonl"; false; }
     # Set, max_memory is taken as it is.
@@ -825,7 +853,7 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["nt","poisoned: it used object.__setattr__"],["dc",null],["tn","poisoned: it used object.__setattr__"],["doc",null],["num",null],["onprelude","poisoned: class collections.Counter was changed (__dataclass_params__ added)"],["defaults","poisoned: it used object.__setattr__"],["frame","poisoned: it used sys._getframe"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: the runtime's own classes, a finalizer run by the put-back, decimal's template contexts, a stream's buffer, a base class others inherit from: the next prediction sees what fork gives it" {
+@test "python reuse: the runtime's own classes, finalizers run by the put-back, decimal's template contexts, a stream's buffer, a base class others inherit from: the next prediction sees what fork gives it" {
     victim_sorted=$'def transform(g):\n    return [sorted([3, 1, 2])]\n'
     {
         job own $'c = [c for c in object.__subclasses__() if c.__name__ == "_Baseline"][0]\nc.check = lambda self: ""\nimport builtins\nbuiltins.sorted = lambda x: [7]\ndef transform(g):\n    return g\n'
@@ -834,6 +862,12 @@ check_poison() {
         job own2-after "$victim_sorted"
         job putback $'import copy, shutil\nclass Bomb:\n    def __del__(self):\n        copy._deepcopy_dispatch[list] = lambda x, memo: [5]\ndef transform(g):\n    shutil._ARCHIVE_FORMATS["zz"] = (Bomb(), [], "planted")\n    return g\n'
         job putback-after $'import copy\ndef transform(g):\n    return copy.deepcopy(g)\n'
+        # A finalizer that runs as what it was kept in is put back, after
+        # the namespaces were compared: looked at once more.
+        job putback2 $'import fitrun_prelude, json\nclass Bomb:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\njson.decoder.BACKSLASH["zz"] = Bomb()\ndef transform(g):\n    return g\n'
+        job putback2-after $'import fitrun_prelude\ndef transform(g):\n    return [fitrun_prelude.helper(1)]\n'
+        job putback3 $'import os, warnings\nclass Bomb:\n    def __del__(self):\n        os.chdir("/")\nwarnings.filters.insert(0, ("ignore", None, Warning, None, 0, Bomb()))\ndef transform(g):\n    return g\n'
+        job putback3-after $'import os\ndef transform(g):\n    return [os.getcwd()]\n'
         job dec $'import decimal\ndef transform(g):\n    decimal.DefaultContext.prec = 3\n    decimal.BasicContext.prec = 2\n    return g\n'
         job dec-after $'import decimal\ndef transform(g):\n    with decimal.localcontext(decimal.BasicContext):\n        x = str(decimal.Decimal(1) / decimal.Decimal(7))\n    return [[decimal.Context().prec, x]]\n'
         job buf $'import sys\ndef transform(g):\n    b = sys.stdout.buffer\n    real = type(b).write\n    b.write = lambda data: real(b, data.replace(b"hello", b"HACKED"))\n    return g\n'
@@ -843,5 +877,5 @@ check_poison() {
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["putback2","poisoned: module fitrun_prelude was changed (helper replaced)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }

@@ -1103,7 +1103,7 @@ class ReuseCheck(unittest.TestCase):
         for counted in (False, True):
             with self.subTest(counted=counted):
                 out = _in_reused_shape(lambda fr, base: scenario(fr, base, counted))
-                self.assertEqual(out[:7], ["", "", "[1]", "False", codec, "0", "False"], out)
+                self.assertEqual(out[:7], ["", "put back", "[1]", "False", codec, "0", "False"], out)
                 self.assertEqual(out[7:9], ["0", "Level 25"], out)
                 self.assertEqual(out[11], "[False, 999999]" if _has_numpy() else "no numpy", out)
 
@@ -1126,8 +1126,55 @@ class ReuseCheck(unittest.TestCase):
             after = [w() for w in watches]
             return before + after + [str(mod.palette()), str(mod.C.m.cache_info().currsize)]
         self.assertEqual(_in_reused_shape(scenario),
-                         ["", "", "", "", "poisoned: user_mod.warm, a cache the prelude filled, was called", "",
-                          "[1, 2]", "0"])
+                         ["", "", "", "put back", "poisoned: user_mod.warm, a cache the prelude filled, was called",
+                          "put back", "[1, 2]", "0"])
+
+    def test_the_librarys_lru_caches_values_are_found_and_a_cache_added_to_is_emptied_on_every_interpreter(self):
+        # _cached_values finds what a bounded and an unbounded cache hold
+        # (through the collector: C keeps them), and their own dicts apart;
+        # _LibraryCaches empties a cache only after a call added to it, not
+        # after hits.
+        code = ("import sys, functools\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "class V:\n    pass\n"
+                "@functools.lru_cache(maxsize=2)\ndef bounded(x):\n    v = V()\n    v.x = x\n    return v\n"
+                "@functools.lru_cache(maxsize=None)\ndef unbounded(x):\n    return [x]\n"
+                "a, b = bounded(1), unbounded(2)\n"
+                "values, dicts = fr._cached_values([bounded, unbounded])\n"
+                "ids = {id(v) for v in values}\n"
+                "out = [id(a) in ids, id(b) in ids, len(dicts), all(type(d) is dict for d in dicts)]\n"
+                "caches = fr._LibraryCaches([bounded, unbounded])\n"
+                "out.append(caches.empty())\n"
+                "bounded(1), unbounded(2)\nout.append(caches.empty())\n"
+                "bounded(3)\nout.append(caches.empty())\n"
+                "out += [bounded.cache_info().currsize, unbounded.cache_info().currsize, caches.empty()]\n"
+                "print(out)\n")
+        self._on_every_interpreter(code, "[True, True, 2, True, '', '', 'put back', 0, 1, '']")
+
+    def test_a_finalizer_the_put_back_runs_is_looked_at_once_more(self):
+        # What the put-back takes out is freed after the namespaces were
+        # compared; its finalizer replacing a module's function, or changing
+        # the working directory, is seen (or put back) before the next
+        # prediction.
+        def scenario(fr, base):
+            import json
+            import os
+            import warnings
+
+            class Bomb:
+                def __init__(self, act):
+                    self.act = act
+
+                def __del__(self):
+                    self.act()
+            cwd = os.getcwd()
+            out = [base.check()]
+            json.decoder.BACKSLASH["zz"] = Bomb(lambda: os.chdir("/"))
+            warnings.filters.insert(0, ("ignore", None, Warning, None, 0, Bomb(lambda: os.chdir("/"))))
+            out += [base.check(), str(os.getcwd() == cwd)]
+            json.decoder.BACKSLASH["zz"] = Bomb(lambda: setattr(json, "dumps", None))
+            return out + [base.check()]
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["", "", "True", "poisoned: module json was changed (dumps replaced)"])
 
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).

@@ -1174,6 +1174,9 @@ class _Namespaces:
     def __init__(self, prediction_builtins, peek=None):
         self.builtins = prediction_builtins
         self.peek = peek  # _DictVersions' reader
+        # The functools.lru_cache wrappers: found once, here (the collector
+        # lists no frozen object), for _LibraryCaches and _user_caches.
+        self.library_lru, self.user_lru = _lru_caches(list(_user_modules(list(sys.modules.items()))))
         self._take()
 
     def _take(self):
@@ -1222,8 +1225,12 @@ class _Namespaces:
         # lists whose change replaces the process (_Baseline.lists), nor
         # os.environ's mapping (posix.environ): its writes also went to the
         # process's environment in C, which putting it back would not undo.
-        handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()}
-        dicts, objects, lists, sets = _module_containers(self.module_list, self.user_modules, handled)
+        # And what the standard library's and packages' lru_caches hold
+        # (not their own dicts: _cached_values).
+        cached, cache_dicts = _cached_values(self.library_lru)
+        handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()} | \
+            {id(d) for d in cache_dicts}
+        dicts, objects, lists, sets = _module_containers(self.module_list, self.user_modules, handled, cached)
         # Objects' dicts only where every write to one moves its counter
         # (not on 3.13: _DictVersions.kinds); else compared every time.
         if "object" in kinds:
@@ -1402,9 +1409,10 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
-        self.numpy_hooks = self._numpy_hooks()
+        self.numpy_hooks, self.numpy_printers = self._numpy_hooks()
         self.generators = _user_generators(namespaces.user_modules)
-        self.caches = _user_caches(namespaces.user_modules)
+        self.caches = _user_caches(namespaces.user_modules, namespaces.user_lru)
+        self.library_caches = _LibraryCaches(namespaces.library_lru)
         self.warnings = list(sys.modules["warnings"].filters) if "warnings" in sys.modules else None
         self.c_settings = _CSettings()
         self.registries = _Registries(recorded, namespaces.peek, namespaces.versions is not None)
@@ -1455,16 +1463,17 @@ class _Baseline:
         which change what later predictions compute or print: the ufuncs
         behind arrays' operators (`np.set_numeric_ops(add=np.subtract)`:
         `a + b` subtracts) and the functions that print arrays
-        (`np.set_string_function`). (numpy 2 has neither.) A list of
+        (`np.set_string_function`). (numpy 2 has neither.) Two lists of
         functions, each putting one back: the operators as they are now
-        (set_numeric_ops with no argument only returns them); the printing
-        functions back to numpy's own, where arrays print as numpy's own
-        print them now (a prelude that set its own cannot have it back:
-        there is no way to read a printing function back)."""
+        (set_numeric_ops with no argument only returns them; True when
+        they were put back); the printing functions back to numpy's own,
+        where arrays print as numpy's own print them now (a prelude that
+        set its own cannot have it back: there is no way to read a printing
+        function back, so they are put back every time)."""
         umath = sys.modules.get("numpy.core._multiarray_umath")
         set_ops = getattr(umath, "set_numeric_ops", None)
         set_printer = getattr(umath, "set_string_function", None)
-        out = []
+        out, printers = [], []
         if callable(set_ops):
             ops = set_ops()
             keys, values = list(ops), list(ops.values())
@@ -1481,6 +1490,8 @@ class _Baseline:
                     with catch():
                         ignore("ignore")
                         call(set_ops, ops)
+                    return True
+                return False
             out.append(put_ops_back)
         arrayprint = sys.modules.get("numpy.core.arrayprint")
         np = sys.modules.get("numpy")
@@ -1489,8 +1500,8 @@ class _Baseline:
             default = getattr(arrayprint, "_default_array_repr", None), getattr(arrayprint, "_default_array_str", None)
             if callable(default[0]) and callable(default[1]) and \
                     repr(probe) == default[0](probe) and str(probe) == default[1](probe):
-                out.append(lambda: (set_printer(None, 1), set_printer(None, 0)))
-        return out
+                printers.append(lambda: (set_printer(None, 1), set_printer(None, 0)))
+        return out, printers
 
     def check(self):
         """After a prediction: '' (the next one may run here) or the first
@@ -1501,6 +1512,12 @@ class _Baseline:
         global random state (random reseeds, as after a fork). Only once
         modules and builtins are known intact does it call through them;
         until then, only what this object bound before any prediction."""
+        # numpy's array printers, put back first, through numpy's own C
+        # function bound before any prediction: there is no reading them
+        # back, so they are always put back, and what a prediction set
+        # there is freed now, before anything is compared.
+        for put_back in self.numpy_printers:
+            put_back()
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         # First, by what was bound before any prediction: everything below
         # calls through the runtime's own classes and module.
@@ -1523,6 +1540,28 @@ class _Baseline:
             if frozen > self.frozen or (frozen == 0 and self.frozen):
                 return "poisoned: gc.freeze() or gc.unfreeze() was called"
             self.frozen = frozen
+        why = self._check_once()
+        if why or not self.acted:
+            return why
+        # What was put back held what the prediction had put in its place,
+        # freed as it was taken out: its finalizers (the prediction's code:
+        # a __del__, a generator's finally) ran after the namespaces were
+        # compared, and could have changed them, or what was put back before
+        # them (a module's function replaced, the working directory
+        # changed). So once more, after a collection; and now nothing may
+        # need putting back.
+        self.gc_collect()
+        why = self._check_once()
+        if not why and self.acted:
+            why = "poisoned: what was put back was changed again as it was freed (a finalizer)"
+        return why
+
+    def _check_once(self):
+        """The namespaces, the process's state, the interpreter's lists and
+        settings: '' or the first change that cannot be put back; sets
+        self.acted when anything was put back (its finalizers may have run
+        meanwhile: check() then looks once more)."""
+        self.acted = False
         why = self.check_namespaces()
         if why:
             return why
@@ -1562,6 +1601,7 @@ class _Baseline:
         for n, handler in self.signals.items():
             if self.getsignal(n) is not handler:
                 signal.signal(n, handler)
+                self.acted = True
         signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
         if signal.sigpending():
             return "poisoned: signals left pending"
@@ -1573,12 +1613,14 @@ class _Baseline:
             if len(w.filters) != len(self.warnings) or not all(map(_is, w.filters, self.warnings)):
                 w.filters[:] = self.warnings
                 w._filters_mutated()
-        why = self.c_settings.restore() or self.registries.restore()
-        if why:
-            return why
-        why = self.containers.restore()
-        if why.startswith("poisoned"):
-            return why
+                self.acted = True
+        # Each: '', 'put back' or why the process cannot run on.
+        for restore in (self.c_settings.restore, self.registries.restore, self.containers.restore,
+                        self.library_caches.empty):
+            why = restore()
+            if why.startswith("poisoned"):
+                return why
+            self.acted = self.acted or bool(why)
         # What was printed after the report was written (a finalizer run by
         # the collection above, the collector's own debug output) goes to
         # /dev/null now, not into the next prediction's output.
@@ -1588,10 +1630,12 @@ class _Baseline:
             if attrs is not None and not _same_items(attrs, items):
                 attrs.clear()
                 attrs.update(items)
+                self.acted = True
         for attrs, items in self.stream_layers:
             if not _same_items(attrs, items):
                 attrs.clear()
                 attrs.update(items)
+                self.acted = True
         for name, stream, mode, attrs, items in self.streams:
             try:
                 stream.flush()
@@ -1608,17 +1652,22 @@ class _Baseline:
                 np.setbufsize(bufsize)
             if np.geterrcall() is not errcall:
                 np.seterrcall(errcall)
-            if np.get_printoptions() != printopts:
+                self.acted = True
+            # By identity, or as numbers and strings (no __eq__ of a
+            # formatter a prediction set runs here).
+            if not _same_options(np.get_printoptions(), printopts):
                 np.set_printoptions(**printopts)
+                self.acted = True
             np.random.set_state(rng)
         for put_back in self.numpy_hooks:
-            put_back()
+            self.acted = put_back() or self.acted
         for put_back in self.generators:
             put_back()
         for cache in self.caches:
             why = cache()
-            if why:
+            if why.startswith("poisoned"):
                 return why
+            self.acted = self.acted or bool(why)
         return ""
 
 
@@ -1692,12 +1741,13 @@ class _RecordedRegistrations:
             self.unregister(nothing)
 
     def restore(self):
-        """'' once what was registered since is gone, or why the process
-        cannot run on."""
+        """'' (nothing was registered), 'put back' once what was registered
+        since is gone, or why the process cannot run on."""
         if self.poison:
             return f"poisoned: {self.poison[0]} was called"
         if self.added and self.unregister is None:
             return "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
+        put = "put back" if self.added or self.exits or self.handlers else ""
         while self.added:
             self.unregister(self.added.pop())
         while self.exits:
@@ -1707,7 +1757,7 @@ class _RecordedRegistrations:
             if before is None:
                 return f"poisoned: codecs.register_error added the error handler {name!r}"
             self.register_error(name, before)
-        return ""
+        return put
 
 
 class _Registries:
@@ -1771,9 +1821,12 @@ class _Registries:
         self.stack = (_thread.stack_size, _thread.stack_size())
 
     def restore(self):
+        """'', 'put back' (what a prediction had added was let go), or why
+        the process cannot run on."""
         why = self.recorded.restore() if self.recorded is not None else ""
-        if why:
+        if why.startswith("poisoned"):
             return why
+        let_go = why
         if self.tracemalloc.is_tracing() != self.tracing:
             if self.tracing:
                 return "poisoned: tracemalloc was stopped"
@@ -1807,7 +1860,7 @@ class _Registries:
                 cache.clear()
         if self.abc_token() != self.token:
             return "poisoned: a class was registered with an abstract base class"
-        return ""
+        return put or let_go
 
 
 class _PutBack:
@@ -1946,7 +1999,7 @@ class _PutBack:
 _CONTAINERS_LIMIT = 50000
 
 
-def _module_containers(module_list, user_modules, handled, limit=_CONTAINERS_LIMIT):
+def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONTAINERS_LIMIT):
     """(dicts, objects' dicts, lists, sets), each of exactly those types,
     that the modules of the standard library and of installed packages
     hold, once each: their caches and registries, which honest code adds
@@ -1963,7 +2016,8 @@ def _module_containers(module_list, user_modules, handled, limit=_CONTAINERS_LIM
     not the builtins, not modules, classes and functions (namespaces of
     their own), not the objects a module's globals name (their namespaces
     are checked: _namespaces), and not what handled names by id (checked
-    or put back elsewhere: sys.modules, sys.path...)."""
+    or put back elsewhere: sys.modules, sys.path...). roots: more values
+    to start from, after the modules' globals (what their caches hold)."""
     skip = {name for name, _ in user_modules} | {globals()["__name__"]}
     seen = set(handled)
     dicts, objects, lists, sets = [], [], [], []
@@ -1974,6 +2028,7 @@ def _module_containers(module_list, user_modules, handled, limit=_CONTAINERS_LIM
         if type(d) is not dict or name in skip or d is globals():
             continue
         todo += [(v, True) for key, v in list(d.items()) if key != "__builtins__"]
+    todo += [(v, False) for v in roots]
     i = 0
     while i < len(todo) and len(seen) - len(handled) < limit:
         v, top = todo[i]
@@ -1991,7 +2046,7 @@ def _module_containers(module_list, user_modules, handled, limit=_CONTAINERS_LIM
         elif isinstance(v, type):
             if _is_heap_type(v) and type.__dict__["__module__"].__get__(v) not in skip:
                 todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
-        elif _is_heap_type(t) and not callable(v) and not isinstance(v, types.ModuleType) and \
+        elif _is_heap_type(t) and not isinstance(v, types.ModuleType) and \
                 type.__dict__["__module__"].__get__(t) not in skip:
             try:
                 vd = object.__getattribute__(v, "__dict__")
@@ -2042,6 +2097,19 @@ def _own_dict(x):
     except BaseException:
         return None
     return d if type(d) is dict else None
+
+
+def _same_options(now, was):
+    """Are two dicts of settings (numpy's print options) the same, each
+    value the same object or an equal number, string or bool of exactly
+    that type (no __eq__ of anyone's runs)?"""
+    if type(now) is not dict or len(now) != len(was):
+        return False
+    for key, v in was.items():
+        x = now.get(key, _UNSET) if type(key) is str else _UNSET
+        if x is not v and not (type(x) is type(v) and type(v) in (int, float, str, bool) and x == v):
+            return False
+    return True
 
 
 def _same_items(d, items):
@@ -2096,10 +2164,12 @@ class _CSettings:
         if self.gc_get_debug() != self.gc_debug:
             self.gc_set_debug(self.gc_debug)
         self.set_wakeup_fd(self.wakeup_fd)  # one call puts it back: no cheaper to read it first
+        put = ""  # 'put back' once what a prediction set (a file, hooks) was let go
         if self.fh_enabled() != self.fh:
             if self.fh:
                 return "poisoned: faulthandler was disabled"
             self.fh_disable()
+            put = "put back"
         if self.get_dl() != self.dl:
             self.set_dl(self.dl)
         if self.get_depth() != self.depth:
@@ -2107,7 +2177,8 @@ class _CSettings:
         hooks = self.get_hooks()
         if hooks[0] is not self.hooks[0] or hooks[1] is not self.hooks[1]:
             self.set_hooks(firstiter=self.hooks[0], finalizer=self.hooks[1])
-        return ""
+            put = "put back"
+        return put
 
 
 class _DictVersions:
@@ -2591,7 +2662,7 @@ def _nested(user_modules, limit=_NESTED_LIMIT):
     while i < len(todo) and len(out) < limit:
         path, v = todo[i]
         i += 1
-        if id(v) in seen or isinstance(v, (types.ModuleType, type)) or callable(v) or \
+        if id(v) in seen or isinstance(v, (types.ModuleType, type)) or type(v) in _FUNCTION_TYPES or \
                 any(type(v) is a for a in _ATOMS):
             continue
         seen.add(id(v))
@@ -2683,6 +2754,8 @@ def _user_data(user_modules, nested=None):
 
 
 _ATOMS = (int, float, complex, bool, str, bytes, type(None))
+# Functions and methods: namespaces of their own (_function_namespaces).
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
 def _user_generators(user_modules):
@@ -2714,10 +2787,12 @@ def _user_generators(user_modules):
     return out
 
 
-def _user_caches(user_modules):
+def _user_caches(user_modules, found=()):
     """One function per functools.lru_cache (or cache) that the user's own
-    modules' globals name, or a class of theirs holds, called after each
-    prediction: '' or why the process cannot run on. Its values are the
+    modules' globals name, or a class of theirs holds, or that is among
+    found (the user's own that _lru_caches found elsewhere: in a
+    decorator's closure), called after each prediction: '', 'put back' or
+    why the process cannot run on. Its values are the
     ones a prediction got, which it may have changed in place
     (`palette().append(9)`: the next call would return the changed list),
     and its hits and misses are state the next prediction can read
@@ -2744,7 +2819,88 @@ def _user_caches(user_modules):
             if type(v) is wrapper and id(v) not in seen:
                 seen.add(id(v))
                 out.append(_cache_watch(v, info, clear, f"{mod_name}.{getattr(v, '__qualname__', '?')}"))
+    for v in found:
+        if id(v) not in seen:
+            seen.add(id(v))
+            attrs = _own_dict(v) or {}
+            out.append(_cache_watch(v, info, clear, f"{attrs.get('__module__')}.{attrs.get('__qualname__', '?')}"))
     return out
+
+
+def _lru_caches(user_modules):
+    """(library, user): every functools.lru_cache (or cache) wrapper the
+    interpreter holds, found through the collector (most are named by no
+    namespace: typing's are in its functions' closures), split by the
+    module their function came from (its __module__): the user's own
+    modules', and everyone else's. Only in the zygote, before its heap is
+    frozen (gc.get_objects does not list frozen objects) and before any
+    prediction has run."""
+    wrapper = _LRU_WRAPPER
+    if not isinstance(wrapper, type):
+        return [], []
+    own = {name for name, _ in user_modules} | {globals()["__name__"]}
+    library, user = [], []
+    for o in gc.get_objects():
+        if type(o) is wrapper:
+            module = (_own_dict(o) or {}).get("__module__")
+            (user if type(module) is str and module in own else library).append(o)
+    return library, user
+
+
+def _cached_values(caches):
+    """(values, dicts) of the caches: what their entries hold (keys and
+    values), to be put back with the standard library's containers (a
+    typing.List[int] given another name), and the caches' own dicts, which
+    must never be (a bounded cache's entries are also linked in C, in an
+    order a dict put back would not match). Read through the collector
+    (gc.get_referents: a cache's entries, or its dict), before any
+    prediction."""
+    values, dicts = [], []
+    for c in caches:
+        own = _own_dict(c)
+        for r in gc.get_referents(c):
+            if type(r) is dict:
+                if r is not own:
+                    dicts.append(r)
+                    values += list(dict.values(r))  # an unbounded cache's values; a bounded one's links
+            elif not isinstance(r, type) and type(r) not in _FUNCTION_TYPES:
+                values.append(r)
+    return values, dicts
+
+
+class _LibraryCaches:
+    """The functools.lru_cache (and cache) wrappers of the standard library
+    and of packages (_lru_caches: typing's, which give one typing.List[int]
+    to every caller; fnmatch's, ipaddress's), each emptied after a
+    prediction that added to it (its misses or its size moved): an entry a
+    prediction made (typing.Dict[str, int], then given another `_name`)
+    is what a later prediction's call would return; a fork child finds
+    only the zygote's. Those stay while no prediction adds to the cache,
+    and the objects among them are put back with the standard library's
+    containers (_cached_values); once a cache is emptied, a later call
+    computes its value again: an equal value, not the same object. Hits
+    alone add nothing. The caches' own methods, bound before any
+    prediction."""
+
+    def __init__(self, caches):
+        t = _LRU_WRAPPER
+        self.info, self.clear = (t.cache_info, t.cache_clear) if isinstance(t, type) else (None, None)
+        self.caches = [[c, self._mark(c)] for c in caches] if self.info is not None else []
+
+    def _mark(self, cache):
+        """Its misses and its size."""
+        info = self.info(cache)
+        return info[1], info[3]
+
+    def empty(self):
+        """'' or 'put back' (a cache was emptied)."""
+        put = ""
+        for entry in self.caches:
+            if self._mark(entry[0]) != entry[1]:
+                self.clear(entry[0])
+                entry[1] = (0, 0)
+                put = "put back"
+        return put
 
 
 def _cache_watch(cache, info, clear, name):
@@ -2755,6 +2911,7 @@ def _cache_watch(cache, info, clear, name):
         def emptied():
             if info(cache) != was:
                 clear(cache)
+                return "put back"
             return ""
         return emptied
     why = f"poisoned: {name}, a cache the prelude filled, was called"
@@ -2984,16 +3141,16 @@ def _held_namespace(v):
     """(kind, namespace) of a value a module holds whose namespace a
     later prediction reads through: a class made by Python code ('class',
     its mappingproxy) or a plain object ('object', its __dict__: one of a
-    class made by Python code, or a types.SimpleNamespace, such as
-    sys.implementation); else (None, None). Modules are namespaces of their
-    own."""
+    class made by Python code, callable or not, or a types.SimpleNamespace,
+    such as sys.implementation); else (None, None). Modules are namespaces
+    of their own."""
     if isinstance(v, types.ModuleType):
         return None, None
     if isinstance(v, type):
         return ("class", type.__dict__["__dict__"].__get__(v)) if _is_heap_type(v) else (None, None)
     if type(v) is types.SimpleNamespace:  # not made by Python code, but its attributes are a dict
         return "object", object.__getattribute__(v, "__dict__")
-    if _is_heap_type(type(v)) and not callable(v):
+    if _is_heap_type(type(v)):  # callable ones too: `add = Adder()`, np.vectorize(f), typing.List
         try:
             vd = object.__getattribute__(v, "__dict__")
         except BaseException:
