@@ -27,14 +27,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "launcher", "runtime", "python"))
 import fitrun_runtime as fr  # noqa: E402
 
 
-def measure(loops, prelude_globals, lib):
-    import ctypes
-    peek = fr._peek_words(ctypes.CDLL(lib)) if lib != "none" else None
-    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, fr._Namespaces(fr.prelude_builtins(prelude_globals), peek))
+def measure(loops, namespaces, recorded, peek):
+    base = fr._Baseline(fr.CHILD_STDIN, fr.REUSE_CHAN_FD, namespaces, recorded)
     base.freeze()
     lines = [f"python {sys.version.split()[0]}: namespaces {len(base.ns.spaces)}, names {len(base.ns.keys)}, "
              f"modules {len(base.ns.module_list)}, "
-             f"data compared by content {len(base.ns.data)}, counters read by "
+             f"data compared by content {len(base.ns.data)}, library caches {len(getattr(base.ns, 'library_lru', ()))}, "
+             f"slotted objects {len(getattr(getattr(base.containers, 'slots', None), 'objects', ()))}, counters read by "
              f"{'fr_peek_words' if peek else 'ctypes views'}"]
     for _ in range(3):
         t = time.perf_counter()
@@ -52,6 +51,14 @@ def main():
                     help="the library whose fr_peek_words reads the counters, or none")
     a = ap.parse_args()
     g = fr.load_prelude(os.path.abspath(a.prelude))  # as the zygote loads it
+    # As the zygote prepares its reused processes: the modules it imports,
+    # then the namespaces taken, then its heap frozen.
+    for name in fr._REUSE_PREIMPORTS:
+        __import__(name)
+    import ctypes
+    peek = fr._peek_words(ctypes.CDLL(a.sandbox_lib)) if a.sandbox_lib != "none" else None
+    recorded = fr._RecordedRegistrations()
+    namespaces = fr._Namespaces(fr.prelude_builtins(g), peek)
     gc.collect()
     gc.freeze()
     r, w = os.pipe()
@@ -62,7 +69,7 @@ def main():
         for fd in range(fr.REUSE_CHAN_FD):
             os.dup2(null, fd)
         try:
-            text = measure(a.loops, g, a.sandbox_lib)
+            text = measure(a.loops, namespaces, recorded, peek)
         except BaseException as e:
             text = f"failed: {type(e).__name__}: {e}\n"
         os.write(fr.REUSE_CHAN_FD, text.encode())

@@ -77,15 +77,19 @@ PATCHES = [
         a = _pc()
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         b = _pc()
+        self.gap_gc = (b - a) // 1000
         if not self.own_intact():"""),
-    ("""        self.frozen = frozen
+    # The last pass of the check (a second one runs after anything was put back).
+    ("""        self.acted = False
         why = self.check_namespaces()
         if why:
             return why
         why = self._restore_process()
         if why:
             return why""",
-     """        self.frozen = frozen
+     """        self.acted = False
+        _pc = time.perf_counter_ns
+        b = _pc()
         why = self.check_namespaces()
         c = _pc()
         if why:
@@ -93,12 +97,12 @@ PATCHES = [
         why = self._restore_process()
         d = _pc()
         self.gap_parts = "gc=%d namespaces=%d restore=%d %s" % (
-            (b - a) // 1000, (c - b) // 1000, (d - c) // 1000, getattr(self.ns, "gap_parts", ""))
+            self.gap_gc, (c - b) // 1000, (d - c) // 1000, getattr(self.ns, "gap_parts", ""))
         if why:
             return why"""),
     ("""        self.gc_collect, self.check_namespaces = gc.collect, namespaces.check""",
      """        self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
-        self.gap_parts = \"\""""),
+        self.gap_parts, self.gap_gc = \"\", 0"""),
     ("""        versions, loose = self.versions, self.loose
         now = versions.read() if versions is not None else None
 """,

@@ -1150,6 +1150,20 @@ class ReuseCheck(unittest.TestCase):
                 "print(out)\n")
         self._on_every_interpreter(code, "[True, True, 2, True, '', '', 'put back', 0, 1, '']")
 
+    def test_slots_are_read_where_cpython_keeps_them_and_put_back_on_every_interpreter(self):
+        # _Slots finds each slot at its place (read as words, by the sandbox
+        # library), sees a slot set, replaced or deleted, and puts it back.
+        code = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "peek = fr._peek_words(ctypes.CDLL(sys.argv[2]))\n"
+                "class A:\n    __slots__ = ('b', 'a')\nclass B(A):\n    __slots__ = ('c',)\n"
+                "class D:\n    pass\nclass E(D):\n    __slots__ = ('z',)\n"
+                "x, y, z = A(), B(), E()\nx.a, y.c, z.z = 1, [2], 'q'\n"
+                "s = fr._Slots([x, y, z], peek)\nout = [s.read is not None, s._changed() == []]\n"
+                "x.b = 5\ndel y.c\nz.z = 'r'\nkeep = []\n"
+                "out += [len(s._changed()), s.restore(keep), hasattr(x, 'b'), y.c, z.z, s._changed() == []]\n"
+                "print(out)\n")
+        self._on_every_interpreter(code, "[True, True, 3, True, False, [2], 'q', True]", LIB)
+
     def test_a_finalizer_the_put_back_runs_is_looked_at_once_more(self):
         # What the put-back takes out is freed after the namespaces were
         # compared; its finalizer replacing a module's function, or changing

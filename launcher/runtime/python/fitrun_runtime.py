@@ -1230,12 +1230,13 @@ class _Namespaces:
         cached, cache_dicts = _cached_values(self.library_lru)
         handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()} | \
             {id(d) for d in cache_dicts}
-        dicts, objects, lists, sets = _module_containers(self.module_list, self.user_modules, handled, cached)
+        dicts, objects, lists, sets, slotted = _module_containers(self.module_list, self.user_modules, handled,
+                                                                  cached)
         # Objects' dicts only where every write to one moves its counter
         # (not on 3.13: _DictVersions.kinds); else compared every time.
         if "object" in kinds:
             dicts, objects = dicts + objects, []
-        self.containers = _PutBack(dicts, lists, self.peek, counted, sets, loose=objects)
+        self.containers = _PutBack(dicts, lists, self.peek, counted, sets, loose=objects, slotted=slotted)
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1435,6 +1436,7 @@ class _Baseline:
         # count of frozen objects it took (a count walks every frozen
         # object: 300 µs with arc-dsl's prelude).
         self.frozen_intact, self.frozen = None, None
+        self.acted = False  # _check_once's: whether anything was put back
 
     def freeze(self):
         """Once built, before the first prediction: the baseline's own
@@ -1874,12 +1876,12 @@ class _PutBack:
     lists and sets, which have no counter, and the loose dicts, whose
     writes may not move it, are compared every time."""
 
-    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=()):
+    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=(), slotted=()):
         """dicts: dicts, or of a subclass of dict (numpy's fill values),
         read and written through dict's own methods; anything else is left
         out, as are lists and sets of a subclass. loose: dicts whose
         counter does not move with every write (an object's attributes on
-        Python 3.13)."""
+        Python 3.13). slotted: objects whose slots are put back (_Slots)."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.loose = [(d, dict(dict.items(d))) for d in loose if type(d) is dict]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
@@ -1896,6 +1898,7 @@ class _PutBack:
         self.lists_seen = _copy(self.read_lists() if self.read_lists is not None else None)
         self.read_sets = _array_reader([st for st, _, _ in self.sets], set, peek)
         self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
+        self.slots = _Slots(slotted, peek) if slotted else None
         self.collect = gc.collect
 
     def rebase(self):
@@ -1918,6 +1921,8 @@ class _PutBack:
             if self.read_sets is not None and self.read_sets() is None:
                 self.read_sets = _array_reader([st for st, _, _ in self.sets], set, self.peek)
             self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
+        if self.slots is not None:
+            self.slots.rebase()
 
     @staticmethod
     def _same_dict(d, items):
@@ -1934,17 +1939,28 @@ class _PutBack:
 
     def _same_sets(self):
         """Every set holds the objects it held (its table is the one read
-        then, or its items are compared)."""
-        if self.read_sets is not None and self.read_sets() == self.sets_seen:
+        then, or its items are compared: the same items elsewhere in a
+        table, after a resize, make this reading the one compared with from
+        now on)."""
+        now = self.read_sets() if self.read_sets is not None else None
+        if now is not None and now == self.sets_seen:
             return True
-        return all(self._same_set(st, ids) for st, _, ids in self.sets)
+        same = all(self._same_set(st, ids) for st, _, ids in self.sets)
+        if same and now is not None:
+            self.sets_seen = _copy(now)
+        return same
 
     def _same_lists(self):
         """Every list holds the objects it held (its reading says so, or
-        its items are compared)."""
-        if self.read_lists is not None and self.read_lists() == self.lists_seen:
+        its items are compared: the same items in a moved array make this
+        reading the one compared with from now on)."""
+        now = self.read_lists() if self.read_lists is not None else None
+        if now is not None and now == self.lists_seen:
             return True
-        return all(self._same_list(lst, items) for lst, items in self.lists)
+        same = all(self._same_list(lst, items) for lst, items in self.lists)
+        if same and now is not None:
+            self.lists_seen = _copy(now)
+        return same
 
     def _moved_dicts(self, since):
         """The dicts (with their items) that may have been written since
@@ -1982,6 +1998,8 @@ class _PutBack:
                     set.update(st, items)
             if self.read_sets is not None:
                 self.sets_seen = _copy(self.read_sets())  # the same items may lie elsewhere in its table
+        if self.slots is not None:
+            self.slots.restore(keep)
         put = bool(keep)
         if put:
             back = self.read() if self.read is not None else None
@@ -1989,7 +2007,8 @@ class _PutBack:
             self.collect()  # and what a cycle held
             again, _ = self._moved_dicts(back)
             if not all(self._same_dict(d, items) for d, items in _chain((again, self.loose))) or \
-                    not self._same_lists() or not self._same_sets():
+                    not self._same_lists() or not self._same_sets() or \
+                    (self.slots is not None and self.slots._changed()):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
             self.seen = self.read()
@@ -2000,7 +2019,8 @@ _CONTAINERS_LIMIT = 50000
 
 
 def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONTAINERS_LIMIT):
-    """(dicts, objects' dicts, lists, sets), each of exactly those types,
+    """(dicts, objects' dicts, lists, sets, slotted objects: those whose
+    classes declare `__slots__`, for _Slots), each of exactly those types,
     that the modules of the standard library and of installed packages
     hold, once each: their caches and registries, which honest code adds
     to and a later prediction reads through (re's compiled patterns, the
@@ -2020,7 +2040,7 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
     to start from, after the modules' globals (what their caches hold)."""
     skip = {name for name, _ in user_modules} | {globals()["__name__"]}
     seen = set(handled)
-    dicts, objects, lists, sets = [], [], [], []
+    dicts, objects, lists, sets, slotted = [], [], [], [], []
     kinds = {dict: dicts, list: lists, set: sets}
     todo = []  # (value, named by a module's globals)
     for name, mod in module_list:
@@ -2048,6 +2068,11 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
                 todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
         elif _is_heap_type(t) and not isinstance(v, types.ModuleType) and \
                 type.__dict__["__module__"].__get__(t) not in skip:
+            places = _slot_places(t)
+            held = [x for _, x in _slots_of(v, t, places) if x is not _UNSET]
+            if places:
+                slotted.append(v)  # at the top level too: no namespace check reads slots
+                todo += [(x, False) for x in held]
             try:
                 vd = object.__getattribute__(v, "__dict__")
             except BaseException:
@@ -2057,7 +2082,99 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
                     seen.add(id(vd))
                     objects.append(vd)
                 todo += [(x, False) for x in list(vd.values())]
-    return dicts, objects, lists, sets
+    return dicts, objects, lists, sets, slotted
+
+
+def _slot_places(t):
+    """(member descriptor, offset) of each slot that the classes of t made
+    by Python code declare (`__slots__`), in their layout's order: CPython
+    sorts a class's slots by name and puts them after its base's size.
+    The offsets are where CPython's 64-bit builds keep them; _Slots checks
+    them on each object before it reads one there."""
+    out = []
+    for c in t.__mro__:
+        space = type.__dict__["__dict__"].__get__(c)
+        if not _is_heap_type(c) or "__slots__" not in space:
+            continue
+        base = type.__dict__["__base__"].__get__(c)
+        start = type.__dict__["__basicsize__"].__get__(base) if base is not None else 0
+        members = [d for d in space.values() if type(d) is _MEMBER]
+        out += [(d, start + 8 * k) for k, d in enumerate(members)]
+    return out
+
+
+def _slots_of(v, t, places):
+    """(descriptor, value) of each of v's slots (places: _slot_places(t)),
+    _UNSET for one not set."""
+    out = []
+    for d, _ in places:
+        try:
+            out.append((d, d.__get__(v, t)))
+        except AttributeError:
+            out.append((d, _UNSET))
+    return out
+
+
+class _Slots:
+    """The slots of the standard library's and packages' objects
+    (`__slots__`, kept beside the object, where no dict's counter sees
+    them: typing.ClassVar's name and the function behind
+    typing.Optional[...], an ipaddress constant's address), put back by
+    identity after a prediction that changed one, as a fork child finds
+    them. Read as words, one per slot (its value's address, 0 when unset),
+    in one call, where each object's slots are found at the places CPython
+    keeps them (checked on each object now, by the reader itself); the
+    others through their classes' own descriptors, every time."""
+
+    def __init__(self, objects, peek=None):
+        self.peek = peek
+        self.take(objects)
+
+    def take(self, objects):
+        taken = []  # (object, its slots' places, (descriptor, value) of each)
+        for v in objects:
+            places = _slot_places(type(v))
+            taken.append((v, places, _slots_of(v, type(v), places)))
+        self.objects = taken
+        addrs = [id(v) + off for v, places, _ in taken for _, off in places]
+        expect = [0 if x is _UNSET else id(x) for _, _, slots in taken for _, x in slots]
+        read = _word_reader(addrs, self.peek) if addrs else None
+        now = read() if read is not None else None
+        words = list(memoryview(now).cast("Q")) if type(now) is bytes else now
+        if words != expect:
+            read = now = None  # another layout: every slot through its descriptor
+        self.read, self.seen = read, now
+
+    def _changed(self):
+        """(object, places, slots then) of each object whose slots
+        changed."""
+        if self.read is not None and self.read() == self.seen:
+            return []
+        return [(v, places, slots) for v, places, slots in self.objects
+                if not all(map(_is, (x for _, x in slots), (x for _, x in _slots_of(v, type(v), places))))]
+
+    def rebase(self):
+        """In a forked process, before its first prediction: the slots as
+        they are now, where they changed since."""
+        if self._changed():
+            self.take([v for v, _, _ in self.objects])
+
+    def restore(self, keep):
+        """Put back each changed slot (what was there goes into keep: freed
+        by the caller once everything is back); True when one was."""
+        changed = self._changed()
+        for v, places, slots in changed:
+            for (d, was), (_, now) in zip(slots, _slots_of(v, type(v), places)):
+                if now is was:
+                    continue
+                keep.append(now)
+                if was is _UNSET:
+                    d.__delete__(v)
+                else:
+                    d.__set__(v, was)
+        if changed and self.read is not None:
+            self.seen = _copy(self.read())
+        return bool(changed)
 
 
 def _logging_state():
