@@ -275,7 +275,7 @@ check_poison() {
     fork_and_reuse "$want" "$want"
 }
 
-@test "python reuse: what the stdlib's lru_caches hold (typing's), a stdlib object's slots and a cache in the prelude's closures are put back or emptied; a callable object's attributes are checked: the next prediction sees what fork gives it" {
+@test "python reuse: what the stdlib's lru_caches hold (typing's), a stdlib object's slots, a functools.partial's keywords and state, a dict subclass's entries, a function's default list, a package's array and a cache in the prelude's closures are put back or emptied; a callable object's attributes are checked: the next prediction sees what fork gives it" {
     # typing gives one typing.List[int] to every caller, from a
     # functools.lru_cache kept in C: an entry the zygote had (Optional[str])
     # is put back with the stdlib's containers, one a prediction made
@@ -301,6 +301,22 @@ check_poison() {
         job alias-after "$reader"
         job slots $'import typing\ntyping.ClassVar._name = "P5"\ntyping._SpecialForm._getitem.__set__(typing.Optional, lambda self, p: int)\ndef transform(g):\n    return [repr(typing.Optional[bytes])]\n'
         job slots-after $'import typing\ndef transform(g):\n    return [repr(typing.ClassVar), repr(typing.Optional[bytes])]\n'
+        # numpy 1 prints arrays through a functools.partial that C keeps;
+        # its keywords are a dict of its own, its __setstate__ replaces its
+        # function. np.nbytes is a dict subclass.
+        arrays=$'import numpy as np\ndef transform(g):\n    return [repr(np.array([1, 2])), int(np.nbytes[np.int64])]\n'
+        job partial $'import numpy as np\nnp.core.arrayprint._default_array_repr.keywords["array2string"] = lambda *a, **k: "P6"\ndef transform(g):\n    return g\n'
+        job partial-after "$arrays"
+        job setstate $'import numpy as np\nnp.core.arrayprint._default_array_repr.__setstate__((lambda a, **k: "P7", (), {}, None))\ndef transform(g):\n    return g\n'
+        job setstate-after "$arrays"
+        job subclass $'import numpy as np\nnp.nbytes[np.int64] = 3\ndef transform(g):\n    return g\n'
+        job subclass-after "$arrays"
+        # argparse.ArgumentParser's `parents=[]`: one list for every call.
+        job default $'import argparse\np = argparse.ArgumentParser(add_help=False)\np.add_argument("--planted", default="P8")\nargparse.ArgumentParser.__init__.__defaults__[4].append(p)\ndef transform(g):\n    return g\n'
+        job default-after $'import argparse\ndef transform(g):\n    return [vars(argparse.ArgumentParser().parse_args([]))]\n'
+        # numpy.polynomial's module-level arrays are writable.
+        job array $'import numpy as np\nnp.polynomial.polynomial.polyx[0] = 5\ndef transform(g):\n    return g\n'
+        job array-after $'import numpy as np\ndef transform(g):\n    return [np.polynomial.polynomial.polyx.tolist()]\n'
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }

@@ -1164,6 +1164,38 @@ class ReuseCheck(unittest.TestCase):
                 "print(out)\n")
         self._on_every_interpreter(code, "[True, True, 3, True, False, [2], 'q', True]", LIB)
 
+    def test_a_partials_fields_and_a_dict_subclasss_entries_are_put_back_on_every_interpreter(self):
+        # A functools.partial's keywords changed in place, its __setstate__
+        # giving it another function, and a defaultdict's or a plain dict
+        # subclass's new entry: each put back; an OrderedDict is not taken
+        # for a plain dict.
+        code = ("import collections, functools, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+                "class T(dict):\n    pass\n"
+                "p = functools.partial(max, 1, key=abs)\nd, t = collections.defaultdict(list), T(a=1)\n"
+                "out = [fr._plain_dict_type(type(d)), fr._plain_dict_type(T),"
+                " fr._plain_dict_type(collections.OrderedDict)]\n"
+                "put = fr._PutBack([d, t, p.keywords], partials=[p])\n"
+                "p.keywords['key'] = None\np.__setstate__((min, (5,), {}, None))\nd['x'].append(1)\nt['b'] = 2\n"
+                "out += [put.restore(), p(-7), p.func is max, dict(d), dict(t)]\n"
+                "print(out)\n")
+        self._on_every_interpreter(code, "[True, True, False, 'put back', -7, True, {}, {'a': 1}]")
+
+    @unittest.skipUnless(_has_numpy(), "needs numpy")
+    def test_a_packages_array_changed_in_place_is_put_back_and_one_reshaped_is_poisoning(self):
+        def scenario(fr, base):
+            import numpy as np
+            a, b = np.arange(4), np.zeros((2, 2))
+            arrays = fr._Arrays([a, b, np.arange(6)[::2]])  # the last lies in steps: left out
+            keep = []
+            a[1] = 9
+            out = [str(len(arrays.arrays)), str(arrays.same()), repr(arrays.restore(keep)), str(a.tolist()),
+                   str(len(keep)), str(arrays.same())]
+            b.shape = (4,)
+            return out + [arrays.restore([])]
+        self.assertEqual(_in_reused_shape(scenario),
+                         ["2", "False", "''", "[0, 1, 2, 3]", "1", "True",
+                          "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"])
+
     def test_a_finalizer_the_put_back_runs_is_looked_at_once_more(self):
         # What the put-back takes out is freed after the namespaces were
         # compared; its finalizer replacing a module's function, or changing

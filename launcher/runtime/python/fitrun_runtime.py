@@ -1230,13 +1230,14 @@ class _Namespaces:
         cached, cache_dicts = _cached_values(self.library_lru)
         handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()} | \
             {id(d) for d in cache_dicts}
-        dicts, objects, lists, sets, slotted = _module_containers(self.module_list, self.user_modules, handled,
-                                                                  cached)
+        found = _module_containers(self.module_list, self.user_modules, handled, cached)
+        dicts, objects = found["dicts"], found["objects"]
         # Objects' dicts only where every write to one moves its counter
         # (not on 3.13: _DictVersions.kinds); else compared every time.
         if "object" in kinds:
             dicts, objects = dicts + objects, []
-        self.containers = _PutBack(dicts, lists, self.peek, counted, sets, loose=objects, slotted=slotted)
+        self.containers = _PutBack(dicts, found["lists"], self.peek, counted, found["sets"], loose=objects,
+                                   slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"])
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1876,12 +1877,16 @@ class _PutBack:
     lists and sets, which have no counter, and the loose dicts, whose
     writes may not move it, are compared every time."""
 
-    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=(), slotted=()):
+    def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=(), slotted=(), partials=(),
+                 arrays=()):
         """dicts: dicts, or of a subclass of dict (numpy's fill values),
         read and written through dict's own methods; anything else is left
         out, as are lists and sets of a subclass. loose: dicts whose
         counter does not move with every write (an object's attributes on
-        Python 3.13). slotted: objects whose slots are put back (_Slots)."""
+        Python 3.13). slotted: objects whose slots are put back (_Slots).
+        partials: functools.partial objects, whose function, arguments and
+        keywords (which its __setstate__ replaces) are put back. arrays:
+        numpy arrays, whose bytes are put back (_Arrays)."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.loose = [(d, dict(dict.items(d))) for d in loose if type(d) is dict]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
@@ -1899,6 +1904,9 @@ class _PutBack:
         self.read_sets = _array_reader([st for st, _, _ in self.sets], set, peek)
         self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
         self.slots = _Slots(slotted, peek) if slotted else None
+        self.partials = [(p, self._partial_fields(p)) for p in partials if type(p) is _PARTIAL]
+        self.partials_seen = self._partials_now()
+        self.arrays = _Arrays(arrays) if arrays else None
         self.collect = gc.collect
 
     def rebase(self):
@@ -1923,6 +1931,28 @@ class _PutBack:
             self.sets_seen = _copy(self.read_sets() if self.read_sets is not None else None)
         if self.slots is not None:
             self.slots.rebase()
+        if self._changed_partials():
+            self.partials = [(p, self._partial_fields(p)) for p, _ in self.partials]
+            self.partials_seen = self._partials_now()
+        if self.arrays is not None and not self.arrays.same():
+            self.arrays = _Arrays(self.arrays.arrays)
+
+    @staticmethod
+    def _partial_fields(p):
+        return _PARTIAL_FUNC(p), _PARTIAL_ARGS(p), _PARTIAL_KEYWORDS(p)
+
+    def _partials_now(self):
+        """Every partial's function, then every one's arguments, then
+        keywords: each read through partial's own descriptor, mapped over
+        them all."""
+        ps = [p for p, _ in self.partials]
+        return list(_chain((map(_PARTIAL_FUNC, ps), map(_PARTIAL_ARGS, ps), map(_PARTIAL_KEYWORDS, ps))))
+
+    def _changed_partials(self):
+        """(partial, its fields then) of each whose fields changed."""
+        if self.partials_seen is not None and all(map(_is, self._partials_now(), self.partials_seen)):
+            return []
+        return [(p, was) for p, was in self.partials if not all(map(_is, self._partial_fields(p), was))]
 
     @staticmethod
     def _same_dict(d, items):
@@ -2000,6 +2030,13 @@ class _PutBack:
                 self.sets_seen = _copy(self.read_sets())  # the same items may lie elsewhere in its table
         if self.slots is not None:
             self.slots.restore(keep)
+        for p, (func, args, keywords) in self._changed_partials():
+            keep.append(self._partial_fields(p))
+            _PARTIAL_SETSTATE(p, (func, args, keywords, _own_dict(p)))
+        if self.arrays is not None:
+            why = self.arrays.restore(keep)
+            if why:
+                return why
         put = bool(keep)
         if put:
             back = self.read() if self.read is not None else None
@@ -2008,7 +2045,8 @@ class _PutBack:
             again, _ = self._moved_dicts(back)
             if not all(self._same_dict(d, items) for d, items in _chain((again, self.loose))) or \
                     not self._same_lists() or not self._same_sets() or \
-                    (self.slots is not None and self.slots._changed()):
+                    (self.slots is not None and self.slots._changed()) or self._changed_partials() or \
+                    (self.arrays is not None and not self.arrays.same()):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
             self.seen = self.read()
@@ -2019,8 +2057,12 @@ _CONTAINERS_LIMIT = 50000
 
 
 def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONTAINERS_LIMIT):
-    """(dicts, objects' dicts, lists, sets, slotted objects: those whose
-    classes declare `__slots__`, for _Slots), each of exactly those types,
+    """{"dicts", "objects" (objects' dicts), "lists", "sets", "slotted"
+    (objects whose classes declare `__slots__`, for _Slots), "partials"
+    (functools.partial objects), "arrays" (writable numpy arrays:
+    numpy.polynomial's `polyx`)}, each of exactly those types (and the
+    dicts of a defaultdict or of a direct subclass of dict made by Python
+    code: numpy's `np.nbytes`),
     that the modules of the standard library and of installed packages
     hold, once each: their caches and registries, which honest code adds
     to and a later prediction reads through (re's compiled patterns, the
@@ -2040,8 +2082,9 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
     to start from, after the modules' globals (what their caches hold)."""
     skip = {name for name, _ in user_modules} | {globals()["__name__"]}
     seen = set(handled)
-    dicts, objects, lists, sets, slotted = [], [], [], [], []
+    dicts, objects, lists, sets, slotted, partials, arrays = [], [], [], [], [], [], []
     kinds = {dict: dicts, list: lists, set: sets}
+    ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
     todo = []  # (value, named by a module's globals)
     for name, mod in module_list:
         d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
@@ -2058,11 +2101,30 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
             continue
         seen.add(id(v))
         out = kinds.get(t)
+        if out is None and _plain_dict_type(t):
+            out = dicts
+        if t is ndarray:
+            arrays.append(v)
+            continue
+        if t is _PARTIAL:
+            # Its function, arguments and keywords are C fields, beside its
+            # __dict__ (walked below): its keywords are a dict of its own.
+            partials.append(v)
+            todo += [(_PARTIAL_ARGS(v), False), (_PARTIAL_KEYWORDS(v), False)]
         if out is not None:
             out.append(v)
-            todo += [(x, False) for x in (list(dict.values(v)) if t is dict else list(v))]
+            todo += [(x, False) for x in (list(dict.values(v)) if out is dicts else list(v))]
         elif t is tuple or t is frozenset:
             todo += [(x, False) for x in v]
+        elif t is staticmethod or t is classmethod:
+            todo.append((t.__dict__["__func__"].__get__(v), False))
+        elif t is types.FunctionType:
+            # Its defaults: a list or dict there is one object for every
+            # call (argparse.ArgumentParser's `parents=[]`).
+            if _FUNCTION_MODULE(v) not in skip:
+                kw = _FUNCTION_KWDEFAULTS(v)
+                todo += [(x, False) for x in (_FUNCTION_DEFAULTS(v) or ())] + \
+                    ([(x, False) for x in dict.values(kw)] if type(kw) is dict else [])
         elif isinstance(v, type):
             if _is_heap_type(v) and type.__dict__["__module__"].__get__(v) not in skip:
                 todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
@@ -2082,7 +2144,80 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
                     seen.add(id(vd))
                     objects.append(vd)
                 todo += [(x, False) for x in list(vd.values())]
-    return dicts, objects, lists, sets, slotted
+    return {"dicts": dicts, "objects": objects, "lists": lists, "sets": sets, "slotted": slotted,
+            "partials": partials, "arrays": arrays}
+
+
+class _Arrays:
+    """The writable numpy arrays of the standard library's and packages'
+    modules (numpy.polynomial's `polyx`, `polydomain`...: a prediction's
+    `polyx[0] = 5` would reach every later call that reads it), as a fork
+    child finds them: their bytes put back after a prediction that changed
+    them; a changed dtype, shape, strides or writeable flag (what numpy
+    changes in place: `a.shape = ...`) replaces the process. Only arrays
+    whose bytes lie in one block (C-contiguous); compared as one join of
+    their buffers, and their fields read through ndarray's own
+    descriptors, each mapped over all of them (numpy's C: no one's code
+    runs)."""
+
+    def __init__(self, arrays):
+        self.arrays = [a for a in arrays if a.flags.c_contiguous]
+        fields = type.__dict__["__dict__"].__get__(type(self.arrays[0])) if self.arrays else {}
+        flags = type(self.arrays[0].flags) if self.arrays else None
+        self.getters = [fields[name].__get__ for name in ("shape", "strides")] if self.arrays else []
+        self.dtype = fields["dtype"].__get__ if self.arrays else None
+        self.flags = fields["flags"].__get__ if self.arrays else None
+        self.writeable = type.__dict__["__dict__"].__get__(flags)["writeable"].__get__ if self.arrays else None
+        self.meta = self._meta()
+        self.data = [bytes(memoryview(a).cast("B")) for a in self.arrays]
+        self.joined = b"".join(self.data)
+
+    def _meta(self):
+        """Shapes, strides and writeable flags (by value), dtypes (the
+        objects)."""
+        arrays = self.arrays
+        return [list(map(get, arrays)) for get in self.getters] + \
+            [list(map(self.writeable, map(self.flags, arrays))) if arrays else [],
+             list(map(self.dtype, arrays)) if arrays else []]
+
+    def _same_meta(self):
+        now = self._meta()
+        return now[:-1] == self.meta[:-1] and all(map(_is, now[-1], self.meta[-1]))
+
+    def same(self):
+        return b"".join(map(memoryview, self.arrays)) == self.joined and self._same_meta()
+
+    def restore(self, keep):
+        """'' (their bytes put back where they had changed: keep gets a
+        mark) or why the process cannot run on."""
+        if not self._same_meta():
+            return "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"
+        if b"".join(map(memoryview, self.arrays)) == self.joined:
+            return ""
+        for a, data in zip(self.arrays, self.data):
+            view = memoryview(a).cast("B")
+            if view != data:
+                view[:] = data
+                keep.append(a)
+        return ""
+
+
+_PARTIAL = __import__("functools").partial
+_PARTIAL_FUNC, _PARTIAL_ARGS, _PARTIAL_KEYWORDS = (
+    type.__dict__["__dict__"].__get__(_PARTIAL)[name].__get__ for name in ("func", "args", "keywords"))
+_PARTIAL_SETSTATE = _PARTIAL.__setstate__
+_DEFAULTDICT = __import__("collections").defaultdict
+
+
+def _plain_dict_type(t):
+    """Is t a type of dict whose entries are all its state, to be read and
+    written through dict's own methods: collections.defaultdict, or a class
+    made by Python code directly on dict (numpy's `_typedict`)? Not an
+    OrderedDict: it keeps its order beside its dict."""
+    if t is _DEFAULTDICT:
+        return True
+    mro = type.__dict__["__mro__"].__get__(t)
+    return _is_heap_type(t) and len(mro) == 3 and mro[1] is dict and mro[2] is object
 
 
 def _slot_places(t):
@@ -3212,6 +3347,8 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None):
 
 
 _FUNCTION_DICT = types.FunctionType.__dict__["__dict__"].__get__  # made where there is none
+_FUNCTION_DEFAULTS, _FUNCTION_KWDEFAULTS, _FUNCTION_MODULE = (
+    types.FunctionType.__dict__[name].__get__ for name in ("__defaults__", "__kwdefaults__", "__module__"))
 _FUNCTION_ANNOTATIONS = types.FunctionType.__dict__["__annotations__"].__get__  # likewise
 _LRU_WRAPPER = getattr(__import__("functools"), "_lru_cache_wrapper", None)
 
