@@ -755,13 +755,16 @@ class ReuseCheck(unittest.TestCase):
             return [str(intact), str(gc.get_freeze_count() < before), str(heap.intact())]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True", "False"])
 
-    def _on_every_interpreter(self, code, want, *args):
-        """Run `code` (argv[1]: the runtime's directory, then args) on
-        /usr/bin/python3 and each other CPython here: it exits 0 and
-        prints `want`."""
+    def _on_every_interpreter(self, code, want, peek=False):
+        """Run `code`, with the runtime imported as `fr` before it (and,
+        with peek, the build's sandbox library's readers as `peek`), on
+        /usr/bin/python3 and each other CPython here: it exits 0 and prints
+        `want`."""
+        code = "import sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n" + \
+            ("import ctypes\npeek = fr._peek_words(ctypes.CDLL(sys.argv[2]))\n" if peek else "") + code
         for exe in ["/usr/bin/python3"] + _interpreters():
             with self.subTest(exe):
-                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME), *args], capture_output=True,
+                r = subprocess.run([exe, "-c", code, os.path.dirname(dr.RUNTIME), LIB], capture_output=True,
                                    text=True, timeout=60)
                 self.assertEqual((r.returncode, r.stdout.strip()), (0, want), r.stderr)
 
@@ -770,9 +773,7 @@ class ReuseCheck(unittest.TestCase):
         # sets (their tables): equal while each holds the same objects; an
         # item replaced in place, one added or removed, changes them. The
         # layouts are found on every interpreter here (3.9-3.13).
-        code = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
-                "peek = fr._peek_words(ctypes.CDLL(sys.argv[2]))\n"
-                "a, b, s = [1, 'x', None], [], {'p', 'q'}\n"
+        code = ("a, b, s = [1, 'x', None], [], {'p', 'q'}\n"
                 "rl, rs = fr._array_reader([a, b], list, peek), fr._array_reader([s], set, peek)\n"
                 "l0, s0 = bytes(rl()), bytes(rs())\nout = [rl() == l0, rs() == s0]\n"
                 "a[1] = 'y'\nout.append(rl() == l0)\na[1] = 'x'\nout.append(rl() == l0)\n"
@@ -780,14 +781,14 @@ class ReuseCheck(unittest.TestCase):
                 "s.add('r')\nout.append(rs() == s0)\ns.discard('r')\ns.discard('p')\nout.append(rs() == s0)\n"
                 "b.extend(range(10000))\nout.append(rl())\n"
                 "print(out)\n")
-        self._on_every_interpreter(code, "[True, True, False, True, False, True, False, False, None]", LIB)
+        self._on_every_interpreter(code, "[True, True, False, True, False, True, False, False, None]", peek=True)
 
     def test_descriptors_above_the_socket_are_closed_on_every_interpreter(self):
         # After each prediction a reused process closes every descriptor
         # above its socket's, however high (Python 3.9's os.closerange
         # closes each number up to the bound in turn: _close_from makes the
         # system call there). Those below stay open.
-        code = ("import os, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+        code = ("import os\n"
                 "import resource\nhigh = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1, 1 << 19)\n"
                 "r, w = os.pipe()\nos.dup2(r, 40)\nos.dup2(w, high)\nos.dup2(w, 39)\nfr._close_from(40)\n"
                 "def is_open(fd):\n    try:\n        os.fstat(fd)\n        return True\n    except OSError:\n"
@@ -797,7 +798,7 @@ class ReuseCheck(unittest.TestCase):
     def test_the_frozen_heaps_ends_are_watched_on_every_interpreter(self):
         # CPython 3.9-3.13 lay the permanent generation out alike; a freeze
         # moves the tail, allocation and collection move neither end.
-        code = ("import gc, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+        code = ("import gc\n"
                 "h = fr._FrozenHeap.make()\nx = [[i] for i in range(100)]\ngc.collect()\n"
                 "a = h.intact()\ngc.freeze()\nprint(a, h.intact())\n")
         self._on_every_interpreter(code, "True False")
@@ -1134,7 +1135,7 @@ class ReuseCheck(unittest.TestCase):
         # (through the collector: C keeps them), and their own dicts apart;
         # _LibraryCaches empties a cache only after a call added to it, not
         # after hits.
-        code = ("import sys, functools\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+        code = ("import functools\n"
                 "class V:\n    pass\n"
                 "@functools.lru_cache(maxsize=2)\ndef bounded(x):\n    v = V()\n    v.x = x\n    return v\n"
                 "@functools.lru_cache(maxsize=None)\ndef unbounded(x):\n    return [x]\n"
@@ -1153,23 +1154,21 @@ class ReuseCheck(unittest.TestCase):
     def test_slots_are_read_where_cpython_keeps_them_and_put_back_on_every_interpreter(self):
         # _Slots finds each slot at its place (read as words, by the sandbox
         # library), sees a slot set, replaced or deleted, and puts it back.
-        code = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
-                "peek = fr._peek_words(ctypes.CDLL(sys.argv[2]))\n"
-                "class A:\n    __slots__ = ('b', 'a')\nclass B(A):\n    __slots__ = ('c',)\n"
+        code = ("class A:\n    __slots__ = ('b', 'a')\nclass B(A):\n    __slots__ = ('c',)\n"
                 "class D:\n    pass\nclass E(D):\n    __slots__ = ('z',)\n"
                 "x, y, z = A(), B(), E()\nx.a, y.c, z.z = 1, [2], 'q'\n"
                 "s = fr._Slots([x, y, z], peek)\nout = [s.read is not None, s._changed() == []]\n"
                 "x.b = 5\ndel y.c\nz.z = 'r'\nkeep = []\n"
                 "out += [len(s._changed()), s.restore(keep), hasattr(x, 'b'), y.c, z.z, s._changed() == []]\n"
                 "print(out)\n")
-        self._on_every_interpreter(code, "[True, True, 3, True, False, [2], 'q', True]", LIB)
+        self._on_every_interpreter(code, "[True, True, 3, True, False, [2], 'q', True]", peek=True)
 
     def test_a_partials_fields_and_a_dict_subclasss_entries_are_put_back_on_every_interpreter(self):
         # A functools.partial's keywords changed in place, its __setstate__
         # giving it another function, and a defaultdict's or a plain dict
         # subclass's new entry: each put back; an OrderedDict is not taken
         # for a plain dict.
-        code = ("import collections, functools, sys\nsys.path.insert(0, sys.argv[1])\nimport fitrun_runtime as fr\n"
+        code = ("import collections, functools\n"
                 "class T(dict):\n    pass\n"
                 "p = functools.partial(max, 1, key=abs)\nd, t = collections.defaultdict(list), T(a=1)\n"
                 "out = [fr._plain_dict_type(type(d)), fr._plain_dict_type(T),"

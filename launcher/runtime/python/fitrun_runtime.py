@@ -1617,13 +1617,10 @@ class _Baseline:
                 w.filters[:] = self.warnings
                 w._filters_mutated()
                 self.acted = True
-        # Each: '', 'put back' or why the process cannot run on.
-        for restore in (self.c_settings.restore, self.registries.restore, self.containers.restore,
-                        self.library_caches.empty):
-            why = restore()
-            if why.startswith("poisoned"):
-                return why
-            self.acted = self.acted or bool(why)
+        why = self._put_back((self.c_settings.restore, self.registries.restore, self.containers.restore,
+                              self.library_caches.empty))
+        if why:
+            return why
         # What was printed after the report was written (a finalizer run by
         # the collection above, the collector's own debug output) goes to
         # /dev/null now, not into the next prediction's output.
@@ -1666,8 +1663,13 @@ class _Baseline:
             self.acted = put_back() or self.acted
         for put_back in self.generators:
             put_back()
-        for cache in self.caches:
-            why = cache()
+        return self._put_back(self.caches)
+
+    def _put_back(self, restores):
+        """Call each: '', 'put back' (self.acted) or why the process cannot
+        run on, which ends it."""
+        for restore in restores:
+            why = restore()
             if why.startswith("poisoned"):
                 return why
             self.acted = self.acted or bool(why)
@@ -2131,10 +2133,9 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
         elif _is_heap_type(t) and not isinstance(v, types.ModuleType) and \
                 type.__dict__["__module__"].__get__(t) not in skip:
             places = _slot_places(t)
-            held = [x for _, x in _slots_of(v, t, places) if x is not _UNSET]
             if places:
                 slotted.append(v)  # at the top level too: no namespace check reads slots
-                todo += [(x, False) for x in held]
+                todo += [(x, False) for _, x in _slots_of(v, t, places) if x is not _UNSET]
             try:
                 vd = object.__getattribute__(v, "__dict__")
             except BaseException:
@@ -2184,15 +2185,18 @@ class _Arrays:
         now = self._meta()
         return now[:-1] == self.meta[:-1] and all(map(_is, now[-1], self.meta[-1]))
 
+    def _same_bytes(self):
+        return b"".join(map(memoryview, self.arrays)) == self.joined
+
     def same(self):
-        return b"".join(map(memoryview, self.arrays)) == self.joined and self._same_meta()
+        return self._same_bytes() and self._same_meta()
 
     def restore(self, keep):
         """'' (their bytes put back where they had changed: keep gets a
         mark) or why the process cannot run on."""
         if not self._same_meta():
             return "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"
-        if b"".join(map(memoryview, self.arrays)) == self.joined:
+        if self._same_bytes():
             return ""
         for a, data in zip(self.arrays, self.data):
             view = memoryview(a).cast("B")
