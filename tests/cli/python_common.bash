@@ -25,6 +25,9 @@ interpreter = /usr/bin/python3
 prelude = prelude.py
 entry = transform
 INI
+    # FITRUN_TEST_ISOLATION=reuse: the same tests against a reused process
+    # (tests/CMakeLists.txt runs python_hostile.bats so as well).
+    [ -z "${FITRUN_TEST_ISOLATION:-}" ] || printf 'isolation = %s\n' "$FITRUN_TEST_ISOLATION" >> "$f"
     printf '%s\n' "$@" >> "$f"
 }
 

@@ -858,7 +858,7 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["nt","poisoned: it used object.__setattr__"],["dc",null],["tn","poisoned: it used object.__setattr__"],["doc",null],["num",null],["onprelude","poisoned: class collections.Counter was changed (__dataclass_params__ added)"],["defaults","poisoned: it used object.__setattr__"],["frame","poisoned: it used sys._getframe"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: the runtime's own classes, finalizers run by the put-back, decimal's template contexts, a stream's buffer, a base class others inherit from: the next prediction sees what fork gives it" {
+@test "python reuse: the runtime's own classes, finalizers run by the put-back or of the prediction's and its modules' globals, decimal's template contexts, a stream's buffer, a base class others inherit from: the next prediction sees what fork gives it" {
     victim_sorted=$'def transform(g):\n    return [sorted([3, 1, 2])]\n'
     {
         job own $'c = [c for c in object.__subclasses__() if c.__name__ == "_Baseline"][0]\nc.check = lambda self: ""\nimport builtins\nbuiltins.sorted = lambda x: [7]\ndef transform(g):\n    return g\n'
@@ -873,6 +873,14 @@ check_poison() {
         job putback2-after $'import fitrun_prelude\ndef transform(g):\n    return [fitrun_prelude.helper(1)]\n'
         job putback3 $'import os, warnings\nclass Bomb:\n    def __del__(self):\n        os.chdir("/")\nwarnings.filters.insert(0, ("ignore", None, Warning, None, 0, Bomb()))\ndef transform(g):\n    return g\n'
         job putback3-after $'import os\ndef transform(g):\n    return [os.getcwd()]\n'
+        # A global's finalizer, freed with the prediction's globals (a cycle
+        # with its function): within the check, not in a collection during
+        # the next prediction (300,000 lists make one).
+        job globalfin $'import fitrun_prelude\nclass Bomb:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\nX = Bomb()\ndef transform(g):\n    return g\n'
+        job globalfin-after $'import fitrun_prelude\ndef transform(g):\n    junk = [[i] for i in range(300000)]\n    return [fitrun_prelude.helper(1)]\n'
+        # The same in a module it put in sys.modules (or imported first).
+        job modfin $'import fitrun_prelude, sys, types\nclass Bomb:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\nm = types.ModuleType("planted")\nexec("def f():\\n    pass\\n", m.__dict__)\nm.X = Bomb()\nsys.modules["planted"] = m\ndel m\ndef transform(g):\n    return g\n'
+        job modfin-after $'import fitrun_prelude\ndef transform(g):\n    junk = [[i] for i in range(300000)]\n    return [fitrun_prelude.helper(1)]\n'
         job dec $'import decimal\ndef transform(g):\n    decimal.DefaultContext.prec = 3\n    decimal.BasicContext.prec = 2\n    return g\n'
         job dec-after $'import decimal\ndef transform(g):\n    with decimal.localcontext(decimal.BasicContext):\n        x = str(decimal.Decimal(1) / decimal.Decimal(7))\n    return [[decimal.Context().prec, x]]\n'
         job buf $'import sys\ndef transform(g):\n    b = sys.stdout.buffer\n    real = type(b).write\n    b.write = lambda data: real(b, data.replace(b"hello", b"HACKED"))\n    return g\n'
@@ -882,5 +890,5 @@ check_poison() {
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["putback2","poisoned: module fitrun_prelude was changed (helper replaced)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["putback2","poisoned: module fitrun_prelude was changed (helper replaced)"],["globalfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["modfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }

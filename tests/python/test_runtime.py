@@ -609,6 +609,19 @@ class _Dropped:
         _poison_json_dumps()
 
 
+class _OddName(str):
+    """A module name that is not exactly a str: the check drops no such
+    entry (its own __hash__ would run there), and finds it."""
+
+    hashes = 0
+
+    def __hash__(self):
+        type(self).hashes += 1
+        if type(self).hashes > 1:
+            raise RuntimeError("the check hashed a name of the prediction's")
+        return str.__hash__(self)
+
+
 # Writes a prediction could make to state shared with later ones, each
 # with its own kind of dict write.
 POISONS = {
@@ -622,6 +635,8 @@ POISONS = {
     "new instance attribute": lambda: setattr(__import__("json")._default_encoder, "extra", 4),
     "builtins": lambda: vars(__import__("builtins")).__setitem__("len", None),
     "sys.modules entry": lambda: __import__("sys").modules.__setitem__("json", __import__("types").ModuleType("json")),
+    "a module name not a str": lambda: __import__("sys").modules.__setitem__(_OddName("odd"), __import__("types")
+                                                                               .ModuleType("odd")),
     "a finalizer run by the drop": lambda: __import__("sys").modules.__setitem__("fitrun_dropped", _Dropped()),
     "environment variable": lambda: __import__("os").environ.__setitem__("POISON", "1"),
     "function attribute": lambda: setattr(__import__("json").dumps, "cache", {}),
@@ -1220,6 +1235,65 @@ class ReuseCheck(unittest.TestCase):
             return out + [base.check()]
         self.assertEqual(_in_reused_shape(scenario),
                          ["", "", "True", "poisoned: module json was changed (dumps replaced)"])
+
+    def test_the_predictions_globals_are_freed_within_the_check(self):
+        # sys.modules["__prediction__"] holds the prediction's globals (a
+        # cycle with its function), and a module it put there or imported
+        # first its own: dropped before the check's collection, so their
+        # globals' finalizers run, and what they change is seen (here put
+        # back), in this check, not in a collection during the next
+        # prediction.
+        def scenario(fr, base):
+            import gc
+            import os
+            import sys
+            import types
+
+            class Bomb:
+                def __del__(self):
+                    os.chdir("/")
+            cwd = os.getcwd()
+            for name in ("__prediction__", "fitrun_planted"):
+                module = types.ModuleType(name)
+                exec("def f():\n    pass\n", module.__dict__)
+                module.X = Bomb()
+                sys.modules[name] = module
+            del module
+            out = [base.check(), str(os.getcwd() == cwd), str(gc.collect())]
+            return out + [str(os.getcwd() == cwd), str("fitrun_planted" in sys.modules)]
+        self.assertEqual(_in_reused_shape(scenario), ["", "True", "0", "True", "False"])
+
+    def test_a_module_a_finalizer_of_the_collection_planted_is_collected_too(self):
+        # The check drops it after its collection: the second look's
+        # collection frees its globals, and what their finalizer changes is
+        # put back before the next prediction.
+        def scenario(fr, base):
+            import gc
+            import os
+            import sys
+            import types
+
+            class Bomb:
+                def __init__(self, act):
+                    self.act = act
+
+                def __del__(self):
+                    self.act()
+
+            def plant():
+                planted = types.ModuleType("fitrun_planted")
+                exec("def f():\n    pass\n", planted.__dict__)
+                planted.X = Bomb(lambda: os.chdir("/"))
+                sys.modules["fitrun_planted"] = planted
+            cwd = os.getcwd()
+            module = types.ModuleType("__prediction__")
+            exec("def f():\n    pass\n", module.__dict__)
+            module.X = Bomb(plant)
+            sys.modules["__prediction__"] = module
+            del module
+            out = [base.check(), str(gc.collect())]
+            return out + [str(os.getcwd() == cwd), str("fitrun_planted" in sys.modules)]
+        self.assertEqual(_in_reused_shape(scenario), ["", "0", "True", "False"])
 
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).

@@ -426,17 +426,21 @@ def _innermost_line(tb, filename, allow=None):
     """The innermost line of tb in filename. allow (reuse: the tripwire's
     exemption) is told each traceback and frame this reads before it does."""
     line = None
-    while tb is not None:
+    try:
+        while tb is not None:
+            if allow is not None:
+                allow(tb)
+            frame = tb.tb_frame
+            if allow is not None:
+                allow(frame)
+            if frame.f_code.co_filename == filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+    finally:
+        # Whatever happened on the way: no frame of the prediction stays
+        # exempt, nor held (with its globals) past this prediction.
         if allow is not None:
-            allow(tb)
-        frame = tb.tb_frame
-        if allow is not None:
-            allow(frame)
-        if frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    if allow is not None:
-        allow(None)
+            allow(None)
     return line
 
 
@@ -810,10 +814,13 @@ class Runner:
                     dup2(CHILD_STDIN, fd)  # the job's pipes end here: fitrun sees EOF
             except OSError:
                 pass
+            # Written: the report (its outputs) is not kept while the next
+            # prediction runs.
+            memory, rep = rep.get("memory"), None
             try:
                 # After a MemoryError the heap may hold what the failed
                 # allocations left; the process goes, as a fork child would.
-                why = "memory_error: the prediction ran out of memory" if rep.get("memory") else check()
+                why = "memory_error: the prediction ran out of memory" if memory else check()
             except BaseException as e:
                 why = f"poisoned: the check failed ({_exc_type(e)}: {_exc_text(e)})"
             try:
@@ -1185,6 +1192,9 @@ class _Namespaces:
         self.module_names = [name for name, _ in self.module_list]
         self.module_objects = [mod for _, mod in self.module_list]
         self.bound = len, all, map, _is, list, _chain, dict.values
+        modules = self.modules
+        self.dropping = (modules.pop, modules.keys, modules.__delitem__, type, str,
+                         frozenset(self.module_names))
         # Namespaces: every module's, and those of the classes and the
         # plain objects (json's default encoder...) module globals name.
         self.owners = set()
@@ -1351,6 +1361,8 @@ class _Namespaces:
         modules, module_list = self.modules, self.module_list
         if len_(modules) < len_(module_list):
             return "poisoned: sys.modules lost entries"
+        if len_(modules) > len_(module_list):  # what _drop_new_modules left: a name not a str
+            return "poisoned: sys.modules holds an entry that could not be dropped"
         if not all_(map_(is_, modules.values(), self.module_objects)) or \
                 not all_(map_(is_, modules, self.module_names)):
             return "poisoned: sys.modules entries were replaced or removed"
@@ -1367,12 +1379,20 @@ class _Namespaces:
         return ""
 
     def _drop_new_modules(self):
-        modules = self.modules
-        modules.pop("__prediction__", None)  # every prediction's own (Runner.fresh_globals)
-        if len(modules) != len(self.module_list):
-            known = set(self.module_names)
-            for name in [n for n in modules if n not in known]:
-                del modules[name]
+        """Drop sys.modules["__prediction__"] (every prediction's own:
+        Runner.fresh_globals) and the modules a prediction imported first
+        or put there: the next prediction imports them afresh. It runs
+        before anything is compared (_Baseline.check, before its
+        collection), so it calls only what this object bound before any
+        prediction, and no name's own __hash__ or __eq__: a name that is
+        not exactly a str stays, and _check_modules finds it."""
+        len_, _, _, _, list_, _, _ = self.bound
+        pop, keys, delete, type_, str_, known = self.dropping
+        pop("__prediction__", None)
+        if len_(self.modules) != len_(self.module_list):
+            for name in list_(keys()):
+                if type_(name) is str_ and name not in known:
+                    delete(name)
 
 
 def _replacing_lists():
@@ -1431,6 +1451,11 @@ class _Baseline:
                                             getattr(getattr(stream, "buffer", None), "raw", None))
                               if type(d := getattr(layer, "__dict__", None)) is dict]
         self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
+        # sys.modules["__prediction__"] (Runner.fresh_globals) holds the
+        # prediction's globals, and the modules it imported first theirs,
+        # until they are dropped: before the collection.
+        self.drop_modules = namespaces._drop_new_modules
+        self.count_modules, self.known_modules = self.modules.__len__, len(namespaces.module_list)
         self.own_intact = _own_guard(namespaces.peek)
         self.gc_get_freeze_count = gc.get_freeze_count
         # freeze()'s watch over the frozen heap, or where there is none the
@@ -1521,6 +1546,12 @@ class _Baseline:
         # there is freed now, before anything is compared.
         for put_back in self.numpy_printers:
             put_back()
+        # Its module and the ones it imported go first: held there, their
+        # globals (and what they name, in a cycle with their functions)
+        # would outlive this collection and be freed by a later one, their
+        # finalizers then running in the middle of a later prediction, after
+        # this check.
+        self.drop_modules()
         self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
         # First, by what was bound before any prediction: everything below
         # calls through the runtime's own classes and module.
@@ -1564,7 +1595,10 @@ class _Baseline:
         settings: '' or the first change that cannot be put back; sets
         self.acted when anything was put back (its finalizers may have run
         meanwhile: check() then looks once more)."""
-        self.acted = False
+        # A module that a finalizer of the collection imported or planted is
+        # dropped by the namespace check, after the collection, as the
+        # prediction's were before it: its globals need the second look's.
+        self.acted = self.count_modules() != self.known_modules
         why = self.check_namespaces()
         if why:
             return why
