@@ -878,6 +878,12 @@ check_poison() {
         # the next prediction (300,000 lists make one).
         job globalfin $'import fitrun_prelude\nclass Bomb:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\nX = Bomb()\ndef transform(g):\n    return g\n'
         job globalfin-after $'import fitrun_prelude\ndef transform(g):\n    junk = [[i] for i in range(300000)]\n    return [fitrun_prelude.helper(1)]\n'
+        # A finalizer that leaves a new cycle (a second collection frees it),
+        # and one that leaves one each time (the process goes).
+        job nestfin $'import fitrun_prelude\nclass Bomb2:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\nclass Bomb1:\n    def __del__(self):\n        b = Bomb2()\n        b.me = b\nX = Bomb1()\ndef transform(g):\n    return g\n'
+        job nestfin-after $'import fitrun_prelude\ndef transform(g):\n    junk = [[i] for i in range(300000)]\n    return [fitrun_prelude.helper(1)]\n'
+        job endless $'class Bomb:\n    def __del__(self):\n        b = Bomb()\n        b.me = b\nX = Bomb()\ndef transform(g):\n    return g\n'
+        job endless-after $'def transform(g):\n    junk = [[i] for i in range(300000)]\n    return [len(junk)]\n'
         # The same in a module it put in sys.modules (or imported first).
         job modfin $'import fitrun_prelude, sys, types\nclass Bomb:\n    def __del__(self):\n        fitrun_prelude.helper = lambda x: 999\nm = types.ModuleType("planted")\nexec("def f():\\n    pass\\n", m.__dict__)\nm.X = Bomb()\nsys.modules["planted"] = m\ndel m\ndef transform(g):\n    return g\n'
         job modfin-after $'import fitrun_prelude\ndef transform(g):\n    junk = [[i] for i in range(300000)]\n    return [fitrun_prelude.helper(1)]\n'
@@ -890,5 +896,5 @@ check_poison() {
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs, .stdout])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["putback2","poisoned: module fitrun_prelude was changed (helper replaced)"],["globalfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["modfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["own","poisoned: the runtime'"'"'s own code was changed"],["own2","poisoned: the runtime'"'"'s own code was changed"],["putback","poisoned: a table was written to again as it was put back (a finalizer)"],["putback2","poisoned: module fitrun_prelude was changed (helper replaced)"],["globalfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["nestfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["endless","poisoned: its finalizers kept leaving garbage for later collections"],["modfin","poisoned: module fitrun_prelude was changed (helper replaced)"],["bases","poisoned: it used object.__setattr__"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }

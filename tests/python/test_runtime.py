@@ -609,6 +609,16 @@ class _Dropped:
         _poison_json_dumps()
 
 
+class _Bomb:
+    """What a prediction leaves behind: its finalizer runs `act`."""
+
+    def __init__(self, act):
+        self.act = act
+
+    def __del__(self):
+        self.act()
+
+
 class _OddName(str):
     """A module name that is not exactly a str: the check drops no such
     entry (its own __hash__ would run there), and finds it."""
@@ -1220,18 +1230,12 @@ class ReuseCheck(unittest.TestCase):
             import os
             import warnings
 
-            class Bomb:
-                def __init__(self, act):
-                    self.act = act
-
-                def __del__(self):
-                    self.act()
             cwd = os.getcwd()
             out = [base.check()]
-            json.decoder.BACKSLASH["zz"] = Bomb(lambda: os.chdir("/"))
-            warnings.filters.insert(0, ("ignore", None, Warning, None, 0, Bomb(lambda: os.chdir("/"))))
+            json.decoder.BACKSLASH["zz"] = _Bomb(lambda: os.chdir("/"))
+            warnings.filters.insert(0, ("ignore", None, Warning, None, 0, _Bomb(lambda: os.chdir("/"))))
             out += [base.check(), str(os.getcwd() == cwd)]
-            json.decoder.BACKSLASH["zz"] = Bomb(lambda: setattr(json, "dumps", None))
+            json.decoder.BACKSLASH["zz"] = _Bomb(lambda: setattr(json, "dumps", None))
             return out + [base.check()]
         self.assertEqual(_in_reused_shape(scenario),
                          ["", "", "True", "poisoned: module json was changed (dumps replaced)"])
@@ -1273,27 +1277,32 @@ class ReuseCheck(unittest.TestCase):
             import sys
             import types
 
-            class Bomb:
-                def __init__(self, act):
-                    self.act = act
-
-                def __del__(self):
-                    self.act()
 
             def plant():
                 planted = types.ModuleType("fitrun_planted")
                 exec("def f():\n    pass\n", planted.__dict__)
-                planted.X = Bomb(lambda: os.chdir("/"))
+                planted.X = _Bomb(lambda: os.chdir("/"))
                 sys.modules["fitrun_planted"] = planted
             cwd = os.getcwd()
             module = types.ModuleType("__prediction__")
             exec("def f():\n    pass\n", module.__dict__)
-            module.X = Bomb(plant)
+            module.X = _Bomb(plant)
             sys.modules["__prediction__"] = module
             del module
             out = [base.check(), str(gc.collect())]
             return out + [str(os.getcwd() == cwd), str("fitrun_planted" in sys.modules)]
         self.assertEqual(_in_reused_shape(scenario), ["", "0", "True", "False"])
+
+    def test_collections_go_on_until_two_in_a_row_find_nothing(self):
+        # A collection that finds nothing may still have run finalizers
+        # (one that brought the garbage back, which the next one frees).
+        fr = _load_runtime()
+        for counts, want, calls in (([0, 0], True, 2), ([3, 0, 0], True, 3), ([0, 18, 0, 0], True, 4),
+                                    ([1, 1, 1, 1, 1, 0, 0], False, 4), ([0, 1, 0, 1, 0], False, 4), ([0, 1, 0, 0, 1], True, 4)):
+            with self.subTest(counts=counts):
+                left = list(counts)
+                collect = fr._collect_all(lambda: left.pop(0))
+                self.assertEqual((collect(), len(counts) - len(left)), (want, calls))
 
     def test_importing_a_new_module_is_not_poisoning(self):
         # The module is dropped (the next prediction imports it afresh).

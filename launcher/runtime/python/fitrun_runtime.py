@@ -1395,6 +1395,33 @@ class _Namespaces:
                     delete(name)
 
 
+def _collect_all(collect):
+    """A function that collects until two collections in a row find no
+    garbage, at most five: the finalizers one collection runs may leave
+    new cycles (a __del__ that makes an object referring to itself), which
+    only a later collection frees, and a later collection may come in the
+    middle of the next prediction. One that finds nothing is not enough:
+    a finalizer that makes an object of a class among the garbage brings
+    all of it back, and that collection counts none. True once two found
+    none; False when finalizers kept making garbage (the process goes).
+    Bound before any prediction, it calls nothing else (no builtins)."""
+    def collect_all():
+        a, b = collect(), collect()
+        if not a and not b:
+            return True
+        c = collect()
+        if not b and not c:
+            return True
+        d = collect()
+        if not c and not d:
+            return True
+        return not d and not collect()
+    return collect_all
+
+
+_ENDLESS_GARBAGE = "poisoned: its finalizers kept leaving garbage for later collections"
+
+
 def _replacing_lists():
     """(name, list) of the interpreter's lists whose change replaces the
     process (_Baseline.check), rather than being put back."""
@@ -1450,7 +1477,7 @@ class _Baseline:
                               for layer in (getattr(stream, "buffer", None),
                                             getattr(getattr(stream, "buffer", None), "raw", None))
                               if type(d := getattr(layer, "__dict__", None)) is dict]
-        self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
+        self.gc_collect, self.check_namespaces = _collect_all(gc.collect), namespaces.check
         # sys.modules["__prediction__"] (Runner.fresh_globals) holds the
         # prediction's globals, and the modules it imported first theirs,
         # until they are dropped: before the collection.
@@ -1552,7 +1579,8 @@ class _Baseline:
         # finalizers then running in the middle of a later prediction, after
         # this check.
         self.drop_modules()
-        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        if not self.gc_collect():  # finalizers of the prediction's cycles run now, not in a later prediction
+            return _ENDLESS_GARBAGE
         # First, by what was bound before any prediction: everything below
         # calls through the runtime's own classes and module.
         if not self.own_intact():
@@ -1584,7 +1612,8 @@ class _Baseline:
         # them (a module's function replaced, the working directory
         # changed). So once more, after a collection; and now nothing may
         # need putting back.
-        self.gc_collect()
+        if not self.gc_collect():
+            return _ENDLESS_GARBAGE
         why = self._check_once()
         if not why and self.acted:
             why = "poisoned: what was put back was changed again as it was freed (a finalizer)"
