@@ -69,25 +69,29 @@ PATCHES = [
                 baseline.gap_parts)
             try:
                 write(REUSE_CHAN_FD, b"D" + nonce + why.encode(errors="replace")[:300])"""),
-    ("""        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+    ("""        self.drop_modules()
+        if not self.gc_collect():  # finalizers of the prediction's cycles run now, not in a later prediction
+            return _ENDLESS_GARBAGE
         # First, by what was bound before any prediction: everything below
         # calls through the runtime's own classes and module.
         if not self.own_intact():""",
      """        _pc = time.perf_counter_ns
         a = _pc()
-        self.gc_collect()  # finalizers of the prediction's cycles run now, not in a later prediction
+        self.drop_modules()
+        if not self.gc_collect():  # finalizers of the prediction's cycles run now, not in a later prediction
+            return _ENDLESS_GARBAGE
         b = _pc()
         self.gap_gc = (b - a) // 1000
         if not self.own_intact():"""),
     # The last pass of the check (a second one runs after anything was put back).
-    ("""        self.acted = False
+    ("""        self.acted = self.count_modules() != self.known_modules
         why = self.check_namespaces()
         if why:
             return why
         why = self._restore_process()
         if why:
             return why""",
-     """        self.acted = False
+     """        self.acted = self.count_modules() != self.known_modules
         _pc = time.perf_counter_ns
         b = _pc()
         why = self.check_namespaces()
@@ -100,8 +104,8 @@ PATCHES = [
             self.gap_gc, (c - b) // 1000, (d - c) // 1000, getattr(self.ns, "gap_parts", ""))
         if why:
             return why"""),
-    ("""        self.gc_collect, self.check_namespaces = gc.collect, namespaces.check""",
-     """        self.gc_collect, self.check_namespaces = gc.collect, namespaces.check
+    ("""        self.gc_collect, self.check_namespaces = _collect_all(gc.collect), namespaces.check""",
+     """        self.gc_collect, self.check_namespaces = _collect_all(gc.collect), namespaces.check
         self.gap_parts, self.gap_gc = \"\", 0"""),
     ("""        versions, loose = self.versions, self.loose
         now = versions.read() if versions is not None else None
