@@ -84,14 +84,14 @@ PATCHES = [
         self.gap_gc = (b - a) // 1000
         if not self.own_intact():"""),
     # The last pass of the check (a second one runs after anything was put back).
-    ("""        self.acted = self.count_modules() != self.known_modules
+    ("""        self.acted = self.modules_added()
         why = self.check_namespaces()
         if why:
             return why
         why = self._restore_process()
         if why:
             return why""",
-     """        self.acted = self.count_modules() != self.known_modules
+     """        self.acted = self.modules_added()
         _pc = time.perf_counter_ns
         b = _pc()
         why = self.check_namespaces()

@@ -31,6 +31,11 @@ INI
     printf '%s\n' "$@" >> "$f"
 }
 
+# under_reuse: these tests run with FITRUN_TEST_ISOLATION=reuse
+under_reuse() {
+    [ "${FITRUN_TEST_ISOLATION:-}" = reuse ]
+}
+
 # job ID CODE [INPUTS_JSON [EXTRA_JSON_FIELDS]]: one job line; the inputs
 # default to $JOB_INPUTS, else one 1x1 grid.
 job() {

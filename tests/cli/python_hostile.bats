@@ -131,7 +131,7 @@ vmhwm() {
     # the notify socket and the Landlock ruleset went with apply, the job
     # pipe once read: 0-2 and the report; a reused process also holds
     # /dev/null on 4 and its socket to its worker on 6 (docs/python-runtime.md)
-    if [ "${FITRUN_TEST_ISOLATION:-fork}" = reuse ]; then
+    if under_reuse; then
         [ "$(r fds .outputs)" = '[[0,1,2,3,4,6]]' ] || { r fds .; false; }
     else
         [ "$(r fds .outputs)" = '[[0,1,2,3]]' ]
@@ -199,7 +199,7 @@ victim_run() {
     # Without the seccomp filter (preset none) the kernel's own rules
     # still hold: another uid (root only), Landlock's signal scope (ABI 6).
     [ "$(id -u)" = 0 ] || skip "the rest needs per-slot uids (root)"
-    [ "${FITRUN_TEST_ISOLATION:-fork}" != reuse ] || skip "the rest needs preset = none, which reuse refuses"
+    ! under_reuse || skip "the rest needs preset = none, which reuse refuses"
     [ "$(r victim '.outputs[0][1] >= 60000')" = true ]
     sed -i 's/^preset = python$/preset = none/' "$D/p.ini"
     victim_run "$D/p.ini"
@@ -352,7 +352,7 @@ def transform(g):
     # self-test, which has no job).
     command -v cc > /dev/null || skip "no C compiler"
     # (It switches to reuse itself, below.)
-    [ "${FITRUN_TEST_ISOLATION:-fork}" != reuse ] || skip "a reused process applies the sandbox once: the reuse half below"
+    ! under_reuse || skip "a reused process applies the sandbox once: the reuse half below"
     cat > "$D/shim.c" <<'C'
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -486,7 +486,7 @@ C
     # Under reuse b runs in a's process, whose memory holds what a left
     # there, freed but not erased (docs/python-runtime.md, "What reuse does
     # not guarantee").
-    [ "${FITRUN_TEST_ISOLATION:-fork}" != reuse ] || skip "a reused process's memory holds what its earlier predictions left"
+    ! under_reuse || skip "a reused process's memory holds what its earlier predictions left"
     cat > "$D/scan.py" <<'EOF'
 def transform(halves):
     found = set()

@@ -1306,9 +1306,7 @@ class _Namespaces:
         write (object.__setattr__), which the tripwire reports (for any
         class others inherit from or this check knows), and nothing else
         changes a class's method resolution order."""
-        len_ = self.bound[0]
-        modules, module_list = self.modules, self.module_list
-        if len_(modules) != len_(module_list):
+        if self.modules_added():
             self._drop_new_modules()  # first: what dropping them runs is checked below
         # The fast path: no namespace written since a check found them all
         # intact. After a write (put back, or a module imported and
@@ -1378,6 +1376,13 @@ class _Namespaces:
             return f"poisoned: {_which_namespace(self.dicts, self.sizes, self.keys, self.values)}"
         return ""
 
+    def modules_added(self):
+        """Does sys.modules hold another number of entries than when these
+        were taken (the prediction's own module, the ones it imported)?
+        Through what was bound before any prediction."""
+        len_ = self.bound[0]
+        return len_(self.modules) != len_(self.module_list)
+
     def _drop_new_modules(self):
         """Drop sys.modules["__prediction__"] (every prediction's own:
         Runner.fresh_globals) and the modules a prediction imported first
@@ -1386,10 +1391,10 @@ class _Namespaces:
         collection), so it calls only what this object bound before any
         prediction, and no name's own __hash__ or __eq__: a name that is
         not exactly a str stays, and _check_modules finds it."""
-        len_, _, _, _, list_, _, _ = self.bound
+        list_ = self.bound[4]
         pop, keys, delete, type_, str_, known = self.dropping
         pop("__prediction__", None)
-        if len_(self.modules) != len_(self.module_list):
+        if self.modules_added():
             for name in list_(keys()):
                 if type_(name) is str_ and name not in known:
                     delete(name)
@@ -1482,7 +1487,7 @@ class _Baseline:
         # prediction's globals, and the modules it imported first theirs,
         # until they are dropped: before the collection.
         self.drop_modules = namespaces._drop_new_modules
-        self.count_modules, self.known_modules = self.modules.__len__, len(namespaces.module_list)
+        self.modules_added = namespaces.modules_added
         self.own_intact = _own_guard(namespaces.peek)
         self.gc_get_freeze_count = gc.get_freeze_count
         # freeze()'s watch over the frozen heap, or where there is none the
@@ -1627,7 +1632,7 @@ class _Baseline:
         # A module that a finalizer of the collection imported or planted is
         # dropped by the namespace check, after the collection, as the
         # prediction's were before it: its globals need the second look's.
-        self.acted = self.count_modules() != self.known_modules
+        self.acted = self.modules_added()
         why = self.check_namespaces()
         if why:
             return why
@@ -2226,12 +2231,13 @@ class _Arrays:
 
     def __init__(self, arrays):
         self.arrays = [a for a in arrays if a.flags.c_contiguous]
-        fields = type.__dict__["__dict__"].__get__(type(self.arrays[0])) if self.arrays else {}
-        flags = type(self.arrays[0].flags) if self.arrays else None
-        self.getters = [fields[name].__get__ for name in ("shape", "strides")] if self.arrays else []
-        self.dtype = fields["dtype"].__get__ if self.arrays else None
-        self.flags = fields["flags"].__get__ if self.arrays else None
-        self.writeable = type.__dict__["__dict__"].__get__(flags)["writeable"].__get__ if self.arrays else None
+        self.getters, self.dtype, self.flags, self.writeable = [], None, None, None  # none to read
+        if self.arrays:
+            fields = type.__dict__["__dict__"].__get__(type(self.arrays[0]))
+            flags = type.__dict__["__dict__"].__get__(type(self.arrays[0].flags))
+            self.getters = [fields[name].__get__ for name in ("shape", "strides")]
+            self.dtype, self.flags = fields["dtype"].__get__, fields["flags"].__get__
+            self.writeable = flags["writeable"].__get__
         self.meta = self._meta()
         self.data = [bytes(memoryview(a).cast("B")) for a in self.arrays]
         self.joined = b"".join(self.data)
@@ -2239,10 +2245,9 @@ class _Arrays:
     def _meta(self):
         """Shapes, strides and writeable flags (by value), dtypes (the
         objects)."""
-        arrays = self.arrays
+        arrays = self.arrays  # (none: map calls nothing)
         return [list(map(get, arrays)) for get in self.getters] + \
-            [list(map(self.writeable, map(self.flags, arrays))) if arrays else [],
-             list(map(self.dtype, arrays)) if arrays else []]
+            [list(map(self.writeable, map(self.flags, arrays))), list(map(self.dtype, arrays))]
 
     def _same_meta(self):
         now = self._meta()
