@@ -25,6 +25,11 @@ struct fr_shard {
  * _COUNT say "1 task starting at 2". With it set, K = SLURM_ARRAY_TASK_ID. */
 #define FR_SHARD_COUNT_ENV "FITRUN_SHARD_COUNT"
 
+/* The most shards a run can be cut into. Shard numbers then have at most
+ * nine digits, which is what fr_shard_from_filename reads back, and they
+ * fit an int. */
+#define FR_SHARD_COUNT_MAX 1000000000L
+
 /* "K/N" or "auto" (auto reads SLURM_ARRAY_TASK_ID/_MIN/_COUNT from envp).
  * Returns 0, or -1 with a message in err. */
 int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char *err, size_t errlen);

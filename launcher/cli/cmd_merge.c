@@ -44,8 +44,8 @@ int fr_cmd_merge(int argc, char **argv)
         switch (c) {
         case 'j': o.jobs = optarg; break;
         case 'n':
-            if (fr_parse_i64(optarg, &v) < 0 || v < 1 || v > 1000000000) {
-                fr_warn("merge: --shards '%s': expected a whole number >= 1", optarg);
+            if (fr_parse_i64(optarg, &v) < 0 || v < 1 || v > FR_SHARD_COUNT_MAX) {
+                fr_warn("merge: --shards '%s': expected a whole number from 1 to %ld", optarg, FR_SHARD_COUNT_MAX);
                 return FR_EXIT_USAGE;
             }
             o.shards = (int)v;

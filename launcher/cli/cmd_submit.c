@@ -59,11 +59,15 @@ static void submit_usage(FILE *f)
           f);
 }
 
+/* A count of array tasks or CPUs. A million is far above what SLURM accepts
+ * for either (MaxArraySize is at most 4,000,001, and a task's CPUs sit on one node). */
+#define SUBMIT_COUNT_MAX 1000000
+
 static int parse_positive(const char *opt, const char *v, int *out)
 {
     int64_t n;
-    if (fr_parse_i64(v, &n) < 0 || n < 1 || n > 1000000) {
-        fr_warn("submit: %s '%s': expected a whole number >= 1", opt, v);
+    if (fr_parse_i64(v, &n) < 0 || n < 1 || n > SUBMIT_COUNT_MAX) {
+        fr_warn("submit: %s '%s': expected a whole number from 1 to %d", opt, v, SUBMIT_COUNT_MAX);
         return -1;
     }
     *out = (int)n;

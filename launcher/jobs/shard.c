@@ -7,7 +7,6 @@
  * decide alone, from a line number, without reading ahead or coordinating. */
 #include "fitrun/shard.h"
 
-#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,12 +52,12 @@ int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char 
     }
     memcpy(kbuf, s, klen);
     kbuf[klen] = '\0';
-    if (parse_int_in(slash + 1, 1, INT_MAX, &n) < 0) {
-        fr_seterr(err, errlen, "--shard '%s': N must be a whole number >= 1", s);
+    if (parse_int_in(slash + 1, 1, FR_SHARD_COUNT_MAX, &n) < 0) {
+        fr_seterr(err, errlen, "--shard '%s': N must be a whole number from 1 to %ld", s, FR_SHARD_COUNT_MAX);
         return -1;
     }
-    if (parse_int_in(kbuf, 0, INT_MAX, &k) < 0) {
-        fr_seterr(err, errlen, "--shard '%s': K must be a whole number >= 0", s);
+    if (parse_int_in(kbuf, 0, FR_SHARD_COUNT_MAX - 1, &k) < 0) {
+        fr_seterr(err, errlen, "--shard '%s': K must be a whole number from 0 to %ld", s, FR_SHARD_COUNT_MAX - 1);
         return -1;
     }
     if (k >= n) {
@@ -69,7 +68,9 @@ int fr_shard_parse(const char *s, char *const *envp, struct fr_shard *out, char 
     return 0;
 }
 
-/* Read SLURM_ARRAY_TASK_<name> as an integer >= lo; -1 with err when absent or garbage. */
+/* Read SLURM_ARRAY_TASK_<name> as an integer in [lo, FR_SHARD_COUNT_MAX]; -1
+ * with err when absent, garbage or out of range. Every value this reads
+ * bounds a shard number or count, so one cap serves them all. */
 static int slurm_var(char *const *envp, const char *name, long lo, long *out, char *err, size_t errlen)
 {
     char full[64];
@@ -79,8 +80,8 @@ static int slurm_var(char *const *envp, const char *name, long lo, long *out, ch
         fr_seterr(err, errlen, "in a SLURM array task but %s is not set", full);
         return -1;
     }
-    if (parse_int_in(v, lo, INT_MAX, out) < 0) {
-        fr_seterr(err, errlen, "%s='%s' is not a whole number >= %ld", full, v, lo);
+    if (parse_int_in(v, lo, FR_SHARD_COUNT_MAX, out) < 0) {
+        fr_seterr(err, errlen, "%s='%s' is not a whole number from %ld to %ld", full, v, lo, FR_SHARD_COUNT_MAX);
         return -1;
     }
     return 0;
@@ -90,8 +91,9 @@ static int slurm_var(char *const *envp, const char *name, long lo, long *out, ch
 static int auto_pinned(const char *pinned, long id, struct fr_shard *out, char *err, size_t errlen)
 {
     long n;
-    if (parse_int_in(pinned, 1, INT_MAX, &n) < 0) {
-        fr_seterr(err, errlen, FR_SHARD_COUNT_ENV "='%s' is not a whole number >= 1", pinned);
+    if (parse_int_in(pinned, 1, FR_SHARD_COUNT_MAX, &n) < 0) {
+        fr_seterr(err, errlen, FR_SHARD_COUNT_ENV "='%s' is not a whole number from 1 to %ld", pinned,
+                  FR_SHARD_COUNT_MAX);
         return -1;
     }
     if (id >= n) {

@@ -237,6 +237,9 @@ ids() { jq -r .id "$@" | tr '\n' ' '; }
     [[ $output == *"no result files given"* ]]
     run "$FITRUN" merge --jobs jobs.jsonl --shards 0 r.jsonl
     [ "$status" -eq 125 ]
+    [[ $output == *"--shards '0': expected a whole number from 1 to 1000000000"* ]]
+    run "$FITRUN" merge --jobs jobs.jsonl --shards 1000000001 r.jsonl
+    [ "$status" -eq 125 ]
     run "$FITRUN" merge --jobs nope.jsonl results.0.jsonl
     [ "$status" -eq 125 ]
     [[ $output == *"cannot open jobs file nope.jsonl: No such file or directory"* ]]

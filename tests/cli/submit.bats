@@ -92,7 +92,10 @@ teardown() {
     [[ $output == *"--cpus-per-task is required"* ]]
     run "$FITRUN" submit slurm --profile p.ini --jobs jobs.jsonl --shards 0 --cpus-per-task 1
     [ "$status" -eq 125 ]
-    [[ $output == *"--shards '0': expected a whole number >= 1"* ]]
+    [[ $output == *"--shards '0': expected a whole number from 1 to 1000000"* ]]
+    run "$FITRUN" submit slurm --profile p.ini --jobs jobs.jsonl --shards 1000001 --cpus-per-task 1
+    [ "$status" -eq 125 ]
+    [[ $output == *"--shards '1000001': expected a whole number from 1 to 1000000"* ]]
     run "$FITRUN" submit slurm --profile nope.ini --jobs jobs.jsonl --shards 2 --cpus-per-task 1
     [ "$status" -eq 125 ]
     [[ $output == *"--profile 'nope.ini': No such file or directory"* ]]

@@ -61,6 +61,32 @@ static void test_parse_k_of_n(void **state)
     parse_bad(NULL, NULL, "missing value");
 }
 
+/* FR_SHARD_COUNT_MAX: every shard number of a run that parses has at most
+ * nine digits, so the file it writes names its shard (fr_shard_from_filename). */
+static void test_parse_at_the_limit(void **state)
+{
+    (void)state;
+    parse_ok("999999999/1000000000", 999999999, 1000000000);
+    parse_bad("0/1000000001", NULL, "N must be a whole number from 1 to 1000000000");
+    parse_bad("1111111114/2012112222", NULL, "N must be");
+    parse_bad("1000000000/1000000000", NULL, "K must be a whole number from 0 to 999999999");
+    char *pinned_ok[] = {"SLURM_ARRAY_TASK_ID=999999999", "FITRUN_SHARD_COUNT=1000000000", NULL};
+    struct fr_shard sh = {0};
+    char err[256] = "";
+    assert_int_equal(fr_shard_parse("auto", pinned_ok, &sh, err, sizeof err), 0);
+    assert_int_equal(sh.index, 999999999);
+    char *pinned_big[] = {"SLURM_ARRAY_TASK_ID=0", "FITRUN_SHARD_COUNT=1000000001", NULL};
+    parse_bad("auto", pinned_big, "FITRUN_SHARD_COUNT='1000000001' is not a whole number from 1 to 1000000000");
+    char *count_big[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2000000000", NULL};
+    parse_bad("auto", count_big, "SLURM_ARRAY_TASK_COUNT='2000000000' is not a whole number from 1 to 1000000000");
+    char *id_big[] = {"SLURM_ARRAY_TASK_ID=1000000001", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=1", NULL};
+    parse_bad("auto", id_big, "SLURM_ARRAY_TASK_ID='1000000001'");
+
+    char name[64];
+    assert_int_equal(fr_shard_expand("results.{shard}.jsonl", &sh, name, sizeof name), 0);
+    assert_int_equal(fr_shard_from_filename(name), 999999999);
+}
+
 /* auto ---------------------------------------------------------------------- */
 
 static void test_auto_from_array(void **state)
@@ -399,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_selects),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_from_filename),
+        cmocka_unit_test(test_parse_at_the_limit),
         cmocka_unit_test_setup_teardown(test_merge_complete_in_input_order, setup_tmp, teardown_tmp),
         cmocka_unit_test_setup_teardown(test_merge_duplicates_first_complete_wins, setup_tmp, teardown_tmp),
         cmocka_unit_test_setup_teardown(test_merge_missing_and_garbage, setup_tmp, teardown_tmp),
