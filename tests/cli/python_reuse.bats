@@ -768,6 +768,26 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
 }
 
+@test "python reuse: a lock a library's object holds (numpy's global generator's, threading's), or the import lock, left held, or a library's counter advanced, has its process replaced: the next prediction does not wait for it, and counts as a fork child does" {
+    # Every draw from numpy's global RandomState takes its bit generator's
+    # lock, a public attribute: left held, the next honest prediction (its
+    # np.random.random()) would wait until its wall time.
+    poison_jobs rnglock $'np.random.mtrand._rand._bit_generator.lock.acquire()\ndef transform(g):\n    return g\n'
+    check_poison rnglock "^\"poisoned: a lock the interpreter's objects hold was left acquired, or released\"$"
+    poison_jobs threadlock $'import threading\nthreading._active_limbo_lock.acquire()\ndef transform(g):\n    return g\n'
+    check_poison threadlock "^\"poisoned: a lock the interpreter's objects hold was left acquired, or released\"$"
+    poison_jobs implock $'import _imp\n_imp.acquire_lock()\ndef transform(g):\n    return g\n'
+    check_poison implock '^"poisoned: _imp.lock_held\(\) changed"$'
+    # A counter in C: threading names its threads from one. Honest code
+    # that advances it costs its process.
+    {
+        job thread1 $'import threading\ndef transform(g):\n    return [threading.Thread().name]\n'
+        job thread2 $'import threading\ndef transform(g):\n    return [threading.Thread().name]\n'
+    } > "$D/jobs.jsonl"
+    fork_and_reuse '[["thread1","ok",[["Thread-1"]],null],["thread2","ok",[["Thread-1"]],null]]' \
+        '[["thread1","ok",[["Thread-1"]],"poisoned: a counter (itertools.count) the interpreter'"'"'s objects hold was advanced"],["thread2","ok",[["Thread-1"]],"poisoned: a counter (itertools.count) the interpreter'"'"'s objects hold was advanced"]]'
+}
+
 @test "python reuse: state the prelude's own objects keep outside any module's dict (an array, a StringIO, a BytesIO, a count, a lock, an RLock, slots, objects inside containers, a SimpleNamespace): the next prediction sees what fork gives it" {
     printf '%s\n' 'import array, io, itertools, threading' 'COUNTER = itertools.count()' 'BUF = io.StringIO()' \
         'ARRAY = array.array("i", [1, 2, 3])' 'BIN = io.BytesIO(b"ab")' 'LOCK = threading.Lock()' 'RLOCK = threading.RLock()' \

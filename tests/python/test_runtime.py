@@ -1220,6 +1220,75 @@ class ReuseCheck(unittest.TestCase):
                          ["2", "False", "''", "[0, 1, 2, 3]", "1", "True",
                           "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"])
 
+    def test_the_locks_and_counters_objects_hold_are_found_and_any_change_of_theirs_is_named(self):
+        # In a dict (untracked where the collector does not track locks,
+        # before 3.10: atomic values only), an object's attribute, a bound
+        # method's object, a set below a namespace (roots).
+        import gc
+        import itertools
+        import threading
+        fr = _load_runtime()
+        plain, rlock, held, deep, count = threading.Lock(), threading.RLock(), threading.Lock(), threading.Lock(), \
+            itertools.count(1)
+        held.acquire()
+        untracked = {"k": plain}
+
+        class Holder:
+            pass
+        obj = Holder()
+        obj.lock = rlock
+        keep = [untracked, obj, held, count.__next__]
+        gc.collect()  # which untracks a dict of atomic values
+        found = fr._heap_state()
+        self.assertEqual([any(x is o for x in found) for o in (plain, rlock, held, count)], [True] * 4)
+        namespace = {"a": [({deep},)], "b": plain}
+        self.assertEqual(sorted(map(id, fr._heap_state([namespace]))), sorted([id(deep), id(plain)]))
+        state = fr._HeapState([plain, rlock, held, count])
+        out = [state.changed()]
+        for take, give in ((plain.acquire, plain.release), (rlock.acquire, rlock.release), (held.release, held.acquire)):
+            take()
+            out.append(state.changed())
+            give()
+            out.append(state.changed())
+        next(count)
+        out.append(state.changed())
+        lock, counter = "a lock the interpreter's objects hold was left acquired, or released", \
+            "a counter (itertools.count) the interpreter's objects hold was advanced"
+        self.assertEqual(out, ["", lock, "", lock, "", lock, "", counter])
+        del keep
+
+    @unittest.skipUnless(_has_numpy() and LIB, "needs numpy and libfitrun_sandbox.so")
+    def test_a_packages_arrays_are_compared_as_words_first_and_every_change_moves_them(self):
+        def scenario(fr, base):
+            import numpy as np
+            peek = base.ns.peek
+            out = [str(fr._ArrayWords.make([np.arange(4)], None))]
+            changes = (("none", lambda a: None), ("bytes", lambda a: a.__setitem__(0, 7)),
+                       ("shape", lambda a: setattr(a, "shape", (2, 2))),
+                       ("strides", lambda a: setattr(a, "strides", (0,))),
+                       ("dtype", lambda a: setattr(a, "dtype", np.float64)),
+                       ("read-only", lambda a: setattr(a.flags, "writeable", False)))
+            for name, change in changes:
+                a = np.arange(4)
+                words = fr._ArrayWords.make([a], peek)
+                change(a)
+                out.append(f"{name} {words.same()}")
+            a, f16, b = np.arange(4), np.zeros((), np.float16), np.zeros((2, 2))
+            arrays = fr._Arrays([a, f16, b], peek)
+            out.append(f"{arrays.words is not None} {len(arrays.words.unaligned)} {arrays.same()}")
+            a[1], f16[()] = 9, 2
+            keep = []
+            out.append(f"{arrays.same()} {arrays.restore(keep)!r} {a.tolist()} {float(f16)} {len(keep)} "
+                       f"{arrays.words.same()}")
+            a.shape = (4,)  # the same shape: its block is a new one, its words another reading
+            out.append(f"{arrays.restore([])!r} {arrays.words.same()}")
+            b.shape = (4,)
+            return out + [arrays.restore([])]
+        self.assertEqual(_in_reused_shape(scenario, peek=True),
+                         ["None", "none True", "bytes False", "shape False", "strides False", "dtype False",
+                          "read-only False", "True 1 True", "False '' [0, 1, 2, 3] 0.0 2 True", "'' True",
+                          "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"])
+
     def test_a_finalizer_the_put_back_runs_is_looked_at_once_more(self):
         # What the put-back takes out is freed after the namespaces were
         # compared; its finalizer replacing a module's function, or changing

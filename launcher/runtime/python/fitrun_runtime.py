@@ -40,7 +40,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 # them before every fork, or each child would print them again as its own.
 os.register_at_fork(before=lambda: [s.flush() for s in (sys.stdout, sys.stderr) if s is not None])
 
+import _imp  # noqa: E402
 import _locale  # noqa: E402  (after the environment above, on purpose)
+import _thread  # noqa: E402
 import argparse  # noqa: E402
 import builtins  # noqa: E402
 import contextvars  # noqa: E402
@@ -1237,6 +1239,7 @@ class _Namespaces:
         # process's environment in C, which putting it back would not undo.
         # And what the standard library's and packages' lru_caches hold
         # (not their own dicts: _cached_values).
+        self.held = _heap_state()
         cached, cache_dicts = _cached_values(self.library_lru)
         handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()} | \
             {id(d) for d in cache_dicts}
@@ -1290,6 +1293,8 @@ class _Namespaces:
         self._take_loose()
         self.data = _user_data(self.user_modules)
         self.containers.rebase()
+        # And the locks threading's at-fork handler put in place of its own.
+        self.held = self.held + _heap_state([self.real[j] for j in moved])
         versions.seen = now
 
     def check(self):
@@ -1453,7 +1458,11 @@ class _Baseline:
             ("sys.gettrace", sys.gettrace), ("sys.getprofile", sys.getprofile),
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
             ("sys.get_int_max_str_digits", getattr(sys, "get_int_max_str_digits", lambda: None)),
-            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold))]
+            ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold),
+            # The import lock is re-entrant: left held (_imp.acquire_lock),
+            # imports still work, but what it says is not a fork child's.
+            ("_imp.lock_held", _imp.lock_held))]
+        self.held = _HeapState(namespaces.held)
         self.cwd = os.getcwd()
         self.environ = _job_environ()
         self.umask = os.umask(0o022)
@@ -1649,6 +1658,9 @@ class _Baseline:
         env = _job_environ()
         if env is None or env != self.environ:
             return "poisoned: os.environ was changed"
+        why = self.held.changed()
+        if why:
+            return f"poisoned: {why}"
         return ""
 
     def _restore_process(self):
@@ -1976,7 +1988,7 @@ class _PutBack:
         self.slots = _Slots(slotted, peek) if slotted else None
         self.partials = [(p, self._partial_fields(p)) for p in partials if type(p) is _PARTIAL]
         self.partials_seen = self._partials_now()
-        self.arrays = _Arrays(arrays) if arrays else None
+        self.arrays = _Arrays(arrays, peek) if arrays else None
         self.collect = gc.collect
 
     def rebase(self):
@@ -2005,7 +2017,7 @@ class _PutBack:
             self.partials = [(p, self._partial_fields(p)) for p, _ in self.partials]
             self.partials_seen = self._partials_now()
         if self.arrays is not None and not self.arrays.same():
-            self.arrays = _Arrays(self.arrays.arrays)
+            self.arrays = _Arrays(self.arrays.arrays, self.peek)
 
     @staticmethod
     def _partial_fields(p):
@@ -2217,6 +2229,68 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
             "partials": partials, "arrays": arrays}
 
 
+def _heap_state(roots=None):
+    """Every lock (`_thread.lock`, and `_thread.RLock`: threading's Lock and
+    RLock) and every `itertools.count` that an object of the interpreter
+    holds now (roots: only those these objects hold, and the dicts, lists,
+    tuples and sets among their values): those the collector tracks
+    (locks since Python 3.10), those that each object it tracks refers
+    to, and the untracked containers among those (a dict of atomic values
+    and, before 3.10, locks). Their state is in C, where no namespace or
+    container check sees it: a lock a prediction acquires and leaves held
+    would make a later prediction that takes it wait for ever (numpy's
+    global RandomState takes its bit generator's lock for every draw, a
+    public attribute), and a counter it advances would give a later
+    prediction another number than a fork child gets (threading's thread
+    names: `threading.Thread().name`). Those a prediction makes and leaves
+    somewhere are changes of namespaces or containers, found there; the
+    user's own are also compared with their data (_user_data), which
+    names them."""
+    kinds = _STATE_KINDS
+    found, seen = {}, set()
+    todo = gc.get_objects() if roots is None else list(roots)
+    descend = (dict, tuple, list) if roots is None else (dict, tuple, list, set, frozenset)
+    for o in todo:
+        if type(o) in kinds:
+            found[id(o)] = o
+    while todo:
+        for r in gc.get_referents(todo.pop()):
+            t = type(r)
+            if t in kinds:
+                found[id(r)] = r
+            elif t in descend and id(r) not in seen and (roots is not None or not gc.is_tracked(r)):
+                seen.add(id(r))
+                todo.append(r)
+    return list(found.values())
+
+
+# What _heap_state finds, and how its state is read: by the type's own
+# methods, bound when _HeapState is made (a C type's cannot be replaced).
+_STATE_KINDS = {
+    _thread.LockType: ("a lock", "left acquired, or released", lambda o: o.locked),
+    _thread.RLock: ("a lock", "left acquired, or released", lambda o: o._is_owned),
+    __import__("itertools").count: ("a counter (itertools.count)", "advanced",
+                                    lambda o: type(o).__repr__.__get__(o)),
+}
+
+
+class _HeapState:
+    """The objects of _heap_state (kept alive by the caller), as they are
+    when this is made; changed() says which kind is not: '' or its words."""
+
+    def __init__(self, objs):
+        self.kinds = [_STATE_KINDS[type(o)] for o in objs]
+        self.probes = [kind[2](o) for kind, o in zip(self.kinds, objs)]
+        self.states = [probe() for probe in self.probes]
+
+    def changed(self):
+        now = [probe() for probe in self.probes]
+        if now == self.states:
+            return ""
+        kind = next(k for k, a, b in zip(self.kinds, now, self.states) if a != b)
+        return f"{kind[0]} the interpreter's objects hold was {kind[1]}"
+
+
 class _Arrays:
     """The writable numpy arrays of the standard library's and packages'
     modules (numpy.polynomial's `polyx`, `polydomain`...: a prediction's
@@ -2227,9 +2301,11 @@ class _Arrays:
     whose bytes lie in one block (C-contiguous); compared as one join of
     their buffers, and their fields read through ndarray's own
     descriptors, each mapped over all of them (numpy's C: no one's code
-    runs)."""
+    runs). Where the sandbox library can read them (peek), their C fields
+    and bytes are first compared as words (_ArrayWords): a prediction that
+    changed none of them costs three reads, not a walk over every field."""
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, peek=None):
         self.arrays = [a for a in arrays if a.flags.c_contiguous]
         self.getters, self.dtype, self.flags, self.writeable = [], None, None, None  # none to read
         if self.arrays:
@@ -2241,6 +2317,8 @@ class _Arrays:
         self.meta = self._meta()
         self.data = [bytes(memoryview(a).cast("B")) for a in self.arrays]
         self.joined = b"".join(self.data)
+        self.peek = peek
+        self.words = _ArrayWords.make(self.arrays, peek)
 
     def _meta(self):
         """Shapes, strides and writeable flags (by value), dtypes (the
@@ -2257,21 +2335,103 @@ class _Arrays:
         return b"".join(map(memoryview, self.arrays)) == self.joined
 
     def same(self):
+        if self.words is not None and self.words.same():
+            return True
         return self._same_bytes() and self._same_meta()
 
     def restore(self, keep):
         """'' (their bytes put back where they had changed: keep gets a
         mark) or why the process cannot run on."""
+        if self.words is not None and self.words.same():
+            return ""
         if not self._same_meta():
             return "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"
-        if self._same_bytes():
-            return ""
-        for a, data in zip(self.arrays, self.data):
-            view = memoryview(a).cast("B")
-            if view != data:
-                view[:] = data
-                keep.append(a)
+        if not self._same_bytes():
+            for a, data in zip(self.arrays, self.data):
+                view = memoryview(a).cast("B")
+                if view != data:
+                    view[:] = data
+                    keep.append(a)
+        # Equal by value now, but not as words (a flag numpy keeps for
+        # itself moved, a buffer moved with the same bytes): read again,
+        # so that the next check takes the fast path.
+        if self.words is not None and not self.words.same():
+            self.words = _ArrayWords.make(self.arrays, self.peek)
         return ""
+
+
+class _ArrayWords:
+    """_Arrays' fast path: each array's C fields (numpy's PyArrayObject,
+    whose layout numpy has kept since 1.7: after the object header, the
+    data pointer, ndim, the shape's and the strides' pointers, the base,
+    the dtype, the flags), then the shapes and strides they point to, then
+    the arrays' bytes, each read as words in one call of the sandbox
+    library's fr_peek_words and compared with a reading taken before any
+    prediction. Each reading is taken only when the one before it is
+    unchanged: then the blocks it reads are the arrays' own, still
+    allocated (a moved shape or data block moves its pointer, or is the
+    same block; an unchanged shape leaves the data block its size). Arrays
+    whose bytes are not whole aligned words (0-d float16, a bool) are
+    compared as bytes, in Python. Used only where a reading of every array
+    agrees with what numpy's own descriptors say (make): any other layout
+    leaves _Arrays to its fields."""
+
+    OFFSETS = (16, 24, 32, 40, 56, 64)  # data, nd, dimensions, strides, descr, flags
+    WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
+    MAX_WORDS = 512  # an array's bytes read as words up to 4 KiB: allocated in the heap, never a mapping of its own
+
+    @classmethod
+    def make(cls, arrays, peek):
+        """An _ArrayWords for these arrays (kept alive by the caller), or
+        None: no reader, not a 64-bit CPython, or a reading that does not
+        agree with the arrays' fields."""
+        if peek is None or not arrays or sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+            return None
+        try:
+            words = cls(arrays, peek)
+            return words if words.agrees() else None
+        except Exception:
+            return None
+
+    def __init__(self, arrays, peek):
+        self.arrays = arrays
+        self.read_heads = _word_reader([id(a) + off for a in arrays for off in self.OFFSETS], peek)
+        self.heads = self.read_heads()
+        head = memoryview(self.heads).cast("Q")
+        shapes, data, self.unaligned = [], [], []
+        for i, a in enumerate(arrays):
+            ptr, nd, dims, strides = head[6 * i:6 * i + 4]
+            nd &= 0xFFFFFFFF  # an int, then padding
+            shapes += [dims + 8 * k for k in range(nd)] + [strides + 8 * k for k in range(nd)]
+            if a.nbytes % 8 == 0 and ptr % 8 == 0 and a.nbytes // 8 <= self.MAX_WORDS:
+                data += [ptr + 8 * j for j in range(a.nbytes // 8)]
+            else:
+                self.unaligned.append(a)
+        self.read_shapes, self.read_data = _word_reader(shapes, peek), _word_reader(data, peek)
+        self.shapes, self.data = self.read_shapes(), self.read_data()
+        self.unaligned_bytes = b"".join(map(memoryview, self.unaligned))
+
+    def agrees(self):
+        """Does the first reading say what numpy's fields say?"""
+        head = memoryview(self.heads).cast("Q")
+        shapes = memoryview(self.shapes).cast("q")
+        at, words = 0, []
+        for i, a in enumerate(self.arrays):
+            ptr, nd, _, _, descr, flags = head[6 * i:6 * i + 6]
+            nd &= 0xFFFFFFFF
+            if ptr != a.__array_interface__["data"][0] or nd != a.ndim or descr != id(a.dtype) or \
+                    bool(flags & self.WRITEABLE) != a.flags.writeable or \
+                    tuple(shapes[at:at + nd]) != a.shape or tuple(shapes[at + nd:at + 2 * nd]) != a.strides:
+                return False
+            at += 2 * nd
+            if not any(a is b for b in self.unaligned):
+                words.append(bytes(memoryview(a).cast("B")))
+        return b"".join(words) == self.data
+
+    def same(self):
+        """Every array as it was read first: fields, shape, bytes."""
+        return self.read_heads() == self.heads and self.read_shapes() == self.shapes and \
+            self.read_data() == self.data and b"".join(map(memoryview, self.unaligned)) == self.unaligned_bytes
 
 
 _PARTIAL = __import__("functools").partial
