@@ -326,6 +326,9 @@ const char *fr_signal_name(int sig, char *buf, size_t n);
  * 8-byte word at each of addrs[0..n) into out[i]. Every address must point
  * at memory that stays valid for the call. */
 void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n);
+/* The first i in [0, n) whose word at addrs[i] is not want[i], or n when
+ * every one is. */
+size_t fr_peek_differs(const uint64_t *const *addrs, const uint64_t *want, size_t n);
 
 /* The same for arrays: for each object at objs[0..n), the 8-byte count at
  * objs[i] + count_at, then (count + add) * mult words of the array whose

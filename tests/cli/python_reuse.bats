@@ -768,6 +768,36 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
 }
 
+@test "python reuse: fields a library's function keeps outside any dict (its name, qualname, doc, module, annotations; a builtin's module), its annotations' contents, the streams' C fields, numpy's global bit generator and a ctypes function's types: the next prediction sees what fork gives it" {
+    {
+        job name $'import json\njson.dumps.__name__ = "P1"\ndef transform(g):\n    return g\n'
+        job name-after $'import json\ndef transform(g):\n    return [json.dumps.__name__]\n'
+        job qualname $'import collections\ncollections.Counter.most_common.__qualname__ = "P2"\ndef transform(g):\n    return g\n'
+        job qualname-after $'import collections\ndef transform(g):\n    return [collections.Counter.most_common.__qualname__]\n'
+        job module $'np.rot90.__module__ = "P3"\ndef transform(g):\n    return g\n'
+        job module-after $'def transform(g):\n    return [np.rot90.__module__]\n'
+        job builtin $'import math\nmath.floor.__module__ = "P4"\ndef transform(g):\n    return g\n'
+        job builtin-after $'import math\ndef transform(g):\n    return [math.floor.__module__]\n'
+        job annotations $'import json\njson.dumps.__annotations__["obj"] = int\ndef transform(g):\n    return g\n'
+        job annotations-after $'import json\ndef transform(g):\n    return [len(json.dumps.__annotations__)]\n'
+        job chunk $'import sys\nsys.stdout._CHUNK_SIZE = 1\ndef transform(g):\n    return g\n'
+        job chunk-after $'import sys\ndef transform(g):\n    return [sys.stdout._CHUNK_SIZE]\n'
+        # Another bit generator there is what seed() seeds and set_state
+        # restores; draws would go on from the first one's state.
+        job bitgen $'np.random.mtrand._rand._bit_generator = np.random.MT19937(5)\nnp.random.random(100)\ndef transform(g):\n    return g\n'
+        job bitgen-after $'def transform(g):\n    np.random.seed(0)\n    return [int(np.random.randint(0, 10**6))]\n'
+        job ctypes $'import ctypes\nctypes.memmove.restype = ctypes.c_int\ndef transform(g):\n    return g\n'
+        job ctypes-after $'import ctypes\ndef transform(g):\n    return [ctypes.memmove.restype.__name__]\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0][0])' "$D/fork.jsonl")" = '["dumps","Counter.most_common","numpy","math",0,8192,985772,"c_void_p"]' ]
+    [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
+        '["poisoned: function json.dumps'"'"'s __name__ was assigned","poisoned: function collections.Counter.most_common'"'"'s __qualname__ was assigned","poisoned: function numpy.lib.function_base.rot90'"'"'s __module__ was assigned","poisoned: builtin math.floor'"'"'s __module__ was assigned",null,"poisoned: sys.stdout was reconfigured","poisoned: numpy'"'"'s global RandomState was given another bit generator","poisoned: a foreign function (ctypes) the interpreter'"'"'s objects hold was given other types"]' ] ||
+        { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: a lock a library's object holds (numpy's global generator's, threading's), or the import lock, left held, or a library's counter advanced, has its process replaced: the next prediction does not wait for it, and counts as a fork child does" {
     # Every draw from numpy's global RandomState takes its bit generator's
     # lock, a public attribute: left held, the next honest prediction (its

@@ -1082,6 +1082,31 @@ class ReuseCheck(unittest.TestCase):
             return [str(places is not None and len(set(places)) == 6), str(len(base.ns.fields.functions) > 0)]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True"])
 
+    def test_a_library_functions_and_a_builtins_fields_are_read_and_a_field_assigned_is_named(self):
+        # Library functions (a module's and a class's) and builtins: taken
+        # by _namespaces, their words read in one reading; reading a
+        # function's __dict__ or __annotations__ later changes nothing.
+        def scenario(fr, base):
+            import json
+            import math
+            ns = base.ns
+            out = [str(fr._FunctionFields.builtin_place() is not None),
+                   str(any(f is json.dumps for _, f in ns.library_functions)),
+                   str(any(f is json.JSONEncoder.encode for _, f in ns.library_functions)),
+                   str(any(b is math.floor for _, b in ns.builtin_functions))]
+            fields = ns.fields
+            json.loads.__dict__, json.loads.__annotations__  # read, not assigned
+            out.append(str(fields.read() == fields.seen))
+            math.floor.__module__ = "P"
+            out.append(fields.which())
+            math.floor.__module__ = "math"
+            json.JSONEncoder.encode.__doc__ = "P"
+            out.append(fields.which())
+            return out
+        self.assertEqual(_in_reused_shape(scenario, peek=True),
+                         ["True", "True", "True", "True", "True", "builtin math.floor's __module__ was assigned",
+                          "function json.encoder.JSONEncoder.encode's __doc__ was assigned"])
+
     def test_stdlib_tables_and_logging_are_put_back(self):
         # copy's dispatch tables, shutil's archive formats, encodings'
         # aliases and cache (a name found through a new alias is not found
@@ -1220,7 +1245,7 @@ class ReuseCheck(unittest.TestCase):
                          ["2", "False", "''", "[0, 1, 2, 3]", "1", "True",
                           "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"])
 
-    def test_the_locks_and_counters_objects_hold_are_found_and_any_change_of_theirs_is_named(self):
+    def test_the_locks_counters_and_foreign_functions_objects_hold_are_found_and_any_change_is_named(self):
         # In a dict (untracked where the collector does not track locks,
         # before 3.10: atomic values only), an object's attribute, a bound
         # method's object, a set below a namespace (roots).
@@ -1252,9 +1277,17 @@ class ReuseCheck(unittest.TestCase):
             out.append(state.changed())
         next(count)
         out.append(state.changed())
+        import ctypes
+        func = ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)
+        state = fr._HeapState([func])
+        out.append(state.changed())
+        func.restype = ctypes.c_long
+        out.append(state.changed())
         lock, counter = "a lock the interpreter's objects hold was left acquired, or released", \
             "a counter (itertools.count) the interpreter's objects hold was advanced"
-        self.assertEqual(out, ["", lock, "", lock, "", lock, "", counter])
+        self.assertEqual(out, ["", lock, "", lock, "", lock, "", counter, "",
+                               "a foreign function (ctypes) the interpreter's objects hold was given other types"])
+        self.assertTrue(any(x is func for x in fr._heap_state()))
         del keep
 
     @unittest.skipUnless(_has_numpy() and LIB, "needs numpy and libfitrun_sandbox.so")

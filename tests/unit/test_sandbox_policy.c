@@ -331,6 +331,22 @@ static void test_peek_words(void **state)
     fr_peek_words(NULL, NULL, 0);
 }
 
+/* fr_peek_differs: the first word that is not the one wanted, or n. */
+static void test_peek_differs(void **state)
+{
+    (void)state;
+    uint64_t a = 7, b = UINT64_MAX, c = 0;
+    const uint64_t *addrs[] = {&a, &b, &c};
+    uint64_t want[] = {7, UINT64_MAX, 0};
+    assert_int_equal(fr_peek_differs(addrs, want, 3), 3);
+    c = 1;
+    assert_int_equal(fr_peek_differs(addrs, want, 3), 2);
+    assert_int_equal(fr_peek_differs(addrs, want, 2), 2);
+    a = 8;
+    assert_int_equal(fr_peek_differs(addrs, want, 3), 0);
+    assert_int_equal(fr_peek_differs(NULL, NULL, 0), 0);
+}
+
 /* fr_peek_arrays: each object's count, then (count + add) * mult words
  * of its array, in order; what does not fit in cap is counted, not read. */
 struct fake_list {
@@ -422,19 +438,13 @@ static void test_check_lists_names_the_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_preset_names),
-        cmocka_unit_test(test_struct_build_and_describe),
-        cmocka_unit_test(test_name_errors),
-        cmocka_unit_test(test_build_argument_errors),
-        cmocka_unit_test(test_bpf_program),
-        cmocka_unit_test(test_pack_round_trip),
-        cmocka_unit_test(test_pack_malformed),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_processes),
-        cmocka_unit_test(test_peek_words),
-        cmocka_unit_test(test_peek_arrays),
-        cmocka_unit_test(test_cpu_backstop),
-        cmocka_unit_test(test_check_lists_names_the_list),
+        cmocka_unit_test(test_preset_names),   cmocka_unit_test(test_struct_build_and_describe),
+        cmocka_unit_test(test_name_errors),    cmocka_unit_test(test_build_argument_errors),
+        cmocka_unit_test(test_bpf_program),    cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_pack_malformed), cmocka_unit_test(test_names),
+        cmocka_unit_test(test_processes),      cmocka_unit_test(test_peek_words),
+        cmocka_unit_test(test_peek_differs),   cmocka_unit_test(test_peek_arrays),
+        cmocka_unit_test(test_cpu_backstop),   cmocka_unit_test(test_check_lists_names_the_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

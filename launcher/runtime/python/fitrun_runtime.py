@@ -323,6 +323,10 @@ def _peek_words(lib):
     f.arrays.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint64,
                          ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
     f.arrays.restype = ctypes.c_size_t
+    f.differs = getattr(lib, "fr_peek_differs", None)  # (an older library has none)
+    if f.differs is not None:
+        f.differs.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        f.differs.restype = ctypes.c_size_t
     return f
 
 
@@ -1202,9 +1206,10 @@ class _Namespaces:
         self.owners = set()
         self.user_modules = list(_user_modules(self.module_list))
         self.functions = []  # the user's own functions, whose own fields _FunctionFields reads
+        self.library_functions, self.builtin_functions = [], []  # and every other module's and class's
         nested = _nested(self.user_modules)  # what their data holds below the top level, walked once
         self.dicts = _namespaces(self.module_list, self.owners, {name for name, _ in self.user_modules},
-                                 self.functions, nested)
+                                 self.functions, nested, self.library_functions, self.builtin_functions)
         # The builtins-and-prelude mapping every prediction's globals fall
         # back to (Runner.fresh_globals): one dict, shared by them all.
         self.dicts.append(("the predictions' builtins", self.builtins))
@@ -1230,7 +1235,7 @@ class _Namespaces:
         self.loose = [self.real[i] for i in self.loose_at]
         self._take_loose()
         self.data = _user_data(self.user_modules, nested)
-        self.fields = _FunctionFields(self.functions, self.peek)
+        self.fields = _FunctionFields(self.functions + self.library_functions, self.peek, self.builtin_functions)
         # The containers the standard library's and packages' modules hold
         # at their top level: put back after each prediction (a fork child
         # finds them as the zygote left them). Not sys.modules, nor the
@@ -1332,7 +1337,7 @@ class _Namespaces:
             if now is not None:
                 versions.seen = now
         fields = self.fields
-        if fields.read() != fields.seen:
+        if not fields.read.same(fields.seen):
             return f"poisoned: {fields.which()}"
         # From here on, module attributes and builtins are the ones they were.
         for name, value, snap in self.data:
@@ -1481,11 +1486,15 @@ class _Baseline:
         self.registries = _Registries(recorded, namespaces.peek, namespaces.versions is not None)
         self.containers = namespaces.containers
         # With each stream, its own attributes (`sys.stdout.write = ...`
-        # sets one, which later prints would go through).
+        # sets one, which later prints would go through). Each once:
+        # sys.__stdout__ is sys.stdout unless the prelude set another.
+        named = {}
+        for name in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__"):
+            stream = getattr(sys, name)
+            if stream is not None and id(stream) not in named:
+                named[id(stream)] = (name, stream)
         self.streams = [(name, stream, _stream_mode(stream), getattr(stream, "__dict__", None),
-                         dict(getattr(stream, "__dict__", None) or {}))
-                        for name in ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
-                        if (stream := getattr(sys, name)) is not None]
+                         dict(getattr(stream, "__dict__", None) or {})) for name, stream in named.values()]
         # And their buffers' and raw files' own (sys.stdout.buffer.write = ...).
         self.stream_layers = [(d, dict(d)) for _, stream, _, _, _ in self.streams
                               for layer in (getattr(stream, "buffer", None),
@@ -1524,7 +1533,14 @@ class _Baseline:
         np = sys.modules.get("numpy")
         if np is None:
             return None
-        return (np, np.geterr(), np.get_printoptions(), np.random.get_state(), np.getbufsize(), np.geterrcall())
+        # And the bit generator of its global RandomState, a public
+        # attribute: another one there would be the one set_state restores
+        # and seed() seeds, while draws go on from the first one's state.
+        rand = getattr(getattr(np.random, "mtrand", None), "_rand", None)
+        bitgen = type(rand).__dict__.get("_bit_generator")
+        bitgen = (bitgen.__get__, rand, bitgen.__get__(rand)) if hasattr(bitgen, "__get__") else None
+        return (np, np.geterr(), np.get_printoptions(), np.random.get_state(), np.getbufsize(), np.geterrcall(),
+                bitgen)
 
     @staticmethod
     def _numpy_hooks():
@@ -1726,7 +1742,9 @@ class _Baseline:
         if self.random is not None:
             self.random[0].seed()  # as in a fork child: random reseeds itself after fork
         if self.numpy is not None:
-            np, err, printopts, rng, bufsize, errcall = self.numpy
+            np, err, printopts, rng, bufsize, errcall, bitgen = self.numpy
+            if bitgen is not None and bitgen[0](bitgen[1]) is not bitgen[2]:
+                return "poisoned: numpy's global RandomState was given another bit generator"
             np.seterr(**err)
             if np.getbufsize() != bufsize:
                 np.setbufsize(bufsize)
@@ -2080,6 +2098,8 @@ class _PutBack:
         where there are no counters; and the reading now."""
         if self.read is None:
             return self.dicts, None
+        if self.read.same(since):
+            return (), since
         now = self.read()
         return ([self.dicts[i] for i in _DictVersions.moved(since, now)] if now != since else ()), now
 
@@ -2203,10 +2223,16 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
         elif t is types.FunctionType:
             # Its defaults: a list or dict there is one object for every
             # call (argparse.ArgumentParser's `parents=[]`).
+            # And its annotations (a package's: the user's are namespaces).
             if _FUNCTION_MODULE(v) not in skip:
                 kw = _FUNCTION_KWDEFAULTS(v)
+                try:
+                    ann = _FUNCTION_ANNOTATIONS(v)  # (from Python 3.14, evaluated now: it may raise)
+                except Exception:
+                    ann = None
                 todo += [(x, False) for x in (_FUNCTION_DEFAULTS(v) or ())] + \
-                    ([(x, False) for x in dict.values(kw)] if type(kw) is dict else [])
+                    ([(x, False) for x in dict.values(kw)] if type(kw) is dict else []) + \
+                    ([(ann, False)] if type(ann) is dict else [])
         elif isinstance(v, type):
             if _is_heap_type(v) and type.__dict__["__module__"].__get__(v) not in skip:
                 todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
@@ -2231,8 +2257,8 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
 
 def _heap_state(roots=None):
     """Every lock (`_thread.lock`, and `_thread.RLock`: threading's Lock and
-    RLock) and every `itertools.count` that an object of the interpreter
-    holds now (roots: only those these objects hold, and the dicts, lists,
+    RLock), every `itertools.count` and every foreign function of ctypes
+    that an object of the interpreter holds now (roots: only those these objects hold, and the dicts, lists,
     tuples and sets among their values): those the collector tracks
     (locks since Python 3.10), those that each object it tracks refers
     to, and the untracked containers among those (a dict of atomic values
@@ -2246,17 +2272,17 @@ def _heap_state(roots=None):
     somewhere are changes of namespaces or containers, found there; the
     user's own are also compared with their data (_user_data), which
     names them."""
-    kinds = _STATE_KINDS
+    kinds = {}  # type -> whether it is one of _STATE_KINDS' (foreign functions are of subclasses)
     found, seen = {}, set()
     todo = gc.get_objects() if roots is None else list(roots)
     descend = (dict, tuple, list) if roots is None else (dict, tuple, list, set, frozenset)
     for o in todo:
-        if type(o) in kinds:
+        if _state_kind(type(o), kinds) is not None:
             found[id(o)] = o
     while todo:
         for r in gc.get_referents(todo.pop()):
             t = type(r)
-            if t in kinds:
+            if _state_kind(t, kinds) is not None:
                 found[id(r)] = r
             elif t in descend and id(r) not in seen and (roots is not None or not gc.is_tracked(r)):
                 seen.add(id(r))
@@ -2264,30 +2290,66 @@ def _heap_state(roots=None):
     return list(found.values())
 
 
-# What _heap_state finds, and how its state is read: by the type's own
-# methods, bound when _HeapState is made (a C type's cannot be replaced).
+def _state_kind(t, cache):
+    """The _STATE_KINDS entry of objects of type t, or None (cache: what
+    was found for each type so far)."""
+    kind = cache.get(t, False)
+    if kind is False:
+        kind = _STATE_KINDS.get(t)
+        if kind is None and isinstance(t, type) and issubclass(t, ctypes._CFuncPtr):
+            kind = _STATE_KINDS[ctypes._CFuncPtr]
+        cache[t] = kind
+    return kind
+
+
+# What _heap_state finds, and how its state is read: (what it is, what was
+# done to it, its readers: each a function of no argument, made of the
+# type's own methods and descriptors when _HeapState is made, a C type's
+# cannot be replaced). A lock's reader gives a bool, a counter's a str,
+# a foreign function's the objects of its fields (ctypes.memmove's
+# restype, assigned without an audit event, would reach the next
+# prediction that calls it), compared by identity.
+_CFUNC_FIELDS = tuple(ctypes._CFuncPtr.__dict__[n].__get__ for n in ("restype", "argtypes", "errcheck"))
 _STATE_KINDS = {
-    _thread.LockType: ("a lock", "left acquired, or released", lambda o: o.locked),
-    _thread.RLock: ("a lock", "left acquired, or released", lambda o: o._is_owned),
+    _thread.LockType: ("a lock", "left acquired, or released", lambda o: [o.locked]),
+    _thread.RLock: ("a lock", "left acquired, or released", lambda o: [o._is_owned]),
     __import__("itertools").count: ("a counter (itertools.count)", "advanced",
-                                    lambda o: type(o).__repr__.__get__(o)),
+                                    lambda o: [type(o).__repr__.__get__(o)]),
+    ctypes._CFuncPtr: ("a foreign function (ctypes)", "given other types",
+                       lambda o: [_PARTIAL(get, o) for get in _CFUNC_FIELDS]),
 }
 
 
 class _HeapState:
     """The objects of _heap_state (kept alive by the caller), as they are
-    when this is made; changed() says which kind is not: '' or its words."""
+    when this is made; changed() says which kind is not: '' or its words.
+    Bools and strs are compared by value, everything else by identity (no
+    one's __eq__ runs), each group as one comparison."""
 
     def __init__(self, objs):
-        self.kinds = [_STATE_KINDS[type(o)] for o in objs]
-        self.probes = [kind[2](o) for kind, o in zip(self.kinds, objs)]
-        self.states = [probe() for probe in self.probes]
+        cache = {}
+        readers = [(kind, reader) for o in objs for kind in (_state_kind(type(o), cache),) for reader in kind[2](o)]
+        states = [reader() for _, reader in readers]
+        plain = [type(v) is bool or type(v) is str for v in states]
+        self.by_value = [(k, r) for (k, r), p in zip(readers, plain) if p]
+        self.by_identity = [(k, r) for (k, r), p in zip(readers, plain) if not p]
+        self.value_readers = [r for _, r in self.by_value]
+        self.identity_readers = [r for _, r in self.by_identity]
+        self.values = [r() for r in self.value_readers]
+        self.objects = [r() for r in self.identity_readers]
 
     def changed(self):
-        now = [probe() for probe in self.probes]
-        if now == self.states:
-            return ""
-        kind = next(k for k, a, b in zip(self.kinds, now, self.states) if a != b)
+        now = [reader() for reader in self.value_readers]
+        if now != self.values:
+            return self._which(self.by_value, now, self.values)
+        now = [reader() for reader in self.identity_readers]
+        if not all(map(_is, now, self.objects)):
+            return self._which(self.by_identity, now, self.objects)
+        return ""
+
+    @staticmethod
+    def _which(readers, now, was):
+        kind = next(k for (k, _), a, b in zip(readers, now, was) if not (a is b or (type(a) is str and a == b)))
         return f"{kind[0]} the interpreter's objects hold was {kind[1]}"
 
 
@@ -2604,10 +2666,15 @@ def _same_items(d, items):
 
 def _stream_mode(stream):
     """What TextIOWrapper.reconfigure() changes of a text stream (strs and
-    bools only); None for a stream of another kind."""
+    bools only), and the fields in C that Python code can assign on it and
+    its buffer and raw file (ints and bools: `sys.stdout._CHUNK_SIZE = 1`
+    is no one's namespace); None for a stream of another kind."""
     if type(stream) is not io.TextIOWrapper:
         return None
-    return stream.encoding, stream.errors, stream.line_buffering, stream.write_through
+    buffer = getattr(stream, "buffer", None)
+    layers = (stream, buffer, getattr(buffer, "raw", None))
+    return (stream.encoding, stream.errors, stream.line_buffering, stream.write_through) + \
+        tuple(getattr(layer, name, None) for layer in layers for name in ("_CHUNK_SIZE", "_finalizing", "_blksize"))
 
 
 class _CSettings:
@@ -2782,14 +2849,21 @@ def _word_reader(addrs, peek=None):
     prediction runs; the caller keeps what they are in alive): through
     peek (libfitrun_sandbox's fr_peek_words) in one call, as bytes; else
     through one ctypes view each, as a list of ints. A reading is compared
-    with ==; no one's __eq__ runs."""
+    with ==; no one's __eq__ runs. Its attribute `same(reading)` says
+    whether the words are those of a reading, compared where they are read
+    (fr_peek_differs) where the library can."""
     n = len(addrs)
     if peek is not None:
         where, out, bytes_ = (ctypes.c_void_p * n)(*addrs), (ctypes.c_uint64 * n)(), bytes
+        differs = getattr(peek, "differs", None)
 
         def read():
             peek(where, out, n)
             return bytes_(out)
+        if differs is not None:
+            read.same = lambda reading: len(reading) == 8 * n and differs(where, reading, n) == n
+        else:
+            read.same = lambda reading: read() == reading
         return read
     views = [ctypes.c_uint64.from_address(a) for a in addrs]
     # The value getter of ctypes' own base class, bound now: nothing a
@@ -2798,6 +2872,7 @@ def _word_reader(addrs, peek=None):
 
     def read():
         return list_(map_(value, views))
+    read.same = lambda reading: read() == reading
     return read
 
 
@@ -2987,8 +3062,10 @@ class _FrozenHeap:
 
 
 class _FunctionFields:
-    """What the user's own functions keep in fields of their own, not in a
-    dict, and Python code assigns without an audit event: `__doc__`,
+    """What functions keep in fields of their own, not in a dict, and
+    Python code assigns without an audit event (the user's, and every
+    other module's and its classes': `json.dumps.__name__ = "x"` reached
+    every later prediction that read it): `__doc__`,
     `__name__`, `__qualname__`, `__module__`, `__annotations__` and
     `__dict__` (each assigned whole). (Their code and defaults are audited
     writes, which the tripwire reports; their own attributes, their
@@ -3002,13 +3079,31 @@ class _FunctionFields:
 
     ATTRS = ("__doc__", "__name__", "__qualname__", "__module__", "__annotations__", "__dict__")
 
-    def __init__(self, functions, peek=None):
-        """functions: (name, function) of the user's own functions, whose
-        __annotations__ and __dict__ have been made (_function_namespaces)."""
-        self.functions = functions
+    def __init__(self, functions, peek=None, builtins=()):
+        """functions: (name, function) of the functions, whose
+        __annotations__ and __dict__ have been made (_namespaces); builtins:
+        (name, builtin function), whose one field Python code assigns is
+        __module__."""
+        self.functions, self.builtins = functions, builtins
         self.offsets = self.places() or ()
-        self.read = _word_reader([id(f) + o for _, f in functions for o in self.offsets], peek)
+        self.builtin_offset = self.builtin_place() if self.offsets else None
+        if self.builtin_offset is None:
+            self.builtins = ()
+        self.read = _word_reader([id(f) + o for _, f in functions for o in self.offsets] +
+                                 [id(b) + self.builtin_offset for _, b in self.builtins], peek)
         self.seen = self.read()
+
+    @staticmethod
+    def builtin_place():
+        """The byte offset of a builtin function's __module__ field, or None."""
+        probe, value = [].append, object()
+        try:
+            probe.__module__ = value
+            words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
+        except (TypeError, ValueError, AttributeError):
+            return None
+        at = [i for i, w in enumerate(words) if w == id(value)]
+        return at[0] * 8 if len(at) == 1 else None
 
     @classmethod
     def places(cls):
@@ -3046,6 +3141,10 @@ class _FunctionFields:
             for j, attr in enumerate(self.ATTRS):
                 if now[i * k + j] != seen[i * k + j]:
                     return f"function {name}'s {attr} was assigned"
+        at = k * len(self.functions)
+        for i, (name, _) in enumerate(self.builtins):
+            if now[at + i] != seen[at + i]:
+                return f"builtin {name}'s __module__ was assigned"
         return "a function's field was assigned"
 
 
@@ -3523,7 +3622,7 @@ def _same_data(v, snap):
     return now == snap
 
 
-def _namespaces(module_list, owners, own=(), functions=None, nested=None):
+def _namespaces(module_list, owners, own=(), functions=None, nested=None, library=None, builtin=None):
     """(name, namespace) of every module, of each class and plain object a
     module's globals hold, and of each function a module's globals or such
     a class hold (_function_namespaces), once each (by identity): the dicts
@@ -3533,8 +3632,27 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None):
     classes' functions are taken too (not those of the standard library's
     or a package's classes); functions: filled with (name, function) of
     each function of theirs; nested: _nested's walk of the user's modules,
-    where the caller has it."""
+    where the caller has it; library: filled with (name, function) of every
+    other function a module's globals or a class of theirs hold (their
+    fields: _FunctionFields), their own dict and annotations made now, so
+    that reading them later does not change their fields; builtin: with
+    (name, builtin function) of those a module's globals hold."""
     out = []
+    taken = set()  # the library's functions and builtins, once each
+
+    def take_library(name, v):
+        f = _function_of(v)
+        if f is not None and id(f) not in taken and library is not None:
+            taken.add(id(f))
+            _FUNCTION_DICT(f)
+            try:
+                _FUNCTION_ANNOTATIONS(f)  # (from Python 3.14, evaluated now: it may raise)
+            except Exception:
+                pass
+            library.append((name, f))
+        elif type(v) is types.BuiltinFunctionType and id(v) not in taken and builtin is not None:
+            taken.add(id(v))
+            builtin.append((name, v))
 
     def add(name, obj, space):
         if id(obj) not in owners:
@@ -3552,6 +3670,9 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None):
                     add(what, obj, d)
                 if theirs and functions is not None:
                     functions.append((f"{name}.{key}", f))
+                    taken.add(id(f))
+            if not mine:
+                take_library(f"{name}.{key}", v)
 
     for name, mod in module_list:
         d = mod.__dict__ if isinstance(mod, types.ModuleType) else None
@@ -3566,6 +3687,9 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None):
                 add(f"{kind} {name}.{key}", v, space)
                 if kind == "class" and mine and space.get("__module__") in own:
                     add_functions(f"{name}.{key}", space, mine)
+                elif kind == "class" and not mine:
+                    for attr, m in list(space.items()):
+                        take_library(f"{name}.{key}.{attr}", m)
     # The plain objects the user's own modules keep inside their data
     # (`REG = {"a": Obj()}`): their namespaces too.
     if nested is None:
