@@ -768,7 +768,7 @@ check_poison() {
     [ "$(jq -sc 'map([.id, .status, .worker_replaced])' "$D/out.jsonl")" = '[["freeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after","ok",null],["unfreeze","ok","poisoned: gc.freeze() or gc.unfreeze() was called"],["after2","ok",null]]' ] || { cat "$D/out.jsonl"; false; }
 }
 
-@test "python reuse: fields a library's function keeps outside any dict (its name, qualname, doc, module, annotations; a builtin's module), its annotations' contents, the streams' C fields, numpy's global bit generator and a ctypes function's types: the next prediction sees what fork gives it" {
+@test "python reuse: fields a library's function keeps outside any dict (its name, qualname, doc, module, annotations; a builtin's module), its annotations' contents, the streams' C fields, numpy's global bit generator, a ctypes function's types and a defaultdict's factory: the next prediction sees what fork gives it" {
     {
         job name $'import json\njson.dumps.__name__ = "P1"\ndef transform(g):\n    return g\n'
         job name-after $'import json\ndef transform(g):\n    return [json.dumps.__name__]\n'
@@ -788,13 +788,15 @@ check_poison() {
         job bitgen-after $'def transform(g):\n    np.random.seed(0)\n    return [int(np.random.randint(0, 10**6))]\n'
         job ctypes $'import ctypes\nctypes.memmove.restype = ctypes.c_int\ndef transform(g):\n    return g\n'
         job ctypes-after $'import ctypes\ndef transform(g):\n    return [ctypes.memmove.restype.__name__]\n'
+        job factory $'import typing\ntyping._overload_registry.default_factory = lambda: "P5"\ndef transform(g):\n    return g\n'
+        job factory-after $'import typing\ndef transform(g):\n    return [repr(typing._overload_registry.default_factory)[:20]]\n'
     } > "$D/jobs.jsonl"
     run_both
     [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
         { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
-    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0][0])' "$D/fork.jsonl")" = '["dumps","Counter.most_common","numpy","math",0,8192,985772,"c_void_p"]' ]
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0][0])' "$D/fork.jsonl")" = '["dumps","Counter.most_common","numpy","math",0,8192,985772,"c_void_p","functools.partial(<c"]' ]
     [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
-        '["poisoned: function json.dumps'"'"'s __name__ was assigned","poisoned: function collections.Counter.most_common'"'"'s __qualname__ was assigned","poisoned: function numpy.lib.function_base.rot90'"'"'s __module__ was assigned","poisoned: builtin math.floor'"'"'s __module__ was assigned",null,"poisoned: sys.stdout was reconfigured","poisoned: numpy'"'"'s global RandomState was given another bit generator","poisoned: a foreign function (ctypes) the interpreter'"'"'s objects hold was given other types"]' ] ||
+        '["poisoned: function json.dumps'"'"'s __name__ was assigned","poisoned: function collections.Counter.most_common'"'"'s __qualname__ was assigned","poisoned: function numpy.lib.function_base.rot90'"'"'s __module__ was assigned","poisoned: builtin math.floor'"'"'s __module__ was assigned",null,"poisoned: sys.stdout was reconfigured","poisoned: numpy'"'"'s global RandomState was given another bit generator","poisoned: a foreign function (ctypes) the interpreter'"'"'s objects hold was given other types",null]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

@@ -1245,6 +1245,16 @@ class ReuseCheck(unittest.TestCase):
                          ["2", "False", "''", "[0, 1, 2, 3]", "1", "True",
                           "poisoned: a numpy array of a package's module was reshaped, retyped or made read-only"])
 
+    def test_a_defaultdicts_factory_is_put_back_by_identity(self):
+        import collections
+        fr = _load_runtime()
+        dd = collections.defaultdict(list, {"a": [1]})
+        put = fr._PutBack([dd])
+        out = [put.restore()]
+        dd.default_factory = dict
+        out += [put.restore(), dd.default_factory is list, dict(dd), put.restore()]
+        self.assertEqual(out, ["", "put back", True, {"a": [1]}, ""])
+
     def test_the_locks_counters_and_foreign_functions_objects_hold_are_found_and_any_change_is_named(self):
         # In a dict (untracked where the collector does not track locks,
         # before 3.10: atomic values only), an object's attribute, a bound

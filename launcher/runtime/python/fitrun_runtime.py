@@ -1989,6 +1989,9 @@ class _PutBack:
         numpy arrays, whose bytes are put back (_Arrays)."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.loose = [(d, dict(dict.items(d))) for d in loose if type(d) is dict]
+        # A defaultdict's factory is a field in C beside its entries
+        # (typing's _overload_registry): put back by identity too.
+        self.factories = [(d, _DEFAULT_FACTORY.__get__(d)) for d, _ in self.dicts if type(d) is _DEFAULTDICT]
         self.lists = [(lst, list(lst)) for lst in lists if type(lst) is list]
         # A set's items, and the identities they are compared by (the
         # snapshot holds the items, so no id is reused while it is kept).
@@ -2045,6 +2048,10 @@ class _PutBack:
             self.partials_seen = self._partials_now()
         if self.arrays is not None and not self.arrays.same():
             self.arrays = _Arrays(self.arrays.arrays, self.peek)
+
+    def _changed_factories(self):
+        """(defaultdict, its factory then) of each whose factory changed."""
+        return [(d, f) for d, f in self.factories if _DEFAULT_FACTORY.__get__(d) is not f]
 
     @staticmethod
     def _partial_fields(p):
@@ -2141,6 +2148,9 @@ class _PutBack:
                 self.sets_seen = _copy(self.read_sets())  # the same items may lie elsewhere in its table
         if self.slots is not None:
             self.slots.restore(keep)
+        for d, factory in self._changed_factories():
+            keep.append(_DEFAULT_FACTORY.__get__(d))
+            _DEFAULT_FACTORY.__set__(d, factory)
         for p, (func, args, keywords) in self._changed_partials():
             keep.append(self._partial_fields(p))
             _PARTIAL_SETSTATE(p, (func, args, keywords, _own_dict(p)))
@@ -2157,6 +2167,7 @@ class _PutBack:
             if not all(self._same_dict(d, items) for d, items in _chain((again, self.loose))) or \
                     not self._same_lists() or not self._same_sets() or \
                     (self.slots is not None and self.slots._changed()) or self._changed_partials() or \
+                    self._changed_factories() or \
                     (self.arrays is not None and not self.arrays.same()):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
@@ -2523,6 +2534,7 @@ _PARTIAL_FUNC, _PARTIAL_ARGS, _PARTIAL_KEYWORDS = (
     type.__dict__["__dict__"].__get__(_PARTIAL)[name].__get__ for name in ("func", "args", "keywords"))
 _PARTIAL_SETSTATE = _PARTIAL.__setstate__
 _DEFAULTDICT = __import__("collections").defaultdict
+_DEFAULT_FACTORY = _DEFAULTDICT.__dict__["default_factory"]
 
 
 def _plain_dict_type(t):
