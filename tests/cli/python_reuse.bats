@@ -63,6 +63,13 @@ run_both() {
     [ "$status" -eq 0 ]
 }
 
+# Both runs, and under reuse the status and outputs fork gives, for every job.
+same_as_fork() {
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+}
+
 # fork_and_reuse FORK REUSE: run $D/jobs.jsonl under fork and under reuse
 # isolation; each run's [id, status, outputs, worker_replaced] list is the
 # one given (a documented limit: what reuse lets through and fork does not).
@@ -156,8 +163,7 @@ check_poison() {
         job closure $'def transform(g):\n    return bump()\n'
         job read5 "$read"
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    same_as_fork
     [ "$(r "$D/reuse.jsonl" read1 .outputs)" = '[[0,1,1,1,1]]' ]
     [ "$(r "$D/reuse.jsonl" class .worker_replaced)" = '"poisoned: fitrun_prelude.Cache.seen was changed in place"' ]
     [ "$(r "$D/reuse.jsonl" default .worker_replaced)" = "\"poisoned: fitrun_prelude.memo's default 1 was changed in place\"" ]
@@ -183,8 +189,7 @@ check_poison() {
             job "read-$name" "$read"
         done
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ]
+    same_as_fork
     [ "$(r "$D/reuse.jsonl" read-OD .outputs)" = '[[0,0,0,1,["a","b"]]]' ]
     for name in COUNTS BY Q P OD; do
         [ "$(r "$D/reuse.jsonl" $name .worker_replaced)" = "\"poisoned: fitrun_prelude.$name was changed in place\"" ]
@@ -318,8 +323,7 @@ check_poison() {
         job array $'import numpy as np\nnp.polynomial.polynomial.polyx[0] = 5\ndef transform(g):\n    return g\n'
         job array-after $'import numpy as np\ndef transform(g):\n    return [np.polynomial.polynomial.polyx.tolist()]\n'
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] || { cat "$D/reuse.jsonl"; false; }
+    same_as_fork
     [ "$(r "$D/fork.jsonl" before .outputs)" = '[["typing.List[int]","typing.Optional[str]","typing.Dict[str, int]","typing.ClassVar",[1,2],2,2]]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["callable","poisoned: object fitrun_prelude.add was changed (k replaced)"],["vectorize","poisoned: object fitrun_prelude.vec was changed (pyfunc replaced)"],["alias","poisoned: object typing.List was changed (_name replaced)"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }
@@ -454,9 +458,7 @@ check_poison() {
         job abc $'import collections.abc\ndef transform(g):\n    collections.abc.Sequence.register(Grid)\n    return isinstance(Grid(), collections.abc.Sequence)\n'
         job abc-after $'import collections.abc\ndef transform(g):\n    return isinstance(Grid(), collections.abc.Sequence)\n'
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
-        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    same_as_fork
     [ "$(jq -sc 'map(.outputs)' "$D/fork.jsonl")" = '[["a"],["no such codec"],[0],[["(1+2j)",3]],[true],[false]]' ]
     [ "$(jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl")" = \
         '[["codec",null],["codec-after",null],["copyreg",null],["copyreg-after",null],["abc","poisoned: a class was registered with an abstract base class"],["abc-after",null]]' ]
@@ -545,9 +547,7 @@ check_poison() {
         job flags $'def transform(g):\n    ARR.flags.writeable = False\n    return 0\n'
         job flags-after $'def transform(g):\n    return ARR.flags.writeable\n'
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
-        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = \
         '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],[[1,2,3],1],3,["array([1])","[1]"],true]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
@@ -791,9 +791,7 @@ check_poison() {
         job factory $'import typing\ntyping._overload_registry.default_factory = lambda: "P5"\ndef transform(g):\n    return g\n'
         job factory-after $'import typing\ndef transform(g):\n    return [repr(typing._overload_registry.default_factory)[:20]]\n'
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
-        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0][0])' "$D/fork.jsonl")" = '["dumps","Counter.most_common","numpy","math",0,8192,985772,"c_void_p","functools.partial(<c"]' ]
     [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
         '["poisoned: function json.dumps'"'"'s __name__ was assigned","poisoned: function collections.Counter.most_common'"'"'s __qualname__ was assigned","poisoned: function numpy.lib.function_base.rot90'"'"'s __module__ was assigned","poisoned: builtin math.floor'"'"'s __module__ was assigned",null,"poisoned: sys.stdout was reconfigured","poisoned: numpy'"'"'s global RandomState was given another bit generator","poisoned: a foreign function (ctypes) the interpreter'"'"'s objects hold was given other types",null]' ] ||
@@ -851,9 +849,7 @@ check_poison() {
         job ns-after $'def transform(g):\n    return NS.a\n'
         job reads $'def transform(g):\n    return [BUF.getvalue(), ARRAY[0], LOCK.locked(), repr(COUNTER), P.x]\n'
     } > "$D/jobs.jsonl"
-    run_both
-    [ "$(jq -sc 'map([.id, .status, .outputs])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .outputs])' "$D/fork.jsonl")" ] ||
-        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = '[0,"",1,"ab",true,false,false,1,1,1,1]' ]
     # Each write replaced its process; reading them did not.
     [ "$(jq -sc 'map(select(.id | endswith("-after") or . == "reads" | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
