@@ -1236,6 +1236,7 @@ class _Namespaces:
         self._take_loose()
         self.data = _user_data(self.user_modules, nested)
         self.fields = _FunctionFields(self.functions + self.library_functions, self.peek, self.builtin_functions)
+        self.held = _heap_state()  # the locks, counters and foreign functions whose state is in C
         # The containers the standard library's and packages' modules hold
         # at their top level: put back after each prediction (a fork child
         # finds them as the zygote left them). Not sys.modules, nor the
@@ -1244,7 +1245,6 @@ class _Namespaces:
         # process's environment in C, which putting it back would not undo.
         # And what the standard library's and packages' lru_caches hold
         # (not their own dicts: _cached_values).
-        self.held = _heap_state()
         cached, cache_dicts = _cached_values(self.library_lru)
         handled = {id(sys.modules), id(vars(os.environ).get("_data"))} | {id(x) for _, x in _replacing_lists()} | \
             {id(d) for d in cache_dicts}
@@ -2278,11 +2278,12 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
 def _heap_state(roots=None):
     """Every lock (`_thread.lock`, and `_thread.RLock`: threading's Lock and
     RLock), every `itertools.count` and every foreign function of ctypes
-    that an object of the interpreter holds now (roots: only those these objects hold, and the dicts, lists,
-    tuples and sets among their values): those the collector tracks
-    (locks since Python 3.10), those that each object it tracks refers
-    to, and the untracked containers among those (a dict of atomic values
-    and, before 3.10, locks). Their state is in C, where no namespace or
+    that an object of the interpreter holds now (roots: only those that
+    these objects hold, and the dicts, lists, tuples and sets among their
+    values): since Python 3.10, whose collector tracks every kind, those
+    among the collector's objects; before, also those that each object it
+    tracks refers to, and the untracked containers among those (a dict of
+    atomic values and locks). Their state is in C, where no namespace or
     container check sees it: a lock a prediction acquires and leaves held
     would make a later prediction that takes it wait for ever (numpy's
     global RandomState takes its bit generator's lock for every draw, a
