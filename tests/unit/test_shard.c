@@ -15,16 +15,18 @@
 
 /* K/N -------------------------------------------------------------------- */
 
-static void parse_ok(const char *s, int k, int n)
+/* s (with env, for auto) parses to shard k of n; the shard, for more checks. */
+static struct fr_shard parse_ok(const char *s, char *const *env, int k, int n)
 {
     struct fr_shard sh = {0};
     char err[256] = "";
-    int r = fr_shard_parse(s, NULL, &sh, err, sizeof err);
+    int r = fr_shard_parse(s, env, &sh, err, sizeof err);
     if (r != 0)
         fail_msg("'%s' refused: %s", s, err);
     assert_true(sh.enabled);
     assert_int_equal(sh.index, k);
     assert_int_equal(sh.count, n);
+    return sh;
 }
 
 static void parse_bad(const char *s, char *const *env, const char *needle)
@@ -40,10 +42,10 @@ static void parse_bad(const char *s, char *const *env, const char *needle)
 static void test_parse_k_of_n(void **state)
 {
     (void)state;
-    parse_ok("0/1", 0, 1);
-    parse_ok("2/3", 2, 3);
-    parse_ok("0/4", 0, 4);
-    parse_ok("999/1000", 999, 1000);
+    parse_ok("0/1", NULL, 0, 1);
+    parse_ok("2/3", NULL, 2, 3);
+    parse_ok("0/4", NULL, 0, 4);
+    parse_ok("999/1000", NULL, 999, 1000);
     parse_bad("3/3", NULL, "K must be below N");
     parse_bad("5/3", NULL, "0..2");
     parse_bad("-1/3", NULL, "K must be");
@@ -66,15 +68,12 @@ static void test_parse_k_of_n(void **state)
 static void test_parse_at_the_limit(void **state)
 {
     (void)state;
-    parse_ok("999999999/1000000000", 999999999, 1000000000);
+    parse_ok("999999999/1000000000", NULL, 999999999, 1000000000);
     parse_bad("0/1000000001", NULL, "N must be a whole number from 1 to 1000000000");
     parse_bad("1111111114/2012112222", NULL, "N must be");
     parse_bad("1000000000/1000000000", NULL, "K must be a whole number from 0 to 999999999");
     char *pinned_ok[] = {"SLURM_ARRAY_TASK_ID=999999999", "FITRUN_SHARD_COUNT=1000000000", NULL};
-    struct fr_shard sh = {0};
-    char err[256] = "";
-    assert_int_equal(fr_shard_parse("auto", pinned_ok, &sh, err, sizeof err), 0);
-    assert_int_equal(sh.index, 999999999);
+    struct fr_shard sh = parse_ok("auto", pinned_ok, 999999999, 1000000000);
     char *pinned_big[] = {"SLURM_ARRAY_TASK_ID=0", "FITRUN_SHARD_COUNT=1000000001", NULL};
     parse_bad("auto", pinned_big, "FITRUN_SHARD_COUNT='1000000001' is not a whole number from 1 to 1000000000");
     char *count_big[] = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2000000000", NULL};
@@ -100,25 +99,16 @@ static void test_auto_from_array(void **state)
                    "SLURM_ARRAY_TASK_COUNT=3",
                    "SLURM_ARRAY_TASK_STEP=1",
                    NULL};
-    struct fr_shard sh = {0};
-    char err[256] = "";
-    assert_int_equal(fr_shard_parse("auto", env, &sh, err, sizeof err), 0);
-    assert_true(sh.enabled);
-    assert_int_equal(sh.index, 1);
-    assert_int_equal(sh.count, 3);
+    parse_ok("auto", env, 1, 3);
 
     /* --array=5-8: task 7 is shard 2 of 4 */
     char *env2[] = {"SLURM_ARRAY_TASK_ID=7", "SLURM_ARRAY_TASK_MIN=5", "SLURM_ARRAY_TASK_COUNT=4", NULL};
-    assert_int_equal(fr_shard_parse("auto", env2, &sh, err, sizeof err), 0);
-    assert_int_equal(sh.index, 2);
-    assert_int_equal(sh.count, 4);
+    parse_ok("auto", env2, 2, 4);
 
     /* --array=0-6:3 (0, 3, 6): task 6 is shard 2 of 3 */
     char *env3[] = {"SLURM_ARRAY_TASK_ID=6",    "SLURM_ARRAY_TASK_MIN=0",  "SLURM_ARRAY_TASK_MAX=6",
                     "SLURM_ARRAY_TASK_COUNT=3", "SLURM_ARRAY_TASK_STEP=3", NULL};
-    assert_int_equal(fr_shard_parse("auto", env3, &sh, err, sizeof err), 0);
-    assert_int_equal(sh.index, 2);
-    assert_int_equal(sh.count, 3);
+    parse_ok("auto", env3, 2, 3);
 }
 
 static void test_auto_pinned_count(void **state)
@@ -132,17 +122,11 @@ static void test_auto_pinned_count(void **state)
                    "SLURM_ARRAY_TASK_STEP=1",
                    "FITRUN_SHARD_COUNT=3",
                    NULL};
-    struct fr_shard sh = {0};
-    char err[256] = "";
-    assert_int_equal(fr_shard_parse("auto", env, &sh, err, sizeof err), 0);
-    assert_int_equal(sh.index, 2);
-    assert_int_equal(sh.count, 3);
+    parse_ok("auto", env, 2, 3);
     /* ... and a list rerun (--array=0,2) is fine too when pinned */
     char *env2[] = {"SLURM_ARRAY_TASK_ID=0",    "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=2",
                     "SLURM_ARRAY_TASK_COUNT=2", "FITRUN_SHARD_COUNT=3",   NULL};
-    assert_int_equal(fr_shard_parse("auto", env2, &sh, err, sizeof err), 0);
-    assert_int_equal(sh.index, 0);
-    assert_int_equal(sh.count, 3);
+    parse_ok("auto", env2, 0, 3);
 
     char *beyond[] = {"SLURM_ARRAY_TASK_ID=3", "FITRUN_SHARD_COUNT=3", NULL};
     parse_bad("auto", beyond, "SLURM_ARRAY_TASK_ID=3 is not a shard of FITRUN_SHARD_COUNT=3");

@@ -2021,14 +2021,10 @@ class _PutBack:
         # write every dict's and snapshot's reference count, a
         # copy-on-write fault on each of their pages in this fresh fork
         # (14 ms for 5,800 dicts here).
-        if self.read is None:
-            self.dicts = [(d, dict(dict.items(d))) for d, _ in self.dicts]
-        else:
-            now = self.read()
-            for i in (_DictVersions.moved(self.seen, now) if now != self.seen else ()):
-                d = self.dicts[i][0]
-                self.dicts[i] = (d, dict(dict.items(d)))
-            self.seen = now
+        moved, self.seen = self._moved(self.seen)
+        for i in moved:
+            d = self.dicts[i][0]
+            self.dicts[i] = (d, dict(dict.items(d)))
         self.loose = [(d, items) if self._same_dict(d, items) else (d, dict(dict.items(d))) for d, items in self.loose]
         if not self._same_lists():
             self.lists = [(lst, items) if self._same_list(lst, items) else (lst, list(lst)) for lst, items in self.lists]
@@ -2108,16 +2104,21 @@ class _PutBack:
             self.lists_seen = _copy(now)
         return same
 
-    def _moved_dicts(self, since):
-        """The dicts (with their items) that may have been written since
-        the reading `since`: those whose counter moved, or all of them
-        where there are no counters; and the reading now."""
+    def _moved(self, since):
+        """The places in self.dicts of the dicts that may have been written
+        since the reading `since`: those whose counter moved, or all of
+        them where there are no counters; and the reading now."""
         if self.read is None:
-            return self.dicts, None
+            return range(len(self.dicts)), None
         if self.read.same(since):
             return (), since
         now = self.read()
-        return ([self.dicts[i] for i in _DictVersions.moved(since, now)] if now != since else ()), now
+        return (_DictVersions.moved(since, now) if now != since else ()), now
+
+    def _moved_dicts(self, since):
+        """The dicts (with their items) of _moved, and the reading now."""
+        moved, now = self._moved(since)
+        return [self.dicts[i] for i in moved], now
 
     def restore(self):
         """Put everything back: '' (nothing had changed), 'put back', or
@@ -2245,14 +2246,10 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
             # call (argparse.ArgumentParser's `parents=[]`).
             # And its annotations (a package's: the user's are namespaces).
             if _FUNCTION_MODULE(v) not in skip:
-                kw = _FUNCTION_KWDEFAULTS(v)
-                try:
-                    ann = _FUNCTION_ANNOTATIONS(v)  # (from Python 3.14, evaluated now: it may raise)
-                except Exception:
-                    ann = None
+                kw, ann = _FUNCTION_KWDEFAULTS(v), _annotations(v)
                 todo += [(x, False) for x in (_FUNCTION_DEFAULTS(v) or ())] + \
                     ([(x, False) for x in dict.values(kw)] if type(kw) is dict else []) + \
-                    ([(ann, False)] if type(ann) is dict else [])
+                    ([(ann, False)] if ann is not None else [])
         elif isinstance(v, type):
             if _is_heap_type(v) and type.__dict__["__module__"].__get__(v) not in skip:
                 todo += [(x, False) for x in list(type.__dict__["__dict__"].__get__(v).values())]
@@ -2297,11 +2294,9 @@ def _heap_state(roots=None):
     found, seen = {}, set()
     todo = gc.get_objects() if roots is None else list(roots)
     descend = (dict, tuple, list) if roots is None else (dict, tuple, list, set, frozenset)
-    get = kinds.get
+    wanted = {t for t in set(map(type, todo)) if _state_kind(t, kinds) is not None}
     for o in todo:
-        t = type(o)
-        kind = get(t, False)
-        if (kind if kind is not False else _state_kind(t, kinds)) is not None:
+        if type(o) in wanted:
             found[id(o)] = o
     if roots is None and gc.is_tracked(_thread.allocate_lock()):
         # Every kind is one the collector tracks (locks since 3.10): all
@@ -2309,7 +2304,7 @@ def _heap_state(roots=None):
         return list(found.values())
     # About 300,000 references with arc-dsl's prelude: the type's entry is
     # looked up here, a function called only for a type not seen yet.
-    referents, tracked = gc.get_referents, gc.is_tracked
+    get, referents, tracked = kinds.get, gc.get_referents, gc.is_tracked
     while todo:
         for r in referents(todo.pop()):
             t = type(r)
@@ -2494,35 +2489,36 @@ class _ArrayWords:
         self.read_heads = _word_reader([id(a) + off for a in arrays for off in self.OFFSETS], peek)
         self.heads = self.read_heads()
         head = memoryview(self.heads).cast("Q")
-        shapes, data, self.unaligned = [], [], []
+        # Each array's data pointer, ndim, dtype and flags as first read
+        # (for agrees), and whether its bytes are read as words.
+        self.fields, self.as_words = [], []
+        shapes, data = [], []
         for i, a in enumerate(arrays):
-            ptr, nd, dims, strides = head[6 * i:6 * i + 4]
+            ptr, nd, dims, strides, descr, flags = head[6 * i:6 * i + 6]
             nd &= 0xFFFFFFFF  # an int, then padding
+            self.fields.append((ptr, nd, descr, flags))
             shapes += [dims + 8 * k for k in range(nd)] + [strides + 8 * k for k in range(nd)]
-            if a.nbytes % 8 == 0 and ptr % 8 == 0 and a.nbytes // 8 <= self.MAX_WORDS:
+            words = a.nbytes % 8 == 0 and ptr % 8 == 0 and a.nbytes // 8 <= self.MAX_WORDS
+            self.as_words.append(words)
+            if words:
                 data += [ptr + 8 * j for j in range(a.nbytes // 8)]
-            else:
-                self.unaligned.append(a)
+        self.unaligned = [a for a, words in zip(arrays, self.as_words) if not words]
         self.read_shapes, self.read_data = _word_reader(shapes, peek), _word_reader(data, peek)
         self.shapes, self.data = self.read_shapes(), self.read_data()
         self.unaligned_bytes = b"".join(map(memoryview, self.unaligned))
 
     def agrees(self):
         """Does the first reading say what numpy's fields say?"""
-        head = memoryview(self.heads).cast("Q")
         shapes = memoryview(self.shapes).cast("q")
-        at, words = 0, []
-        for i, a in enumerate(self.arrays):
-            ptr, nd, _, _, descr, flags = head[6 * i:6 * i + 6]
-            nd &= 0xFFFFFFFF
+        at = 0
+        for a, (ptr, nd, descr, flags) in zip(self.arrays, self.fields):
             if ptr != a.__array_interface__["data"][0] or nd != a.ndim or descr != id(a.dtype) or \
                     bool(flags & self.WRITEABLE) != a.flags.writeable or \
                     tuple(shapes[at:at + nd]) != a.shape or tuple(shapes[at + nd:at + 2 * nd]) != a.strides:
                 return False
             at += 2 * nd
-            if not any(a is b for b in self.unaligned):
-                words.append(bytes(memoryview(a).cast("B")))
-        return b"".join(words) == self.data
+        return b"".join(bytes(memoryview(a).cast("B")) for a, words in zip(self.arrays, self.as_words)
+                        if words) == self.data
 
     def same(self):
         """Every array as it was read first: fields, shape, bytes."""
@@ -3131,14 +3127,27 @@ class _FunctionFields:
     @staticmethod
     def builtin_place():
         """The byte offset of a builtin function's __module__ field, or None."""
-        probe, value = [].append, object()
+        places = _FunctionFields._places_in([].append, {"__module__": object()})
+        return places[0] if places else None
+
+    @staticmethod
+    def _places_in(probe, values):
+        """Assign each of values (attribute -> an object of its own) to the
+        probe; the byte offset of each one's field in it, in values' order,
+        or None where one is not found exactly once."""
         try:
-            probe.__module__ = value
+            for attr, v in values.items():
+                setattr(probe, attr, v)
             words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
         except (TypeError, ValueError, AttributeError):
             return None
-        at = [i for i, w in enumerate(words) if w == id(value)]
-        return at[0] * 8 if len(at) == 1 else None
+        out = []
+        for v in values.values():
+            at = [i for i, w in enumerate(words) if w == id(v)]
+            if len(at) != 1:
+                return None
+            out.append(at[0] * 8)
+        return out
 
     @classmethod
     def places(cls):
@@ -3152,19 +3161,7 @@ class _FunctionFields:
         values = {"__doc__": object(), "__name__": "".join(("fitrun", "_name")),
                   "__qualname__": "".join(("fitrun", "_qualname")), "__module__": object(),
                   "__annotations__": {}, "__dict__": {}}
-        try:
-            for attr, v in values.items():
-                setattr(probe, attr, v)
-            words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
-        except (TypeError, ValueError, AttributeError):
-            return None
-        out = []
-        for attr in cls.ATTRS:
-            at = [i for i, w in enumerate(words) if w == id(values[attr])]
-            if len(at) != 1:
-                return None
-            out.append(at[0] * 8)
-        return out
+        return cls._places_in(probe, {attr: values[attr] for attr in cls.ATTRS})
 
     def which(self):
         """Which field was assigned since the reading seen (once poisoned)."""
@@ -3680,10 +3677,7 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
         if f is not None and id(f) not in taken and library is not None:
             taken.add(id(f))
             _FUNCTION_DICT(f)
-            try:
-                _FUNCTION_ANNOTATIONS(f)  # (from Python 3.14, evaluated now: it may raise)
-            except Exception:
-                pass
+            _annotations(f)
             library.append((name, f))
         elif type(v) is types.BuiltinFunctionType and id(v) not in taken and builtin is not None:
             taken.add(id(v))
@@ -3741,6 +3735,17 @@ _FUNCTION_DICT = types.FunctionType.__dict__["__dict__"].__get__  # made where t
 _FUNCTION_DEFAULTS, _FUNCTION_KWDEFAULTS, _FUNCTION_MODULE = (
     types.FunctionType.__dict__[name].__get__ for name in ("__defaults__", "__kwdefaults__", "__module__"))
 _FUNCTION_ANNOTATIONS = types.FunctionType.__dict__["__annotations__"].__get__  # likewise
+
+
+def _annotations(f):
+    """f's annotations dict, made now where there is none; None when it is
+    not a dict or cannot be had (from Python 3.14 they are evaluated now,
+    which may raise)."""
+    try:
+        ann = _FUNCTION_ANNOTATIONS(f)
+    except Exception:
+        return None
+    return ann if type(ann) is dict else None
 _LRU_WRAPPER = getattr(__import__("functools"), "_lru_cache_wrapper", None)
 
 
@@ -3772,13 +3777,8 @@ def _function_namespaces(name, f, mine):
         real = gc.get_referents(registry)
         if len(real) == 1 and type(real[0]) is dict:
             out.append((f"dict {name}.registry", real[0], real[0]))
-    if mine:
-        try:
-            ann = _FUNCTION_ANNOTATIONS(f)  # (from Python 3.14, evaluated now: it may raise)
-        except Exception:
-            ann = None
-        if type(ann) is dict:
-            out.append((f"dict {name}.__annotations__", ann, ann))
+    if mine and (ann := _annotations(f)) is not None:
+        out.append((f"dict {name}.__annotations__", ann, ann))
     return out
 
 
