@@ -500,7 +500,7 @@ check_poison() {
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: functions' attributes, a singledispatch registration, logging, stdlib and numpy tables, an lru_cache's values (one the prelude filled, too), numpy 1's operators and printers, an array's flags: the next prediction sees what fork gives it" {
+@test "python reuse: functions' attributes (a library class's methods' too), a singledispatch registration, logging, stdlib and numpy tables, an lru_cache's values (one the prelude filled, too), numpy 1's operators and printers, an array's flags: the next prediction sees what fork gives it" {
     # Each pair: something honest code leaves on state the prelude's
     # modules share, then a prediction that would see it. Under reuse each
     # is put back, or the process is replaced; either way every result
@@ -516,6 +516,10 @@ check_poison() {
         job memo-after $'def transform(g):\n    return hasattr(objects, "memo")\n'
         job pad $'def transform(g):\n    np.pad.cache = {}\n    return 0\n'
         job pad-after $'def transform(g):\n    return hasattr(np.pad, "cache")\n'
+        job method $'def transform(g):\n    collections.Counter.most_common.seen = 1\n    return 0\n'
+        job method-after $'def transform(g):\n    return hasattr(collections.Counter.most_common, "seen")\n'
+        job kwmethod $'def transform(g):\n    json.JSONEncoder.__init__.__kwdefaults__["indent"] = 3\n    return 0\n'
+        job kwmethod-after $'def transform(g):\n    return json.JSONEncoder().indent\n'
         job seen $'def transform(g):\n    cells.seen[1] = 2\n    return 0\n'
         job seen-after $'def transform(g):\n    return len(cells.seen)\n'
         job doc $'def transform(g):\n    scale.__doc__ = "x"\n    return 0\n'
@@ -549,9 +553,9 @@ check_poison() {
     } > "$D/jobs.jsonl"
     same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0])' "$D/fork.jsonl")" = \
-        '[false,false,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],[[1,2,3],1],3,["array([1])","[1]"],true]' ]
+        '[false,false,false,null,0,null,2,0,"any",[0,0,0,"Level 25"],"m","none",[5,[1]],["none","?bh",999999],[1,2],[[1,2,3],1],3,["array([1])","[1]"],true]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
-        '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["warmed","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["warmed-after","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
+        '[["memo","poisoned: function fitrun_prelude.objects was changed (memo added)"],["pad","poisoned: function numpy.lib.arraypad.pad was changed (cache added)"],["method","poisoned: function collections.Counter.most_common was changed (seen added)"],["kwmethod","poisoned: dict json.encoder.JSONEncoder.__init__.__kwdefaults__ was changed (indent replaced)"],["seen","poisoned: fitrun_prelude.cells.seen was changed in place"],["doc","poisoned: function fitrun_prelude.scale'"'"'s __doc__ was assigned"],["kwdefaults","poisoned: dict fitrun_prelude.scale.__kwdefaults__ was changed (k replaced)"],["annotations","poisoned: dict fitrun_prelude.scale.__annotations__ was changed (x added)"],["dispatch","poisoned: dict fitrun_prelude.show.registry was changed (<class '"'int'"'> added)"],["warmed","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["warmed-after","poisoned: fitrun_prelude.warm, a cache the prelude filled, was called"],["flags","poisoned: fitrun_prelude.ARR was changed in place"]]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

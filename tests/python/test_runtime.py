@@ -1056,8 +1056,8 @@ class ReuseCheck(unittest.TestCase):
     def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
         # Its own attributes, its keyword-only defaults, a singledispatch
         # function's registry; its annotations for a function of the
-        # user's own; a staticmethod's function; not a stdlib class's
-        # methods. Each is found when written, on both paths.
+        # user's own; a staticmethod's function; a stdlib class's methods
+        # (not their annotations). Each is found when written, on both paths.
         def scenario(fr, base):
             import json
             import types
@@ -1073,7 +1073,9 @@ class ReuseCheck(unittest.TestCase):
         self.assertEqual(_in_reused_shape(scenario), [
             "module user_mod function user_mod.f dict user_mod.f.__kwdefaults__ dict user_mod.f.__annotations__ "
             "function user_mod.show dict user_mod.show.registry class user_mod.C function user_mod.C.s "
-            "dict user_mod.C.s.__annotations__ class user_mod.Enc"])
+            "dict user_mod.C.s.__annotations__ class user_mod.Enc function user_mod.Enc.__init__ "
+            "dict user_mod.Enc.__init__.__kwdefaults__ function user_mod.Enc.default function user_mod.Enc.encode "
+            "function user_mod.Enc.iterencode"])
 
     def test_the_fields_of_a_function_are_found_on_this_interpreter(self):
         # CPython 3.9-3.13: each of the six fields, at its own place.

@@ -3714,11 +3714,8 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
             kind, space = _held_namespace(v)
             if space is not None:
                 add(f"{kind} {name}.{key}", v, space)
-                if kind == "class" and mine and space.get("__module__") in own:
-                    add_functions(f"{name}.{key}", space, mine)
-                elif kind == "class" and not mine:
-                    for attr, m in list(space.items()):
-                        take_library(f"{name}.{key}.{attr}", m)
+                if kind == "class":  # its methods' dicts, as a module's functions'
+                    add_functions(f"{name}.{key}", space, mine and space.get("__module__") in own)
     # The plain objects the user's own modules keep inside their data
     # (`REG = {"a": Obj()}`): their namespaces too.
     if nested is None:
