@@ -16,17 +16,33 @@
  * keeps every object it names alive, and they write nothing but `out`. */
 #include "fitrun/sandbox.h"
 
+/* How many words ahead the word readers ask for a word's cache line. The
+ * words lie in thousands of objects that a prediction's own allocations
+ * have pushed out of the caches by the time the check runs, so a read is
+ * a miss that the processor's own look-ahead overlaps only a few at a
+ * time. Asked for 192 words ahead, the fields of 5,000 functions (31,000
+ * words, cold) are read in about half the time, the counters of 7,000
+ * dicts in 0.6 of it (bench/peek_cold.py); a prefetch never faults, and
+ * past the end none is asked for. */
+enum { PEEK_AHEAD = 192, PEEK_AHEAD_OBJECTS = 16 };
+
 void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (i + PEEK_AHEAD < n)
+            __builtin_prefetch(addrs[i + PEEK_AHEAD]);
         out[i] = *addrs[i];
+    }
 }
 
 size_t fr_peek_differs(const uint64_t *const *addrs, const uint64_t *want, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (i + PEEK_AHEAD < n)
+            __builtin_prefetch(addrs[i + PEEK_AHEAD]);
         if (*addrs[i] != want[i])
             return i;
+    }
     return n;
 }
 
@@ -35,6 +51,8 @@ size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_a
 {
     size_t k = 0; /* the words all the arrays take */
     for (size_t i = 0; i < n; i++) {
+        if (i + PEEK_AHEAD_OBJECTS < n)
+            __builtin_prefetch(objs[i + PEEK_AHEAD_OBJECTS] + count_at);
         uint64_t count = *(const uint64_t *)(const void *)(objs[i] + count_at);
         if (k < cap)
             out[k] = count;

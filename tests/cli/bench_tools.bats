@@ -125,3 +125,12 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
         grep -qE "^$part +[0-9]+ +[0-9]+$" <<<"$output"
     done
 }
+
+@test "peek_cold: both word readers, with and without the look-ahead, on the runtime's own addresses" {
+    run --separate-stderr /usr/bin/python3 "$SRC/bench/peek_cold.py" --build "${FITRUN_BUILD:-$(dirname "$FITRUN")}" \
+        --prelude "$MINI/prelude.py" --reps 5 --evict-mib 1
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    grep -qE '^\| function fields +\| [0-9]+ functions, [0-9]+ builtins, [0-9]+ words +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
+    grep -qE '^\| namespace counters +\| [0-9]+ dicts +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
+}
