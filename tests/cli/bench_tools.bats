@@ -134,3 +134,16 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
     grep -qE '^\| function fields +\| [0-9]+ functions, [0-9]+ builtins, [0-9]+ words +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
     grep -qE '^\| namespace counters +\| [0-9]+ dicts +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
 }
+
+@test "reuse_check: the check alone passes, hot and after the runtime's own writes with the caches flushed" {
+    local mode
+    for mode in "" "--after-prediction --evict-mib 1"; do
+        # shellcheck disable=SC2086 # $mode: two options or none
+        run --separate-stderr /usr/bin/python3 "$SRC/bench/reuse_check.py" --prelude "$MINI/prelude.py" --loops 5 \
+            --sandbox-lib "${FITRUN_BUILD:-$(dirname "$FITRUN")}/lib/libfitrun_sandbox.so" $mode
+        echo "$output"; echo "$stderr"
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ ^python\ 3\.[0-9]+\.[0-9]+:\ namespaces\ [0-9]+ ]]
+        [ "$(grep -cE "^check '': [0-9]+ µs$" <<<"$output")" -eq 3 ]
+    done
+}

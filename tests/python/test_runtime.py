@@ -1302,6 +1302,53 @@ class ReuseCheck(unittest.TestCase):
         self.assertTrue(any(x is func for x in fr._heap_state()))
         del keep
 
+    @unittest.skipUnless(LIB, "needs libfitrun_sandbox.so")
+    def test_linecaches_cache_is_compared_entry_by_entry_and_put_back(self):
+        # The runtime writes it for every prediction (its source), so it is
+        # not among the counted tables, whose counters then stay put.
+        def scenario(fr, base):
+            import linecache
+            put = base.containers
+            out = [str(any(d is linecache.cache for d, _ in put.loose)),
+                   str(any(d is linecache.cache for d, _ in put.dicts)), base.check()]
+            linecache.cache[fr.PREDICTION_FILE] = (1, None, ["x\n"], fr.PREDICTION_FILE)
+            linecache.cache.pop(fr.PREDICTION_FILE)
+            out += [base.check(), str(put.read.same(put.seen))]
+            linecache.cache["/honest.py"] = (1, None, ["x\n"], "/honest.py")
+            out += [base.check(), str("/honest.py" in linecache.cache)]
+            return out
+        self.assertEqual(_in_reused_shape(scenario, peek=True), ["True", "False", "", "", "True", "", "False"])
+
+    @unittest.skipUnless(_has_numpy() and LIB, "needs numpy and libfitrun_sandbox.so")
+    def test_numpys_global_generator_is_read_as_words_and_every_change_of_its_state_moves_them(self):
+        # The put-back skips set_state only where the words still read as
+        # set_state left them: a draw, a gaussian cached or taken, a seed,
+        # a state set with only the cached gaussian changed each move them;
+        # set_state with the state taken then brings them back.
+        def scenario(fr, base):
+            import numpy as np
+            state = fr._Baseline._numpy_state()
+            words = fr._numpy_rng_words(state, base.ns.peek)
+            read, seen = words
+            rng = state[3]
+            out = [str(fr._numpy_rng_words(state, None)), str(read.same(seen))]
+
+            def cached_gaussian_only():
+                s = list(np.random.get_state())
+                s[3], s[4] = 1, 42.0
+                np.random.set_state(tuple(s))
+            for name, change in (("random", np.random.random), ("gaussian", np.random.standard_normal),
+                                 ("seed", lambda: np.random.seed(5)), ("cached gaussian", cached_gaussian_only),
+                                 ("nothing", lambda: None)):
+                change()
+                moved = not read.same(seen)
+                np.random.set_state(rng)
+                out.append(f"{name} {moved} {read.same(seen)}")
+            return out
+        self.assertEqual(_in_reused_shape(scenario, peek=True),
+                         ["None", "True", "random True True", "gaussian True True", "seed True True",
+                          "cached gaussian True True", "nothing False True"])
+
     @unittest.skipUnless(_has_numpy() and LIB, "needs numpy and libfitrun_sandbox.so")
     def test_a_packages_arrays_are_compared_as_words_first_and_every_change_moves_them(self):
         def scenario(fr, base):

@@ -1254,6 +1254,12 @@ class _Namespaces:
         # (not on 3.13: _DictVersions.kinds); else compared every time.
         if "object" in kinds:
             dicts, objects = dicts + objects, []
+        # linecache's cache holds each prediction's source while it runs
+        # (Runner.run_job): its counter moves for every prediction, which
+        # would make every put-back read and search all the counters. It is
+        # compared entry by entry instead (it is empty between predictions).
+        objects = objects + [d for d in dicts if d is linecache.cache]
+        dicts = [d for d in dicts if d is not linecache.cache]
         self.containers = _PutBack(dicts, found["lists"], self.peek, counted, found["sets"], loose=objects,
                                    slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"])
 
@@ -1477,6 +1483,7 @@ class _Baseline:
         self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.random = self._random_state()
         self.numpy = self._numpy_state()
+        self.numpy_rng = _numpy_rng_words(self.numpy, namespaces.peek)
         self.numpy_hooks, self.numpy_printers = self._numpy_hooks()
         self.generators = _user_generators(namespaces.user_modules)
         self.caches = _user_caches(namespaces.user_modules, namespaces.user_lru)
@@ -1756,7 +1763,9 @@ class _Baseline:
             if not _same_options(np.get_printoptions(), printopts):
                 np.set_printoptions(**printopts)
                 self.acted = True
-            np.random.set_state(rng)
+            words = self.numpy_rng
+            if words is None or not words[0].same(words[1]):
+                np.random.set_state(rng)
         for put_back in self.numpy_hooks:
             self.acted = put_back() or self.acted
         for put_back in self.generators:
@@ -1772,6 +1781,35 @@ class _Baseline:
                 return why
             self.acted = self.acted or bool(why)
         return ""
+
+
+def _numpy_rng_words(numpy_state, peek):
+    """(reader, reading) of the words that hold the state of numpy's global
+    RandomState, as np.random.set_state(its state then) leaves them: the
+    RandomState object's own fields past its reference count (the cached
+    gaussian and whether there is one, the binomial's cache) and its bit
+    generator's from the state's address to its end (MT19937's key and
+    position). Where they still read so, that set_state (19 µs) would
+    write what is there, and the put-back skips it; a prediction that drew
+    from the generator, seeded it or set its state moved them. None (always
+    set_state) without the sandbox library's reader, or where numpy does
+    not show the state's address."""
+    if numpy_state is None or peek is None or numpy_state[6] is None:
+        return None
+    np, rng, (_, rand, bitgen) = numpy_state[0], numpy_state[3], numpy_state[6]
+    try:
+        start = int(bitgen.ctypes.state_address)
+    except Exception:
+        return None
+    ends = id(bitgen) + type(bitgen).__basicsize__
+    if not (id(bitgen) < start < ends) or start % 8:
+        return None
+    word = 8
+    addrs = [id(rand) + o for o in range(word, type(rand).__basicsize__ - word + 1, word)] + \
+        list(range(start, ends - word + 1, word))
+    np.random.set_state(rng)  # the words as the put-back leaves them
+    read = _word_reader(addrs, peek)
+    return read, read()
 
 
 class _RecordedRegistrations:
