@@ -1231,6 +1231,22 @@ class ReuseCheck(unittest.TestCase):
                 "print(out)\n")
         self._on_every_interpreter(code, "[True, True, False, 'put back', -7, True, {}, {'a': 1}]")
 
+    @unittest.skipUnless(LIB, "needs libfitrun_sandbox.so")
+    def test_a_partials_fields_are_read_as_words_and_each_one_changed_moves_them_on_every_interpreter(self):
+        # Found by a self-test on each interpreter; another function,
+        # arguments or keywords (by __setstate__, the only way to set them)
+        # each moves the words, and each is put back.
+        code = ("import functools\np = functools.partial(max, 1, key=abs)\n"
+                "put = fr._PutBack([], partials=[p], peek=peek)\nout = [fr._partial_places() is not None,"
+                " put.read_partials.same(put.partial_words)]\nfunc, args, kw = p.func, p.args, p.keywords\n"
+                "for state in ((min, args, kw, None), (func, (5,), kw, None), (func, args, {'key': None}, None)):\n"
+                "    p.__setstate__(state)\n"
+                "    out += [put.read_partials.same(put.partial_words), put.restore(),"
+                " put.read_partials.same(put.partial_words), p(-7)]\n"
+                "print(out)\n")
+        self._on_every_interpreter(code, "[True, True, False, 'put back', True, -7, False, 'put back', True, -7, "
+                                   "False, 'put back', True, -7]", peek=True)
+
     @unittest.skipUnless(_has_numpy(), "needs numpy")
     def test_a_packages_array_changed_in_place_is_put_back_and_one_reshaped_is_poisoning(self):
         def scenario(fr, base):

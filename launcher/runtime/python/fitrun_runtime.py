@@ -2047,6 +2047,12 @@ class _PutBack:
         self.slots = _Slots(slotted, peek) if slotted else None
         self.partials = [(p, self._partial_fields(p)) for p in partials if type(p) is _PARTIAL]
         self.partials_seen = self._partials_now()
+        # Their three fields also as words (no call per field), where the
+        # library reads them and a self-test finds where they lie.
+        places = _partial_places() if peek is not None and self.partials else None
+        self.read_partials = _word_reader([id(p) + o for p, _ in self.partials for o in places], peek) \
+            if places else None
+        self.partial_words = self.read_partials() if self.read_partials is not None else None
         self.arrays = _Arrays(arrays, peek) if arrays else None
         self.collect = gc.collect
 
@@ -2080,6 +2086,8 @@ class _PutBack:
         if self._changed_partials():
             self.partials = [(p, self._partial_fields(p)) for p, _ in self.partials]
             self.partials_seen = self._partials_now()
+            if self.read_partials is not None:
+                self.partial_words = self.read_partials()
         if self.arrays is not None and not self.arrays.same():
             self.arrays = _Arrays(self.arrays.arrays, self.peek)
 
@@ -2100,6 +2108,8 @@ class _PutBack:
 
     def _changed_partials(self):
         """(partial, its fields then) of each whose fields changed."""
+        if self.read_partials is not None and self.read_partials.same(self.partial_words):
+            return []
         if self.partials_seen is not None and all(map(_is, self._partials_now(), self.partials_seen)):
             return []
         return [(p, was) for p, was in self.partials if not all(map(_is, self._partial_fields(p), was))]
@@ -2164,7 +2174,7 @@ class _PutBack:
         tables again (its finalizer is the prediction's code: it runs only
         after everything is back, and what it did is then looked at)."""
         keep = []  # what putting back takes out: freed only once everything is back
-        dicts, _ = self._moved_dicts(self.seen)
+        dicts, now = self._moved_dicts(self.seen)
         for d, items in _chain((dicts, self.loose)):
             if not self._same_dict(d, items):
                 keep.append(dict.copy(d))
@@ -2210,7 +2220,9 @@ class _PutBack:
                     (self.arrays is not None and not self.arrays.same()):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
-            self.seen = self.read()
+            # Where nothing was put back, nothing here wrote them: the
+            # reading above stands.
+            self.seen = self.read() if put else now
         return "put back" if put else ""
 
 
@@ -2564,10 +2576,39 @@ class _ArrayWords:
             self.read_data() == self.data and b"".join(map(memoryview, self.unaligned)) == self.unaligned_bytes
 
 
+def _places_of(probe, values):
+    """The byte offset in the probe (a CPython object, 8-byte words) of the
+    field that holds each of values (objects the probe holds, each its
+    own), in their order; None where one is not found exactly once."""
+    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    try:
+        words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
+    except (TypeError, ValueError):
+        return None
+    out = []
+    for v in values:
+        at = [i for i, w in enumerate(words) if w == id(v)]
+        if len(at) != 1:
+            return None
+        out.append(at[0] * 8)
+    return out
+
+
 _PARTIAL = __import__("functools").partial
 _PARTIAL_FUNC, _PARTIAL_ARGS, _PARTIAL_KEYWORDS = (
     type.__dict__["__dict__"].__get__(_PARTIAL)[name].__get__ for name in ("func", "args", "keywords"))
 _PARTIAL_SETSTATE = _PARTIAL.__setstate__
+
+
+def _partial_places():
+    """The byte offsets of a functools.partial's function, arguments and
+    keywords in it (a self-test on a partial of values of its own), or
+    None."""
+    def probe():
+        pass
+    p = _PARTIAL(probe, object(), key=object())
+    return _places_of(p, (_PARTIAL_FUNC(p), _PARTIAL_ARGS(p), _PARTIAL_KEYWORDS(p)))
 _DEFAULTDICT = __import__("collections").defaultdict
 _DEFAULT_FACTORY = _DEFAULTDICT.__dict__["default_factory"]
 
@@ -3176,16 +3217,9 @@ class _FunctionFields:
         try:
             for attr, v in values.items():
                 setattr(probe, attr, v)
-            words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
         except (TypeError, ValueError, AttributeError):
             return None
-        out = []
-        for v in values.values():
-            at = [i for i, w in enumerate(words) if w == id(v)]
-            if len(at) != 1:
-                return None
-            out.append(at[0] * 8)
-        return out
+        return _places_of(probe, values.values())
 
     @classmethod
     def places(cls):
