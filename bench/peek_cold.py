@@ -9,8 +9,9 @@ word's cache line ahead of the read) against the same loops without that
 With the interpreter warm (the prelude run as the zygote runs it, FILE's
 directory on sys.path), the runtime's own _namespaces and
 _FunctionFields take what a reused process compares after every
-prediction: the fields of every function (fr_peek_differs) and the write
-counters of every namespace (fr_peek_words). Before each read EVICT MiB
+prediction: the fields of every function (fr_peek_differs), the write
+counters of every namespace (fr_peek_words), and what the standard
+library's and packages' lists and sets hold (fr_peek_arrays). Before each read EVICT MiB
 are written, as a prediction's own allocations push those lines out of
 the caches. The two readers alternate, REPS reads each. Prints one
 table; nothing is written.
@@ -38,6 +39,25 @@ void plain_words(const uint64_t *const *addrs, uint64_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = *addrs[i];
+}
+/* fr_peek_arrays' loop, for arrays that fit (the reader is sized so). */
+size_t plain_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t add,
+                    uint64_t mult, uint64_t *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t count = *(const uint64_t *)(const void *)(objs[i] + count_at);
+        uint64_t words = (count + add) * mult;
+        if (k + 1 + words > cap)
+            return SIZE_MAX;
+        out[k++] = count;
+        const uint64_t *items = *(const uint64_t *const *)(const void *)(objs[i] + items_at);
+        for (uint64_t j = 0; j < words; j++)
+            out[k++] = items[j];
+    }
+    for (size_t j = k; j < cap; j++)
+        out[j] = 0;
+    return k;
 }
 """
 
@@ -86,6 +106,9 @@ def main():
     field_addrs = [id(f) + o for _, f in fields.functions for o in fields.offsets] + \
         [id(b) + fields.builtin_offset for _, b in fields.builtins]
     dicts = [d if type(d) is dict else fr.gc.get_referents(d)[0] for _, d in spaces]
+    found = fr._module_containers(list(sys.modules.items()), [], set())
+    containers = [(kind, [x for x in found[kind + "s"] if type(x) is kind_type])
+                  for kind, kind_type in (("list", list), ("set", set))]
     tag_addrs = [id(d) + fr._DictVersions.OFFSET for d in dicts]
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,6 +130,20 @@ def main():
             ("namespace counters", f"{nt} dicts", lambda: plain.plain_words(tw, out, nt) or True,
              lambda: peek(tw, out, nt) or True),
         ]
+        plain.plain_arrays.argtypes = peek.arrays.argtypes
+        plain.plain_arrays.restype = ctypes.c_size_t
+        for kind, objs in containers:
+            layout = fr._array_layout(list if kind == "list" else set, peek)
+            if layout is None or not objs:
+                continue
+            where = (ctypes.c_void_p * len(objs))(*map(id, objs))
+            cap = peek.arrays(where, len(objs), *layout, None, 0) + 64
+            buf = (ctypes.c_uint64 * cap)()
+
+            def reads(f, where=where, objs=objs, layout=layout, cap=cap, buf=buf):
+                return lambda: f(where, len(objs), *layout, buf, cap) <= cap
+            cases.append((f"{kind}s' items", f"{len(objs)} {kind}s, {cap - 64} words",
+                          reads(plain.plain_arrays), reads(peek.arrays)))
         junk = bytearray(a.evict_mib << 20)
         times = {(name, who): [] for name, *_ in cases for who in ("plain", "fitrun")}
         for _ in range(a.reps):

@@ -133,6 +133,7 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
     [ "$status" -eq 0 ]
     grep -qE '^\| function fields +\| [0-9]+ functions, [0-9]+ builtins, [0-9]+ words +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
     grep -qE '^\| namespace counters +\| [0-9]+ dicts +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
+    grep -qE '^\| lists. items +\| [0-9]+ lists, [0-9]+ words +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+× \|$' <<<"$output"
 }
 
 @test "reuse_check: the check alone passes, hot and after the runtime's own writes with the caches flushed" {
