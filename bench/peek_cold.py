@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """peek_cold.py — the reuse check's word readers on cold memory: fitrun's
-sandbox library (fr_peek_differs, fr_peek_words, which ask for each
-word's cache line ahead of the read) against the same loops without that
-(compiled here with cc), on the addresses the check really reads.
+sandbox library (fr_peek_differs, fr_peek_words, fr_peek_arrays, which ask for each
+word's cache line ahead of the read) against the same file built here
+with cc without that (FR_PEEK_NO_LOOKAHEAD), on the addresses the check
+really reads.
 
     /usr/bin/python3 bench/peek_cold.py --build build [--prelude FILE] [--reps 200] [--evict-mib 8]
 
@@ -25,48 +26,16 @@ import sys
 import tempfile
 import time
 
-PLAIN = r"""
-#include <stddef.h>
-#include <stdint.h>
-size_t plain_differs(const uint64_t *const *addrs, const uint64_t *want, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (*addrs[i] != want[i])
-            return i;
-    return n;
-}
-void plain_words(const uint64_t *const *addrs, uint64_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = *addrs[i];
-}
-/* fr_peek_arrays' loop, for arrays that fit (the reader is sized so). */
-size_t plain_arrays(const unsigned char *const *objs, size_t n, size_t count_at, size_t items_at, uint64_t add,
-                    uint64_t mult, uint64_t *out, size_t cap)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t count = *(const uint64_t *)(const void *)(objs[i] + count_at);
-        uint64_t words = (count + add) * mult;
-        if (k + 1 + words > cap)
-            return SIZE_MAX;
-        out[k++] = count;
-        const uint64_t *items = *(const uint64_t *const *)(const void *)(objs[i] + items_at);
-        for (uint64_t j = 0; j < words; j++)
-            out[k++] = items[j];
-    }
-    for (size_t j = k; j < cap; j++)
-        out[j] = 0;
-    return k;
-}
-"""
+
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 def load_plain(tmp):
-    src, lib = os.path.join(tmp, "plain.c"), os.path.join(tmp, "libplain.so")
-    with open(src, "w") as f:
-        f.write(PLAIN)
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, src], check=True)
+    """sandbox/peek.c built without its look-ahead (FR_PEEK_NO_LOOKAHEAD)."""
+    lib = os.path.join(tmp, "libplain.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-DFR_PEEK_NO_LOOKAHEAD", "-I", os.path.join(SRC, "include"),
+                    "-o", lib, os.path.join(SRC, "sandbox", "peek.c")], check=True)
     return ctypes.CDLL(lib)
 
 
@@ -113,11 +82,11 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         plain = load_plain(tmp)
-        for f in (plain.plain_differs, peek.differs):
+        for f in (plain.fr_peek_differs, peek.differs):
             f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
             f.restype = ctypes.c_size_t
-        plain.plain_words.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-        plain.plain_words.restype = None
+        plain.fr_peek_words.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        plain.fr_peek_words.restype = None
         fw = (ctypes.c_void_p * len(field_addrs))(*field_addrs)
         nf = len(field_addrs)
         seen = fields.read()
@@ -126,12 +95,12 @@ def main():
         out = (ctypes.c_uint64 * nt)()
         cases = [
             ("function fields", f"{len(fields.functions)} functions, {len(fields.builtins)} builtins, {nf} words",
-             lambda: plain.plain_differs(fw, seen, nf) == nf, lambda: peek.differs(fw, seen, nf) == nf),
-            ("namespace counters", f"{nt} dicts", lambda: plain.plain_words(tw, out, nt) or True,
+             lambda: plain.fr_peek_differs(fw, seen, nf) == nf, lambda: peek.differs(fw, seen, nf) == nf),
+            ("namespace counters", f"{nt} dicts", lambda: plain.fr_peek_words(tw, out, nt) or True,
              lambda: peek(tw, out, nt) or True),
         ]
-        plain.plain_arrays.argtypes = peek.arrays.argtypes
-        plain.plain_arrays.restype = ctypes.c_size_t
+        plain.fr_peek_arrays.argtypes = peek.arrays.argtypes
+        plain.fr_peek_arrays.restype = ctypes.c_size_t
         for kind, objs in containers:
             layout = fr._array_layout(list if kind == "list" else set, peek)
             if layout is None or not objs:
@@ -143,7 +112,7 @@ def main():
             def reads(f, where=where, objs=objs, layout=layout, cap=cap, buf=buf):
                 return lambda: f(where, len(objs), *layout, buf, cap) <= cap
             cases.append((f"{kind}s' items", f"{len(objs)} {kind}s, {cap - 64} words",
-                          reads(plain.plain_arrays), reads(peek.arrays)))
+                          reads(plain.fr_peek_arrays), reads(peek.arrays)))
         junk = bytearray(a.evict_mib << 20)
         times = {(name, who): [] for name, *_ in cases for who in ("plain", "fitrun")}
         for _ in range(a.reps):

@@ -27,11 +27,19 @@
  * a prefetch never faults, and past the end none is asked for. */
 enum { PEEK_AHEAD = 192, PEEK_AHEAD_OBJECTS = 16 };
 
+/* bench/peek_cold.py builds this file a second time without the
+ * look-ahead, as the plain loops it is measured against. */
+#ifdef FR_PEEK_NO_LOOKAHEAD
+#define PEEK_PREFETCH(p) ((void)0)
+#else
+#define PEEK_PREFETCH(p) __builtin_prefetch(p)
+#endif
+
 void fr_peek_words(const uint64_t *const *addrs, uint64_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (i + PEEK_AHEAD < n)
-            __builtin_prefetch(addrs[i + PEEK_AHEAD]);
+            PEEK_PREFETCH(addrs[i + PEEK_AHEAD]);
         out[i] = *addrs[i];
     }
 }
@@ -40,7 +48,7 @@ size_t fr_peek_differs(const uint64_t *const *addrs, const uint64_t *want, size_
 {
     for (size_t i = 0; i < n; i++) {
         if (i + PEEK_AHEAD < n)
-            __builtin_prefetch(addrs[i + PEEK_AHEAD]);
+            PEEK_PREFETCH(addrs[i + PEEK_AHEAD]);
         if (*addrs[i] != want[i])
             return i;
     }
@@ -55,9 +63,9 @@ size_t fr_peek_arrays(const unsigned char *const *objs, size_t n, size_t count_a
         /* Two steps ahead: an object's head, and the items of the one
          * whose head was asked for half that many objects ago. */
         if (i + PEEK_AHEAD_OBJECTS < n)
-            __builtin_prefetch(objs[i + PEEK_AHEAD_OBJECTS] + count_at);
+            PEEK_PREFETCH(objs[i + PEEK_AHEAD_OBJECTS] + count_at);
         if (i + PEEK_AHEAD_OBJECTS / 2 < n)
-            __builtin_prefetch(*(const void *const *)(const void *)(objs[i + PEEK_AHEAD_OBJECTS / 2] + items_at));
+            PEEK_PREFETCH(*(const void *const *)(const void *)(objs[i + PEEK_AHEAD_OBJECTS / 2] + items_at));
         uint64_t count = *(const uint64_t *)(const void *)(objs[i] + count_at);
         if (k < cap)
             out[k] = count;
