@@ -81,12 +81,7 @@ def main():
     tag_addrs = [id(d) + fr._DictVersions.OFFSET for d in dicts]
 
     with tempfile.TemporaryDirectory() as tmp:
-        plain = load_plain(tmp)
-        for f in (plain.fr_peek_differs, peek.differs):
-            f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
-            f.restype = ctypes.c_size_t
-        plain.fr_peek_words.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-        plain.fr_peek_words.restype = None
+        plain = fr._peek_words(load_plain(tmp))  # typed as the runtime types the library's
         fw = (ctypes.c_void_p * len(field_addrs))(*field_addrs)
         nf = len(field_addrs)
         seen = fields.read()
@@ -95,12 +90,10 @@ def main():
         out = (ctypes.c_uint64 * nt)()
         cases = [
             ("function fields", f"{len(fields.functions)} functions, {len(fields.builtins)} builtins, {nf} words",
-             lambda: plain.fr_peek_differs(fw, seen, nf) == nf, lambda: peek.differs(fw, seen, nf) == nf),
-            ("namespace counters", f"{nt} dicts", lambda: plain.fr_peek_words(tw, out, nt) or True,
+             lambda: plain.differs(fw, seen, nf) == nf, lambda: peek.differs(fw, seen, nf) == nf),
+            ("namespace counters", f"{nt} dicts", lambda: plain(tw, out, nt) or True,
              lambda: peek(tw, out, nt) or True),
         ]
-        plain.fr_peek_arrays.argtypes = peek.arrays.argtypes
-        plain.fr_peek_arrays.restype = ctypes.c_size_t
         for kind, objs in containers:
             layout = fr._array_layout(list if kind == "list" else set, peek)
             if layout is None or not objs:
@@ -112,7 +105,7 @@ def main():
             def reads(f, where=where, objs=objs, layout=layout, cap=cap, buf=buf):
                 return lambda: f(where, len(objs), *layout, buf, cap) <= cap
             cases.append((f"{kind}s' items", f"{len(objs)} {kind}s, {cap - 64} words",
-                          reads(plain.fr_peek_arrays), reads(peek.arrays)))
+                          reads(plain.arrays), reads(peek.arrays)))
         junk = bytearray(a.evict_mib << 20)
         times = {(name, who): [] for name, *_ in cases for who in ("plain", "fitrun")}
         for _ in range(a.reps):

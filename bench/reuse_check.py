@@ -41,16 +41,14 @@ sys.path.insert(0, RUNTIME_DIR)
 import fitrun_runtime as fr  # noqa: E402
 
 
-def as_prediction(evict):
+def as_prediction():
     """What the runtime writes around a prediction (Runner.fresh_globals,
-    run_job), then `evict` called (None: not)."""
+    run_job)."""
     import linecache
     import types
     sys.modules["__prediction__"] = types.ModuleType("__prediction__")
     linecache.cache[fr.PREDICTION_FILE] = (1, None, ["pass\n"], fr.PREDICTION_FILE)
     linecache.cache.pop(fr.PREDICTION_FILE, None)
-    if evict is not None:
-        evict()
 
 
 def measure(loops, namespaces, recorded, peek, prediction=False, evict_mib=0):
@@ -75,8 +73,8 @@ def measure(loops, namespaces, recorded, peek, prediction=False, evict_mib=0):
             spent = 0
             for _ in range(loops):
                 if prediction:
-                    as_prediction(evict)
-                elif evict is not None:
+                    as_prediction()
+                if evict is not None:
                     evict()
                 t = time.perf_counter_ns()
                 why = base.check()

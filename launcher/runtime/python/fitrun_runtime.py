@@ -1794,9 +1794,12 @@ def _numpy_rng_words(numpy_state, peek):
     from the generator, seeded it or set its state moved them. None (always
     set_state) without the sandbox library's reader, or where numpy does
     not show the state's address."""
-    if numpy_state is None or peek is None or numpy_state[6] is None:
+    if numpy_state is None or peek is None:
         return None
-    np, rng, (_, rand, bitgen) = numpy_state[0], numpy_state[3], numpy_state[6]
+    np, _, _, rng, _, _, bitgen_of = numpy_state  # _Baseline._numpy_state's
+    if bitgen_of is None:
+        return None
+    _, rand, bitgen = bitgen_of
     try:
         start = int(bitgen.ctypes.state_address)
     except Exception:
@@ -2609,6 +2612,8 @@ def _partial_places():
         pass
     p = _PARTIAL(probe, object(), key=object())
     return _places_of(p, (_PARTIAL_FUNC(p), _PARTIAL_ARGS(p), _PARTIAL_KEYWORDS(p)))
+
+
 _DEFAULTDICT = __import__("collections").defaultdict
 _DEFAULT_FACTORY = _DEFAULTDICT.__dict__["default_factory"]
 
@@ -3225,9 +3230,6 @@ class _FunctionFields:
     def places(cls):
         """The byte offset of each of ATTRS' fields in a function object,
         or None."""
-        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
-            return None
-
         def probe():
             pass
         values = {"__doc__": object(), "__name__": "".join(("fitrun", "_name")),
@@ -3815,6 +3817,8 @@ def _annotations(f):
     except Exception:
         return None
     return ann if type(ann) is dict else None
+
+
 _LRU_WRAPPER = getattr(__import__("functools"), "_lru_cache_wrapper", None)
 
 
