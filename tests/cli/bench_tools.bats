@@ -67,6 +67,9 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
     grep -q "one launcher at [0-9]* µs of its own CPU per prediction tops out at" "$D/scale/scale.md"
     grep -q "^Machine: .* CPUs .* Linux .*; Python 3\." "$D/scale/scale.md"
     [ "$(wc -l < "$D/scale/scale.jsonl")" -ge 2 ]
+    # The plot, drawn by Debian's python3-matplotlib (scripts/dev setup installs it)
+    [ "$(head -c 8 "$D/scale/scale.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+    [[ "$stderr" == *"scale: wrote $D/scale/scale.png"* ]]
 }
 
 @test "device_pack: a pack that runs scale.sh with only its own libraries, the corpus's profile passing LD_LIBRARY_PATH" {

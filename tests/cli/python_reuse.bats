@@ -280,7 +280,7 @@ check_poison() {
     fork_and_reuse "$want" "$want"
 }
 
-@test "python reuse: what the stdlib's lru_caches hold (typing's), a stdlib object's slots, a functools.partial's keywords and state, a dict subclass's entries, a function's default list, a package's array and a cache in the prelude's closures are put back or emptied; a callable object's attributes are checked: the next prediction sees what fork gives it" {
+@test "python reuse: what the stdlib's lru_caches hold (typing's), a stdlib object's slots, a functools.partial's keywords and state, a dict subclass's entries, a function's default list, a package's array, a threading.Condition's waiters (a deque) and a cache in the prelude's closures are put back or emptied; a callable object's attributes are checked: the next prediction sees what fork gives it" {
     # typing gives one typing.List[int] to every caller, from a
     # functools.lru_cache kept in C: an entry the zygote had (Optional[str])
     # is put back with the stdlib's containers, one a prediction made
@@ -322,9 +322,14 @@ check_poison() {
         # numpy.polynomial's module-level arrays are writable.
         job array $'import numpy as np\nnp.polynomial.polynomial.polyx[0] = 5\ndef transform(g):\n    return g\n'
         job array-after $'import numpy as np\ndef transform(g):\n    return [np.polynomial.polynomial.polyx.tolist()]\n'
+        # A Condition keeps its waiters in a deque: the main thread's
+        # `_started` is never waited on again, so what is left there stays.
+        job deque $'import threading\nthreading.main_thread()._started._cond._waiters.append("P9")\ndef transform(g):\n    return g\n'
+        job deque-after $'import threading\ndef transform(g):\n    return list(threading.main_thread()._started._cond._waiters)\n'
     } > "$D/jobs.jsonl"
     same_as_fork
     [ "$(r "$D/fork.jsonl" before .outputs)" = '[["typing.List[int]","typing.Optional[str]","typing.Dict[str, int]","typing.ClassVar",[1,2],2,2]]' ]
+    [ "$(r "$D/fork.jsonl" deque-after .outputs)" = '[[]]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = '[["callable","poisoned: object fitrun_prelude.add was changed (k replaced)"],["vectorize","poisoned: object fitrun_prelude.vec was changed (pyfunc replaced)"],["alias","poisoned: object typing.List was changed (_name replaced)"]]' ] || { cat "$D/reuse.jsonl"; false; }
 }
 
@@ -394,9 +399,13 @@ check_poison() {
     done
     [ "$(r "$D/reuse.jsonl" after-timer '[.status, .outputs]')" = '["ok",[["inf"]]]' ]
     [ "$(r "$D/reuse.jsonl" restored '[.status, .worker_replaced]')" = '["ok",null]' ]
-    # Replaced: the environment and resource limits.
+    # Replaced: the environment, exit functions and resource limits.
     poison_jobs env $'import os\nos.environ["POISON"] = "1"\ndef transform(g):\n    return g\n'
     check_poison env '^"poisoned: os.environ was changed"$'
+    # A function registered to run at exit, which a later prediction could
+    # count or run (atexit._run_exitfuncs).
+    poison_jobs atexit $'import atexit\natexit.register(print, "planted")\ndef transform(g):\n    return g\n'
+    check_poison atexit '^"poisoned: atexit._ncallbacks\(\) changed"$'
     poison_jobs rlimit $'import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))\ndef transform(g):\n    return g\n'
     run_with "$D/p.ini" "$D/reuse.jsonl"
     [ "$status" -eq 0 ]

@@ -1273,6 +1273,26 @@ class ReuseCheck(unittest.TestCase):
         out += [put.restore(), dd.default_factory is list, dict(dd), put.restore()]
         self.assertEqual(out, ["", "put back", True, {"a": [1]}, ""])
 
+    def test_a_deques_items_are_put_back_by_identity_and_a_librarys_deques_are_found(self):
+        # A threading.Condition keeps its waiters in a deque; the walk of
+        # the library's containers finds it below a module's objects.
+        import collections
+        import threading
+        import types
+        fr = _load_runtime()
+        eq = type("Eq", (), {"__eq__": lambda self, other: True, "__hash__": object.__hash__})
+        a, b = eq(), eq()
+        q, bounded = collections.deque([a]), collections.deque([1, 2], maxlen=2)
+        mod = types.ModuleType("m")
+        mod.cond = threading.Condition()
+        found = fr._module_containers([("m", mod)], [], set())
+        put = fr._PutBack([], deques=[q, bounded, collections.deque.__new__(type("Q", (collections.deque,), {}))])
+        out = [found["deques"] == [mod.cond._waiters], len(put.deques), put.restore()]
+        q[0] = b  # equal, not the same
+        bounded.append(3)
+        out += [put.restore(), q[0] is a, list(bounded), bounded.maxlen, put.restore()]
+        self.assertEqual(out, [True, 2, "", "put back", True, [1, 2], 2, ""])
+
     def test_the_locks_counters_and_foreign_functions_objects_hold_are_found_and_any_change_is_named(self):
         # In a dict (untracked where the collector does not track locks,
         # before 3.10: atomic values only), an object's attribute, a bound

@@ -44,6 +44,7 @@ import _imp  # noqa: E402
 import _locale  # noqa: E402  (after the environment above, on purpose)
 import _thread  # noqa: E402
 import argparse  # noqa: E402
+import atexit  # noqa: E402
 import builtins  # noqa: E402
 import contextvars  # noqa: E402
 import ctypes  # noqa: E402
@@ -1261,7 +1262,8 @@ class _Namespaces:
         objects = objects + [d for d in dicts if d is linecache.cache]
         dicts = [d for d in dicts if d is not linecache.cache]
         self.containers = _PutBack(dicts, found["lists"], self.peek, counted, found["sets"], loose=objects,
-                                   slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"])
+                                   slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"],
+                                   deques=found["deques"])
 
     def rebase(self):
         """In a process forked from the one that took these, before its
@@ -1470,6 +1472,11 @@ class _Baseline:
             ("sys.getrecursionlimit", sys.getrecursionlimit), ("sys.getswitchinterval", sys.getswitchinterval),
             ("sys.get_int_max_str_digits", getattr(sys, "get_int_max_str_digits", lambda: None)),
             ("gc.isenabled", gc.isenabled), ("gc.get_threshold", gc.get_threshold),
+            # Functions registered to run at exit: none runs (a process
+            # ends with os._exit), but a later prediction could count them
+            # or run them (atexit._run_exitfuncs); a fork child has the
+            # zygote's.
+            ("atexit._ncallbacks", getattr(atexit, "_ncallbacks", lambda: None)),
             # The import lock is re-entrant: left held (_imp.acquire_lock),
             # imports still work, but what it says is not a fork child's.
             ("_imp.lock_held", _imp.lock_held))]
@@ -2019,7 +2026,7 @@ class _PutBack:
     writes may not move it, are compared every time."""
 
     def __init__(self, dicts, lists=(), peek=None, counted=False, sets=(), loose=(), slotted=(), partials=(),
-                 arrays=()):
+                 arrays=(), deques=()):
         """dicts: dicts, or of a subclass of dict (numpy's fill values),
         read and written through dict's own methods; anything else is left
         out, as are lists and sets of a subclass. loose: dicts whose
@@ -2027,7 +2034,9 @@ class _PutBack:
         Python 3.13). slotted: objects whose slots are put back (_Slots).
         partials: functools.partial objects, whose function, arguments and
         keywords (which its __setstate__ replaces) are put back. arrays:
-        numpy arrays, whose bytes are put back (_Arrays)."""
+        numpy arrays, whose bytes are put back (_Arrays). deques: deques
+        (a threading.Condition's waiters), compared item by item every
+        time: they are few, and their blocks have no reader."""
         self.dicts = [(d, dict(dict.items(d))) for d in dicts if isinstance(d, dict)]
         self.loose = [(d, dict(dict.items(d))) for d in loose if type(d) is dict]
         # A defaultdict's factory is a field in C beside its entries
@@ -2057,6 +2066,7 @@ class _PutBack:
             if places else None
         self.partial_words = self.read_partials() if self.read_partials is not None else None
         self.arrays = _Arrays(arrays, peek) if arrays else None
+        self.deques = [(q, list(_DEQUE.__iter__(q))) for q in deques if type(q) is _DEQUE]
         self.collect = gc.collect
 
     def rebase(self):
@@ -2093,6 +2103,8 @@ class _PutBack:
                 self.partial_words = self.read_partials()
         if self.arrays is not None and not self.arrays.same():
             self.arrays = _Arrays(self.arrays.arrays, self.peek)
+        self.deques = [(q, items) if self._same_deque(q, items) else (q, list(_DEQUE.__iter__(q)))
+                       for q, items in self.deques]
 
     def _changed_factories(self):
         """(defaultdict, its factory then) of each whose factory changed."""
@@ -2125,6 +2137,13 @@ class _PutBack:
     @staticmethod
     def _same_list(lst, items):
         return len(lst) == len(items) and all(map(_is, lst, items))
+
+    @staticmethod
+    def _same_deque(q, items):
+        return _DEQUE.__len__(q) == len(items) and all(map(_is, _DEQUE.__iter__(q), items))
+
+    def _changed_deques(self):
+        return [(q, items) for q, items in self.deques if not self._same_deque(q, items)]
 
     @staticmethod
     def _same_set(s, ids):
@@ -2206,6 +2225,10 @@ class _PutBack:
         for p, (func, args, keywords) in self._changed_partials():
             keep.append(self._partial_fields(p))
             _PARTIAL_SETSTATE(p, (func, args, keywords, _own_dict(p)))
+        for q, items in self._changed_deques():
+            keep.append(list(_DEQUE.__iter__(q)))
+            _DEQUE.clear(q)
+            _DEQUE.extend(q, items)  # they came from it: its maxlen, which no one can change, holds them
         if self.arrays is not None:
             why = self.arrays.restore(keep)
             if why:
@@ -2219,7 +2242,7 @@ class _PutBack:
             if not all(self._same_dict(d, items) for d, items in _chain((again, self.loose))) or \
                     not self._same_lists() or not self._same_sets() or \
                     (self.slots is not None and self.slots._changed()) or self._changed_partials() or \
-                    self._changed_factories() or \
+                    self._changed_factories() or self._changed_deques() or \
                     (self.arrays is not None and not self.arrays.same()):
                 return "poisoned: a table was written to again as it was put back (a finalizer)"
         if self.read is not None:
@@ -2236,7 +2259,8 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
     """{"dicts", "objects" (objects' dicts), "lists", "sets", "slotted"
     (objects whose classes declare `__slots__`, for _Slots), "partials"
     (functools.partial objects), "arrays" (writable numpy arrays:
-    numpy.polynomial's `polyx`)}, each of exactly those types (and the
+    numpy.polynomial's `polyx`), "deques" (the waiters of threading's
+    Conditions: its main thread's `_started`)}, each of exactly those types (and the
     dicts of a defaultdict or of a direct subclass of dict made by Python
     code: numpy's `np.nbytes`),
     that the modules of the standard library and of installed packages
@@ -2258,8 +2282,8 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
     to start from, after the modules' globals (what their caches hold)."""
     skip = {name for name, _ in user_modules} | {globals()["__name__"]}
     seen = set(handled)
-    dicts, objects, lists, sets, slotted, partials, arrays = [], [], [], [], [], [], []
-    kinds = {dict: dicts, list: lists, set: sets}
+    dicts, objects, lists, sets, slotted, partials, arrays, deques = [], [], [], [], [], [], [], []
+    kinds = {dict: dicts, list: lists, set: sets, _DEQUE: deques}
     ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
     todo = []  # (value, named by a module's globals)
     for name, mod in module_list:
@@ -2322,7 +2346,7 @@ def _module_containers(module_list, user_modules, handled, roots=(), limit=_CONT
                     objects.append(vd)
                 todo += [(x, False) for x in list(vd.values())]
     return {"dicts": dicts, "objects": objects, "lists": lists, "sets": sets, "slotted": slotted,
-            "partials": partials, "arrays": arrays}
+            "partials": partials, "arrays": arrays, "deques": deques}
 
 
 def _heap_state(roots=None):
@@ -2615,6 +2639,7 @@ def _partial_places():
 
 
 _DEFAULTDICT = __import__("collections").defaultdict
+_DEQUE, _ORDERED = __import__("collections").deque, __import__("collections").OrderedDict
 _DEFAULT_FACTORY = _DEFAULTDICT.__dict__["default_factory"]
 
 
@@ -3617,7 +3642,6 @@ def _immutable(v, depth=0):
     return (t is tuple or t is frozenset) and depth < 50 and all(_immutable(x, depth + 1) for x in v)
 
 
-_DEQUE, _ORDERED = __import__("collections").deque, __import__("collections").OrderedDict
 # How the contents of a container of a subclass of a plain type (a
 # Counter, a defaultdict, an OrderedDict, a namedtuple) or of a deque are
 # read: through the base type's own methods, as that plain type, so that
