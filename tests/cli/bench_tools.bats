@@ -94,6 +94,19 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
     [[ "$output" == *"$D/nowhere/jobs.jsonl: not found"* ]]
 }
 
+@test "wake_floor: a system call's cost, then both ways of dispatching, each with a median" {
+    local bin=${FITRUN_BUILD:-$(dirname "$FITRUN")}/bench/wake_floor
+    [ -x "$bin" ] || skip "no $bin (a build with the benchmarks)"
+    run --separate-stderr "$bin" -w 2 -s 200 -n 100 -r 1
+    echo "$output"; echo "$stderr"
+    [ "$status" -eq 0 ]
+    grep -qE '^one system call \(getppid, median of 1 x 100,000\): [0-9]+\.[0-9]{3} us$' <<<"$output"
+    [ "$(grep -c '^one system call' <<<"$output")" -eq 1 ]
+    grep -qE '^median  event   dispatcher +[0-9.]+ us/message  [01]\.[0-9]{2} wake-ups/message' <<<"$output"
+    grep -qE '^median  batched dispatcher +[0-9.]+ us/message  [01]\.[0-9]{2} wake-ups/message' <<<"$output"
+    grep -qE '^batched/event dispatcher CPU: [0-9]+\.[0-9]{2}$' <<<"$output"
+}
+
 @test "fork_floor: the fault cost, and trivial predictions through fitrun with fork and reuse" {
     run --separate-stderr /usr/bin/python3 "$SRC/bench/fork_floor.py" --heap-mib 4 --reps 5 \
         --fitrun "$FITRUN" --profile "$MINI/profile.ini" --n 20 --rounds 1

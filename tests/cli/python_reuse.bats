@@ -415,6 +415,28 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" after-rlimit .status)" = '"ok"' ]
 }
 
+@test "python reuse: on Python 3.12 and later, a sys.monitoring tool id left in use, or its events, has its process replaced" {
+    # Kept in C: a tool id left in use made a later prediction's
+    # use_tool_id fail, and a later prediction could read both.
+    local exe
+    exe=$(ls -d /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | head -n 1 || true)
+    [ -n "$exe" ] || skip "no CPython 3.12 or later here besides /usr/bin/python3 (pyenv)"
+    printf 'TABLE = (1, 2, 3)\n' > "$D/prelude.py"
+    local reader=$'import sys\ndef transform(g):\n    try:\n        sys.monitoring.use_tool_id(2, "mine")\n        sys.monitoring.free_tool_id(2)\n        return "free"\n    except ValueError:\n        return "taken"\n'
+    {
+        job tool $'import sys\ndef transform(g):\n    sys.monitoring.use_tool_id(2, "planted")\n    return 0\n'
+        job tool-after "$reader"
+        job events $'import sys\ndef transform(g):\n    sys.monitoring.use_tool_id(4, "planted")\n    sys.monitoring.set_events(4, sys.monitoring.events.PY_START)\n    return 0\n'
+        job events-after $'import sys\ndef transform(g):\n    return [sys.monitoring.get_tool(4), sys.monitoring.get_events(4)]\n'
+    } > "$D/jobs.jsonl"
+    # A pyenv build lives in root's home, which a slot's uid cannot read.
+    run_with "$D/p.ini" "$D/reuse.jsonl" --set runtime.interpreter="$exe" --set sandbox.user=root
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
+        '[["tool","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["tool-after","ok",["free"],null],["events","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["events-after","ok",[[null,0]],null]]' ] ||
+        { cat "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: settings kept in C and output left in buffers do not reach the next prediction" {
     # Each of these once reached the next prediction in the same process:
     # the C locale, the collector's debug output, the signal wakeup

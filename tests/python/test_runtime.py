@@ -808,6 +808,19 @@ class ReuseCheck(unittest.TestCase):
                 "print(out)\n")
         self._on_every_interpreter(code, "[True, True, False, True, False, True, False, False, None]", peek=True)
 
+    def test_sys_monitorings_tools_and_events_are_read_as_plain_data_on_every_interpreter(self):
+        # 3.12 on: a tool id taken (by a str subclass that claims to equal
+        # anything), then events set, each changes the reading, whose names
+        # are plain str. Before 3.12 there is nothing to read.
+        code = ("class S(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n"
+                "m = getattr(sys, 'monitoring', None)\n"
+                "if m is None:\n    out = [fr._monitoring_state() is None] * 4\n"
+                "else:\n    was = fr._monitoring_state()\n    m.use_tool_id(3, S('planted'))\n"
+                "    now = fr._monitoring_state()\n    m.set_events(3, m.events.PY_START)\n"
+                "    out = [was == ((None, 0),) * 6, now != was, type(now[3][0]) is str, fr._monitoring_state() != now]\n"
+                "print(out)\n")
+        self._on_every_interpreter(code, "[True, True, True, True]")
+
     def test_descriptors_above_the_socket_are_closed_on_every_interpreter(self):
         # After each prediction a reused process closes every descriptor
         # above its socket's, however high (Python 3.9's os.closerange

@@ -1452,6 +1452,20 @@ def _replacing_lists():
             ("gc.callbacks", gc.callbacks), ("sys.warnoptions", sys.warnoptions), ("sys.argv", sys.argv))
 
 
+def _monitoring_state(monitoring=getattr(sys, "monitoring", None), text=str.__str__):
+    """sys.monitoring's tools (3.12 on): the name each tool id is in use
+    by, or None, and the events it watches everywhere, both kept in C: a
+    tool id left in use makes a later prediction's use_tool_id fail, and a
+    later prediction reads both. Names as plain str (a subclass's __eq__
+    would run in the comparison); None before 3.12. (A callback cannot be
+    registered unseen: register_callback is an audited call, the
+    tripwire's.)"""
+    if monitoring is None:
+        return None
+    return tuple((None if (tool := monitoring.get_tool(i)) is None else text(tool), monitoring.get_events(i))
+                 for i in range(6))
+
+
 class _Baseline:
     """What a reused process looked like before its first prediction, and
     the check run after each one: restore what can be restored exactly,
@@ -1477,6 +1491,7 @@ class _Baseline:
             # or run them (atexit._run_exitfuncs); a fork child has the
             # zygote's.
             ("atexit._ncallbacks", getattr(atexit, "_ncallbacks", lambda: None)),
+            ("sys.monitoring.get_tool", _monitoring_state),  # with each tool's events
             # The import lock is re-entrant: left held (_imp.acquire_lock),
             # imports still work, but what it says is not a fork child's.
             ("_imp.lock_held", _imp.lock_held))]
