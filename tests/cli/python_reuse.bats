@@ -415,7 +415,7 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" after-rlimit .status)" = '"ok"' ]
 }
 
-@test "python reuse: on Python 3.12 and later, a sys.monitoring tool id left in use, or its events, has its process replaced" {
+@test "python reuse: on Python 3.12 and later, a sys.monitoring tool id left in use, or its events, or perf's trampoline activated, has its process replaced" {
     # Kept in C: a tool id left in use made a later prediction's
     # use_tool_id fail, and a later prediction could read both.
     local exe
@@ -428,12 +428,14 @@ check_poison() {
         job tool-after "$reader"
         job events $'import sys\ndef transform(g):\n    sys.monitoring.use_tool_id(4, "planted")\n    sys.monitoring.set_events(4, sys.monitoring.events.PY_START)\n    return 0\n'
         job events-after $'import sys\ndef transform(g):\n    return [sys.monitoring.get_tool(4), sys.monitoring.get_events(4)]\n'
+        job trampoline $'import sys\ndef transform(g):\n    sys.activate_stack_trampoline("perf")\n    return 0\n'
+        job trampoline-after $'import sys\ndef transform(g):\n    return sys.is_stack_trampoline_active()\n'
     } > "$D/jobs.jsonl"
     # A pyenv build lives in root's home, which a slot's uid cannot read.
     run_with "$D/p.ini" "$D/reuse.jsonl" --set runtime.interpreter="$exe" --set sandbox.user=root
     [ "$status" -eq 0 ] || { echo "$stderr"; false; }
     [ "$(jq -sc 'map([.id, .status, .outputs, .worker_replaced])' "$D/reuse.jsonl")" = \
-        '[["tool","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["tool-after","ok",["free"],null],["events","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["events-after","ok",[[null,0]],null]]' ] ||
+        '[["tool","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["tool-after","ok",["free"],null],["events","ok",[0],"poisoned: sys.monitoring.get_tool() changed"],["events-after","ok",[[null,0]],null],["trampoline","ok",[0],"poisoned: sys.is_stack_trampoline_active() changed"],["trampoline-after","ok",[false],null]]' ] ||
         { cat "$D/reuse.jsonl"; false; }
 }
 

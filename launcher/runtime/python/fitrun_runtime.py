@@ -1492,6 +1492,8 @@ class _Baseline:
             # zygote's.
             ("atexit._ncallbacks", getattr(atexit, "_ncallbacks", lambda: None)),
             ("sys.monitoring.get_tool", _monitoring_state),  # with each tool's events
+            # 3.12 on: perf's trampoline, which every later call goes through.
+            ("sys.is_stack_trampoline_active", getattr(sys, "is_stack_trampoline_active", lambda: None)),
             # The import lock is re-entrant: left held (_imp.acquire_lock),
             # imports still work, but what it says is not a fork child's.
             ("_imp.lock_held", _imp.lock_held))]
