@@ -466,6 +466,31 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" reconfig .worker_replaced)" = '"poisoned: sys.stderr was reconfigured"' ]
 }
 
+@test "python reuse: numpy's settings kept in C (its dtype name table, scalar promotion, scalars' print mode, huge pages) are put back" {
+    # Each reached every later prediction in the same process: another
+    # name table made np.dtype("float64") raise, weak promotion made
+    # np.uint8(200) + 100 a uint8, the 1.13 print mode str(np.float64(0.1)
+    # + 0.2) "0.3". (numpy 1.24 to 2.1 have the promotion switch; a
+    # numpy without one of these runs that job as a no-op.)
+    local core=$'m = getattr(np, "_core", None) or np.core\n    u = m._multiarray_umath\n'
+    local reader=$'def transform(g):\n    '"$core"$'    hp = u._get_madvise_hugepage() if hasattr(u, "_get_madvise_hugepage") else None\n    return [str(np.dtype("float64")), str((np.uint8(200) + 100).dtype), str(np.float64(0.1) + np.float64(0.2)), hp]\n'
+    {
+        job reader0 "$reader"
+        job types $'def transform(g):\n    '"$core"$'    u.set_typeDict({})\n    return 0\n'
+        job reader1 "$reader"
+        job promotion $'def transform(g):\n    '"$core"$'    if hasattr(u, "_set_promotion_state"):\n        u._set_promotion_state("weak")\n    return 0\n'
+        job reader2 "$reader"
+        job hugepage $'def transform(g):\n    '"$core"$'    if hasattr(u, "_set_madvise_hugepage"):\n        u._set_madvise_hugepage(not u._get_madvise_hugepage())\n    return 0\n'
+        job reader3 "$reader"
+        job legacy $'def transform(g):\n    '"$core"$'    if hasattr(u, "set_legacy_print_mode"):\n        u.set_legacy_print_mode(113)\n    return 0\n'
+        job reader4 "$reader"
+    } > "$D/jobs.jsonl"
+    same_as_fork
+    [ "$(jq -sc 'map(select(.id | startswith("reader")) | .outputs[0][:3]) | unique' "$D/reuse.jsonl")" = '[["float64","int64","0.30000000000000004"]]' ] || { jq -c "[.id,.status,.outputs,.worker_replaced,.error_message]" "$D/reuse.jsonl" "$D/fork.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.id | startswith("reader")) | .outputs[0][3]) | unique | length' "$D/reuse.jsonl")" = 1 ]
+    [ "$(jq -sc 'map(.worker_replaced) | unique' "$D/reuse.jsonl")" = '[null]' ]
+}
+
 @test "python reuse: the prelude's random number generators start every prediction where fork starts it" {
     # Their state is in C: a prediction that draws from one would change
     # what the next one draws.

@@ -1609,6 +1609,35 @@ class _Baseline:
                     return True
                 return False
             out.append(put_ops_back)
+        # Three more settings kept in C, each set by one call and seen by
+        # every later prediction: the table of type names that np.dtype("...")
+        # reads (set_typeDict, at numpy's import, to numerictypes.sctypeDict:
+        # another table made np.dtype("float64") raise; there is no reading
+        # it back, so it is put back every time), how scalars promote
+        # (_set_promotion_state("weak") made np.uint8(200) + 100 a uint8:
+        # other answers) and whether arrays ask for huge pages (speed only).
+        core = sys.modules.get("numpy._core._multiarray_umath") or umath
+        set_types = getattr(core, "set_typeDict", None)
+        types = getattr(sys.modules.get("numpy._core.numerictypes") or sys.modules.get("numpy.core.numerictypes"),
+                        "sctypeDict", None)
+        if callable(set_types) and type(types) is dict:
+            out.append(lambda: set_types(types))
+        # The printing mode np.set_printoptions(legacy=...) sets in C for
+        # scalars (set_legacy_print_mode(113) made str(np.float64(0.1) +
+        # 0.2) "0.3") has no getter either: put back every time, to the mode
+        # the print options held before any prediction.
+        set_legacy = getattr(core, "set_legacy_print_mode", None)
+        options = getattr(sys.modules.get("numpy.core.arrayprint"), "_format_options", None)
+        legacy = options.get("legacy") if type(options) is dict else None
+        if callable(set_legacy) and type(legacy) is int:
+            # No legacy mode is held as sys.maxsize and set in C as 0.
+            mode = legacy if 0 < legacy < 2 ** 31 else 0
+            out.append(lambda: set_legacy(mode))
+        for getter, setter in (("_get_promotion_state", "_set_promotion_state"),
+                               ("_get_madvise_hugepage", "_set_madvise_hugepage")):
+            get, put = getattr(core, getter, None), getattr(core, setter, None)
+            if callable(get) and callable(put):
+                out.append(_put_setting_back(get, put, get()))
         arrayprint = sys.modules.get("numpy.core.arrayprint")
         np = sys.modules.get("numpy")
         if callable(set_printer) and arrayprint is not None and np is not None:
@@ -1805,6 +1834,19 @@ class _Baseline:
                 return why
             self.acted = self.acted or bool(why)
         return ""
+
+
+def _put_setting_back(get, put, value):
+    """A function that puts a setting read by get() back to value with put()
+    when it reads otherwise: True when it did. Both are C functions bound
+    before any prediction, and value a str or bool, so the comparison runs
+    no code of a prediction's."""
+    def put_back():
+        if get() != value:
+            put(value)
+            return True
+        return False
+    return put_back
 
 
 def _numpy_rng_words(numpy_state, peek):
