@@ -1579,13 +1579,15 @@ class _Baseline:
         which change what later predictions compute or print: the ufuncs
         behind arrays' operators (`np.set_numeric_ops(add=np.subtract)`:
         `a + b` subtracts) and the functions that print arrays
-        (`np.set_string_function`). (numpy 2 has neither.) Two lists of
-        functions, each putting one back: the operators as they are now
-        (set_numeric_ops with no argument only returns them; True when
-        they were put back); the printing functions back to numpy's own,
-        where arrays print as numpy's own print them now (a prelude that
-        set its own cannot have it back: there is no way to read a printing
-        function back, so they are put back every time)."""
+        (`np.set_string_function`). (numpy 2 has neither.) Also numpy's
+        other settings kept in C: its dtype name table, scalar promotion,
+        the scalars' print mode, huge-page advice. Two lists of functions,
+        each putting one back (True when it did, where that can be known):
+        the operators as they are now (set_numeric_ops with no argument
+        only returns them) and those settings; the printing functions back
+        to numpy's own, where arrays print as numpy's own print them now
+        (a prelude that set its own cannot have it back: there is no way to
+        read a printing function back, so they are put back every time)."""
         umath = sys.modules.get("numpy.core._multiarray_umath")
         set_ops = getattr(umath, "set_numeric_ops", None)
         set_printer = getattr(umath, "set_string_function", None)
@@ -1622,23 +1624,23 @@ class _Baseline:
                         "sctypeDict", None)
         if callable(set_types) and type(types) is dict:
             out.append(lambda: set_types(types))
-        # The printing mode np.set_printoptions(legacy=...) sets in C for
-        # scalars (set_legacy_print_mode(113) made str(np.float64(0.1) +
-        # 0.2) "0.3") has no getter either: put back every time, to the mode
-        # the print options held before any prediction.
-        set_legacy = getattr(core, "set_legacy_print_mode", None)
-        options = getattr(sys.modules.get("numpy.core.arrayprint"), "_format_options", None)
-        legacy = options.get("legacy") if type(options) is dict else None
-        if callable(set_legacy) and type(legacy) is int:
-            # No legacy mode is held as sys.maxsize and set in C as 0.
-            mode = legacy if 0 < legacy < 2 ** 31 else 0
-            out.append(lambda: set_legacy(mode))
         for getter, setter in (("_get_promotion_state", "_set_promotion_state"),
                                ("_get_madvise_hugepage", "_set_madvise_hugepage")):
             get, put = getattr(core, getter, None), getattr(core, setter, None)
             if callable(get) and callable(put):
                 out.append(_put_setting_back(get, put, get()))
+        # The printing mode np.set_printoptions(legacy=...) sets in C for
+        # scalars (set_legacy_print_mode(113) made str(np.float64(0.1) +
+        # 0.2) "0.3") has no getter either: put back every time, to the mode
+        # the print options held before any prediction.
         arrayprint = sys.modules.get("numpy.core.arrayprint")
+        set_legacy = getattr(core, "set_legacy_print_mode", None)
+        options = getattr(arrayprint, "_format_options", None)
+        legacy = options.get("legacy") if type(options) is dict else None
+        if callable(set_legacy) and type(legacy) is int:
+            # No legacy mode is held as sys.maxsize and set in C as 0.
+            mode = legacy if 0 < legacy < 2 ** 31 else 0
+            out.append(lambda: set_legacy(mode))
         np = sys.modules.get("numpy")
         if callable(set_printer) and arrayprint is not None and np is not None:
             probe = np.array([[1.5, 2], [3, 4]])
