@@ -169,7 +169,7 @@ check_poison() {
     [ "$(r "$D/reuse.jsonl" default .worker_replaced)" = "\"poisoned: fitrun_prelude.memo's default 1 was changed in place\"" ]
     [ "$(r "$D/reuse.jsonl" method .worker_replaced)" = "\"poisoned: fitrun_prelude.Cache.add's default 1 was changed in place\"" ]
     [ "$(r "$D/reuse.jsonl" object .worker_replaced)" = '"poisoned: fitrun_prelude.BOX.items was changed in place"' ]
-    [ "$(r "$D/reuse.jsonl" closure .worker_replaced)" = "\"poisoned: fitrun_prelude.bump's variable n was changed in place\"" ]
+    [ "$(r "$D/reuse.jsonl" closure .worker_replaced)" = "\"poisoned: fitrun_prelude.bump's variable n was assigned\"" ]
 }
 
 @test "python reuse: the prelude's Counter, defaultdict, OrderedDict, deque or namedtuple changed in place is found" {
@@ -522,6 +522,22 @@ check_poison() {
         '[["codec",null],["codec-after",null],["copyreg",null],["copyreg-after",null],["abc","poisoned: a class was registered with an abstract base class"],["abc-after",null]]' ]
 }
 
+@test "python reuse: the codec tables are put back however they were changed: through a fresh copy of _codecs (the interpreter's own functions, not the recording ones), or codecs.unregister" {
+    # The copy's register and register_error are the interpreter's own;
+    # unregister took out the standard library's search function, so that
+    # a search function of the prediction's answered for every encoding.
+    local fresh=$'import codecs, importlib.util\nspec = importlib.util.find_spec("_codecs")\nm = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n'
+    {
+        job fresh "$fresh"$'def transform(g):\n    m.register(lambda n: codecs.lookup("utf-8") if n == "myenc" else None)\n    m.register_error("myerrors", lambda e: ("?", e.end))\n    return ["a".encode("myenc").decode(), "\\u00e9".encode("ascii", "myerrors").decode()]\n'
+        job fresh-after $'import codecs\ndef transform(g):\n    out = []\n    for f in (lambda: "a".encode("myenc"), lambda: codecs.lookup_error("myerrors")):\n        try:\n            f()\n            out.append("found")\n        except LookupError:\n            out.append("none")\n    return out\n'
+        job unregister $'import codecs, encodings\ndef transform(g):\n    u = codecs.lookup("utf-8")\n    codecs.unregister(encodings.search_function)\n    codecs.register(lambda n: u if n in ("latin-1", "latin_1") else None)\n    return 0\n'
+        job unregister-after $'import codecs\ndef transform(g):\n    return list(codecs.encode("\\u00e9", "latin-1"))\n'
+    } > "$D/jobs.jsonl"
+    same_as_fork
+    [ "$(jq -sc 'map(.outputs[0])' "$D/fork.jsonl")" = '[["a","?"],["none","none"],0,[233]]' ] || { cat "$D/fork.jsonl"; false; }
+    [ "$(jq -sc 'map(.worker_replaced)[:3]' "$D/reuse.jsonl")" = '[null,null,null]' ] || { cat "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: streams' own attributes, sys.argv, tracemalloc, socket and numpy switches, the decimal context, error handlers and faulthandler: the next prediction sees what fork gives it" {
     # Each pair: something honest code does to process-wide state, then a
     # prediction that would see it. Under reuse each is put back, or the
@@ -554,7 +570,7 @@ check_poison() {
     [ "$(r "$D/fork.jsonl" handler-after .outputs)" = '["no such handler"]' ]
     [ "$(r "$D/fork.jsonl" fh-after '[.status, .signal]')" = '["signal","SIGUSR1"]' ]
     [ "$(jq -sc 'map(select(.worker_replaced) | [.id, .worker_replaced])' "$D/reuse.jsonl")" = \
-        '[["quit","poisoned: sys.stdin was closed"],["argv","poisoned: sys.argv was changed"],["handler","poisoned: codecs.register_error added the error handler '"'arcq'"'"],["fh","poisoned: faulthandler.register was called"],["fh-after","ended: the prediction'"'"'s process did not survive it"]]' ] ||
+        '[["quit","poisoned: sys.stdin was closed"],["argv","poisoned: sys.argv was changed"],["fh","poisoned: faulthandler.register was called"],["fh-after","ended: the prediction'"'"'s process did not survive it"]]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
@@ -857,6 +873,38 @@ check_poison() {
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | .outputs[0][0])' "$D/fork.jsonl")" = '["dumps","Counter.most_common","numpy","math",0,8192,985772,"c_void_p","functools.partial(<c"]' ]
     [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
         '["poisoned: function json.dumps'"'"'s __name__ was assigned","poisoned: function collections.Counter.most_common'"'"'s __qualname__ was assigned","poisoned: function numpy.lib.function_base.rot90'"'"'s __module__ was assigned","poisoned: builtin math.floor'"'"'s __module__ was assigned",null,"poisoned: sys.stdout was reconfigured","poisoned: numpy'"'"'s global RandomState was given another bit generator","poisoned: a foreign function (ctypes) the interpreter'"'"'s objects hold was given other types",null]' ] ||
+        { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
+}
+
+@test "python reuse: what a library keeps in C fields that __init__ or a closure's cell can change in place (a staticmethod's, classmethod's or property's function, numpy's implementations behind its public functions and their defaults, a struct.Struct's format, the runtime's own): the next prediction sees what fork gives it" {
+    # Each poisoner writes no dict and makes no audited call: it calls
+    # __init__ again on an object a class holds, or assigns a cell that a
+    # numpy function closes over, or changes the defaults of the function
+    # in that cell. Each reader is honest code that goes through it.
+    printf 'import struct\nHEADER = struct.Struct("<i")\n' >> "$D/prelude.py"
+    local base=$'import numpy.polynomial as P\nB = P._polybase.ABCPolyBase\n'
+    {
+        job sm $'def transform(g):\n    np.lib.index_tricks.AxisConcatenator.__dict__["concatenate"].__init__(lambda *a, **k: np.zeros(1))\n    return 0\n'
+        job sm-after $'def transform(g):\n    return np.r_[[1], [2]].tolist()\n'
+        job cm "$base"$'def transform(g):\n    B.__dict__["fromroots"].__init__(lambda cls, *a, **k: "P")\n    return 0\n'
+        job cm-after $'import numpy.polynomial as P\ndef transform(g):\n    return P.Polynomial.fromroots([1]).coef.tolist()\n'
+        job property "$base"$'def transform(g):\n    B.__dict__["symbol"].__init__(lambda s: "P")\n    return 0\n'
+        job property-after $'import numpy.polynomial as P\ndef transform(g):\n    return P.Polynomial([1, 2]).symbol\n'
+        job cell $'def transform(g):\n    cell = np.pad.__closure__[np.pad.__code__.co_freevars.index("implementation")]\n    cell.cell_contents = lambda *a, **k: np.zeros((1, 1), int)\n    return 0\n'
+        job cell-after $'def transform(g):\n    return np.pad(np.ones((1, 1), int), 1).tolist()\n'
+        job inner $'def transform(g):\n    inner = np.unique.__closure__[np.unique.__code__.co_freevars.index("implementation")].cell_contents\n    if inner.__kwdefaults__:\n        inner.__kwdefaults__["equal_nan"] = False\n    return 0\n'
+        job inner-after $'def transform(g):\n    return int(np.unique(np.array([float("nan")] * 3)).size)\n'
+        job struct $'def transform(g):\n    HEADER.__init__("<h")\n    return 0\n'
+        job struct-after $'def transform(g):\n    return list(HEADER.pack(5))\n'
+        job frame $'import sys\ndef transform(g):\n    sys.modules["__main__"].JOB_FRAME.__init__("=H")\n    return 0\n'
+        job frame-after $'def transform(g):\n    return 1\n'
+    } > "$D/jobs.jsonl"
+    same_as_fork
+    [ "$(jq -sc 'map(select(.id | endswith("-after")) | [.id, .outputs[0]])' "$D/fork.jsonl")" = \
+        '[["sm-after",[1,2]],["cm-after",[-1,1]],["property-after","x"],["cell-after",[[0,0,0],[0,1,0],[0,0,0]]],["inner-after",1],["struct-after",[5,0,0,0]],["frame-after",1]]' ] ||
+        { jq -c '[.id, .outputs]' "$D/fork.jsonl"; false; }
+    [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
+        '["poisoned: numpy.lib.index_tricks.AxisConcatenator.concatenate'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.fromroots'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.symbol'"'"'s fget was changed","poisoned: numpy.lib.arraypad.pad'"'"'s variable implementation was assigned","poisoned: dict numpy.lib.arraysetops.unique'"'"'s variable implementation.__kwdefaults__ was changed (equal_nan replaced)","poisoned: fitrun_prelude.HEADER was given another format","poisoned: __main__.JOB_FRAME was given another format"]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

@@ -1068,7 +1068,8 @@ class ReuseCheck(unittest.TestCase):
 
     def test_the_dicts_a_function_keeps_beside_its_module_are_namespaces(self):
         # Its own attributes, its keyword-only defaults, a singledispatch
-        # function's registry; its annotations for a function of the
+        # function's registry, what it closes over (singledispatch's
+        # dispatch function and its cache); its annotations for a function of the
         # user's own; a staticmethod's function; a stdlib class's methods
         # (not their annotations). Each is found when written, on both paths.
         def scenario(fr, base):
@@ -1085,7 +1086,8 @@ class ReuseCheck(unittest.TestCase):
                              n == "dict user_mod.show.registry")]
         self.assertEqual(_in_reused_shape(scenario), [
             "module user_mod function user_mod.f dict user_mod.f.__kwdefaults__ dict user_mod.f.__annotations__ "
-            "function user_mod.show dict user_mod.show.registry class user_mod.C function user_mod.C.s "
+            "function user_mod.show dict user_mod.show.registry function user_mod.show's variable dispatch "
+            "object user_mod.show's variable dispatch's variable dispatch_cache class user_mod.C function user_mod.C.s "
             "dict user_mod.C.s.__annotations__ class user_mod.Enc function user_mod.Enc.__init__ "
             "dict user_mod.Enc.__init__.__kwdefaults__ function user_mod.Enc.default function user_mod.Enc.encode "
             "function user_mod.Enc.iterencode"])
@@ -1096,6 +1098,66 @@ class ReuseCheck(unittest.TestCase):
             places = fr._FunctionFields.places()
             return [str(places is not None and len(set(places)) == 6), str(len(base.ns.fields.functions) > 0)]
         self.assertEqual(_in_reused_shape(scenario), ["True", "True"])
+
+    def test_cells_and_descriptors_fields_are_found_read_and_a_change_is_named(self):
+        # A closure's cell, a staticmethod, a classmethod, a property: each
+        # field at its own place on this interpreter; what a function closes
+        # over is taken as a module's function is (its kwdefaults); calling
+        # a property's __init__ again, or assigning a cell, is named.
+        def scenario(fr, base):
+            import types
+            mod = types.ModuleType("lib_mod")
+            exec("def make():\n    def impl(*, d=1):\n        return d\n    def f():\n        return impl()\n"
+                 "    return f\nf = make()\nclass C:\n    @staticmethod\n    def s():\n        pass\n"
+                 "    @classmethod\n    def c(cls):\n        pass\n    @property\n    def p(self):\n        return 1\n",
+                 vars(mod))
+            held = []
+            names = [n for n, _ in fr._namespaces([("lib_mod", mod)], set(), (), library=[], held=held)]
+            fields = fr._FunctionFields([], None, (), held)
+            out = [" ".join(sorted(t.__name__ for t in fr._held_places())),
+                   " ".join(n for n in names if "impl" in n), " ".join(n for n, _ in fields.held),
+                   str(fields.read() == fields.seen)]
+            vars(mod.C)["p"].__init__(lambda s: 2)
+            out.append(fields.which())
+            vars(mod.C)["p"].__init__(vars(mod.C)["p"].fget)
+            mod.f.__closure__[0].cell_contents = None
+            out.append(fields.which())
+            return out
+        self.assertEqual(_in_reused_shape(scenario), [
+            "cell classmethod property staticmethod",
+            "function lib_mod.f's variable impl dict lib_mod.f's variable impl.__kwdefaults__",
+            "lib_mod.f's variable impl lib_mod.C.s lib_mod.C.c lib_mod.C.p", "True",
+            "lib_mod.C.p's fget was changed", "lib_mod.f's variable impl was assigned"])
+
+    def test_the_codec_tables_are_found_and_put_back_whatever_changed_them(self):
+        # The interpreter's list of search functions and dict of error
+        # handlers, found by the self-test and left as they were; changed
+        # through the interpreter's own functions (not the recording
+        # wrappers), they are put back, and so is the lookup cache.
+        def scenario(fr, base):
+            import _codecs
+            import codecs
+            import encodings
+            import gc
+            gc.unfreeze()  # the zygote makes its recorder before it freezes the heap
+            rec = fr._RecordedRegistrations()
+            out = [str(rec.search_path is not None), str(rec.errors is not None),
+                   str(any(f is encodings.search_function for f in rec.search_path)),
+                   str("strict" in rec.errors and "fitrun.probe" not in rec.errors), rec.restore()]
+            original = rec.register  # the interpreter's own register, as a fresh _codecs has it
+            utf8 = codecs.lookup("utf-8")
+            codecs.unregister(encodings.search_function)
+            original(lambda n: utf8 if n in ("latin-1", "latin_1") else None)
+            rec.register_error("mine", lambda e: ("?", e.end))
+            out += [str(codecs.encode("\u00e9", "latin-1")), rec.restore(), str(codecs.encode("\u00e9", "latin-1"))]
+            try:
+                _codecs.lookup_error("mine")
+                out.append("found")
+            except LookupError:
+                out.append("none")
+            return out
+        self.assertEqual(_in_reused_shape(scenario), [
+            "True", "True", "True", "True", "", "b'\\xc3\\xa9'", "put back", "b'\\xe9'", "none"])
 
     def test_a_library_functions_and_a_builtins_fields_are_read_and_a_field_assigned_is_named(self):
         # Library functions (a module's and a class's) and builtins: taken

@@ -1209,8 +1209,10 @@ class _Namespaces:
         self.functions = []  # the user's own functions, whose own fields _FunctionFields reads
         self.library_functions, self.builtin_functions = [], []  # and every other module's and class's
         nested = _nested(self.user_modules)  # what their data holds below the top level, walked once
+        self.held_objects = []  # cells, staticmethods, classmethods, properties: fields in C
         self.dicts = _namespaces(self.module_list, self.owners, {name for name, _ in self.user_modules},
-                                 self.functions, nested, self.library_functions, self.builtin_functions)
+                                 self.functions, nested, self.library_functions, self.builtin_functions,
+                                 self.held_objects)
         # The builtins-and-prelude mapping every prediction's globals fall
         # back to (Runner.fresh_globals): one dict, shared by them all.
         self.dicts.append(("the predictions' builtins", self.builtins))
@@ -1235,8 +1237,13 @@ class _Namespaces:
         self.loose_at = [i for i, (k, _) in enumerate(by_kind) if k not in kinds] if counted else []
         self.loose = [self.real[i] for i in self.loose_at]
         self._take_loose()
-        self.data = _user_data(self.user_modules, nested)
-        self.fields = _FunctionFields(self.functions + self.library_functions, self.peek, self.builtin_functions)
+        self.fields = _FunctionFields(self.functions + self.library_functions, self.peek, self.builtin_functions,
+                                      self.held_objects)
+        self.data = _user_data(self.user_modules, nested, self._cells_unread())
+        # struct.Struct objects keep their format in C, and its __init__
+        # can be called again (`MSG.__init__("=H")`): compared by format.
+        self.structs = [(f"{name}.{key}", v, _STRUCT_FORMAT(v)) for (name, _), d in zip(self.dicts, self.real)
+                        for key, v in list(dict.items(d)) if type(v) is struct.Struct]
         self.held = _heap_state()  # the locks, counters and foreign functions whose state is in C
         # The containers the standard library's and packages' modules hold
         # at their top level: put back after each prediction (a fork child
@@ -1304,11 +1311,16 @@ class _Namespaces:
             self.values[a:b] = list(dict.values(self.real[j]))
             self.sizes[j] = len(self.spaces[j])
         self._take_loose()
-        self.data = _user_data(self.user_modules)
+        self.data = _user_data(self.user_modules, cells=self._cells_unread())
         self.containers.rebase()
         # And the locks threading's at-fork handler put in place of its own.
         self.held = self.held + _heap_state([self.real[j] for j in moved])
         versions.seen = now
+
+    def _cells_unread(self):
+        """Whether closure cells' words go unread (their type's fields not
+        found): then _user_data compares what the user's own hold."""
+        return types.CellType not in self.fields.held_places
 
     def check(self):
         """'' or 'poisoned: what'. Drops the modules a prediction imported
@@ -1347,6 +1359,9 @@ class _Namespaces:
         fields = self.fields
         if not fields.read.same(fields.seen):
             return f"poisoned: {fields.which()}"
+        for name, packer, fmt in self.structs:
+            if _STRUCT_FORMAT(packer) != fmt:
+                return f"poisoned: {name.split(' ', 1)[-1]} was given another format"
         # From here on, module attributes and builtins are the ones they were.
         for name, value, snap in self.data:
             if not _same_data(value, snap):
@@ -1896,7 +1911,16 @@ class _RecordedRegistrations:
     never run: it leaves by os._exit), and an error handler that replaced
     one is replaced back; a new error
     handler or a signal, which nothing can take out, replaces the
-    process."""
+    process.
+
+    The wrappers see only calls made through them: a fresh copy of
+    _codecs (importlib.util.module_from_spec) has the interpreter's own
+    functions, and codecs.unregister takes out its own search function.
+    So where the zygote finds the interpreter's two codec tables
+    themselves (_codec_tables: its list of search functions, its dict of
+    error handlers), they are compared after each prediction, by
+    identity, and put back whatever changed them, the lookup cache
+    emptied; the wrappers' records are then not needed."""
 
     def __init__(self):
         import _codecs
@@ -1940,6 +1964,9 @@ class _RecordedRegistrations:
         _codecs.register_error = codecs.register_error = recording_register_error
         faulthandler.register = recording_fh_register
         atexit.register = recording_atexit_register
+        self.search_path, self.errors = _codec_tables(register, self.unregister, register_error, lookup_error)
+        self.search_base = list(self.search_path) if self.search_path is not None else None
+        self.errors_base = dict(self.errors) if self.errors is not None else None
 
     def empty_codec_cache(self):
         """Empty the interpreter's cache of the codecs its lookups found
@@ -1957,9 +1984,12 @@ class _RecordedRegistrations:
         since is gone, or why the process cannot run on."""
         if self.poison:
             return f"poisoned: {self.poison[0]} was called"
+        put = self._restore_tables()
+        if put.startswith("poisoned"):
+            return put
         if self.added and self.unregister is None:
             return "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
-        put = "put back" if self.added or self.exits or self.handlers else ""
+        put = "put back" if put or self.added or self.exits or self.handlers else ""
         while self.added:
             self.unregister(self.added.pop())
         while self.exits:
@@ -1970,6 +2000,75 @@ class _RecordedRegistrations:
                 return f"poisoned: codecs.register_error added the error handler {name!r}"
             self.register_error(name, before)
         return put
+
+    def _restore_tables(self, len=len, all=all, map=map, is_=lambda a, b: a is b, keys=dict.keys,
+                        values=dict.values, setitem=list.__setitem__, clear=dict.clear, update=dict.update):
+        """The codec tables as the zygote left them: '' (they were), 'put
+        back', or 'poisoned: ...' where the lookup cache cannot be emptied
+        (before Python 3.10). Clears the wrappers' records of what they
+        cover. Only lists' and dicts' own methods, bound before any
+        prediction: the handlers' names are exact strs (the interpreter
+        makes them), no one's __eq__ runs."""
+        put = ""
+        path, base = self.search_path, self.search_base
+        if path is not None:
+            self.added.clear()
+            if len(path) != len(base) or not all(map(is_, path, base)):
+                if self.unregister is None:
+                    return "poisoned: the codec search functions were changed (no codecs.unregister before Python 3.10)"
+                setitem(path, slice(None), base)
+                self.empty_codec_cache()
+                put = "put back"
+        errors, base = self.errors, self.errors_base
+        if errors is not None:
+            self.handlers.clear()
+            if len(errors) != len(base) or not all(map(is_, keys(errors), keys(base))) or \
+                    not all(map(is_, values(errors), values(base))):
+                clear(errors)
+                update(errors, base)
+                put = "put back"
+        return put
+
+
+def _codec_tables(register, unregister, register_error, lookup_error):
+    """(search functions, error handlers): the list and the dict in which
+    this interpreter keeps its codec search functions and error handlers
+    (found by a self-test: a probe registered is in exactly one list, and
+    taken out of it; a probe handler is in exactly one dict, and once it
+    is taken out of that dict, the interpreter no longer finds it), each
+    None where the self-test fails. Called in the zygote, before any
+    prediction and before the heap is frozen (the collector's referrers
+    leave out frozen objects)."""
+    def probe(name):
+        return None
+
+    def probe_handler(error):
+        raise error
+    path = errors = None
+    if unregister is not None:
+        register(probe)
+        try:
+            found = [r for r in gc.get_referrers(probe) if type(r) is list and any(x is probe for x in r)]
+        finally:
+            unregister(probe)
+        if len(found) == 1 and not any(x is probe for x in found[0]):
+            path = found[0]
+    name = "fitrun.probe"
+    try:
+        lookup_error(name)
+        return path, None  # taken: the name cannot be a probe
+    except LookupError:
+        pass
+    register_error(name, probe_handler)
+    found = [r for r in gc.get_referrers(probe_handler) if type(r) is dict and r.get(name) is probe_handler]
+    for d in found:
+        del d[name]
+    try:
+        lookup_error(name)
+    except LookupError:
+        if len(found) == 1:
+            errors = found[0]
+    return path, errors
 
 
 class _Registries:
@@ -3280,18 +3379,23 @@ class _FunctionFields:
 
     ATTRS = ("__doc__", "__name__", "__qualname__", "__module__", "__annotations__", "__dict__")
 
-    def __init__(self, functions, peek=None, builtins=()):
+    def __init__(self, functions, peek=None, builtins=(), held=()):
         """functions: (name, function) of the functions, whose
         __annotations__ and __dict__ have been made (_namespaces); builtins:
         (name, builtin function), whose one field Python code assigns is
-        __module__."""
+        __module__; held: (name, object) of _HELD_TYPES' objects (those of
+        a type whose fields are not found are left out)."""
         self.functions, self.builtins = functions, builtins
         self.offsets = self.places() or ()
         self.builtin_offset = self.builtin_place() if self.offsets else None
         if self.builtin_offset is None:
             self.builtins = ()
+        self.held_places = _held_places()
+        self.held = [(name, obj) for name, obj in held if type(obj) in self.held_places]
         self.read = _word_reader([id(f) + o for _, f in functions for o in self.offsets] +
-                                 [id(b) + self.builtin_offset for _, b in self.builtins], peek)
+                                 [id(b) + self.builtin_offset for _, b in self.builtins] +
+                                 [id(obj) + o for _, obj in self.held for _, o in self.held_places[type(obj)]],
+                                 peek)
         self.seen = self.read()
 
     @staticmethod
@@ -3337,7 +3441,41 @@ class _FunctionFields:
         for i, (name, _) in enumerate(self.builtins):
             if now[at + i] != seen[at + i]:
                 return f"builtin {name}'s __module__ was assigned"
+        at += len(self.builtins)
+        for name, obj in self.held:
+            for field, _ in self.held_places[type(obj)]:
+                if now[at] != seen[at]:
+                    return f"{name}'s {field} was changed" if type(obj) is not types.CellType else \
+                        f"{name} was assigned"
+                at += 1
         return "a function's field was assigned"
+
+
+# The objects whose fields, kept in C, Python code changes in place with
+# no audited write and no dict written: a closure's cell (its
+# cell_contents is writable), and a staticmethod, classmethod or property,
+# whose __init__ can be called again on it (`type(np.r_).__dict__[
+# "concatenate"].__init__(f)`). Each field holds its value's address.
+_HELD_TYPES = (types.CellType, staticmethod, classmethod, property)
+
+
+def _held_places():
+    """{type: ((field, byte offset), ...)} for each of _HELD_TYPES whose
+    fields a self-test on this interpreter finds (a probe of each type
+    given a value of its own for each field), each exactly once."""
+    def probe():
+        pass
+    a, b, c, d = object(), object(), object(), object()
+    probes = {types.CellType: (types.CellType(a), ("cell_contents",), (a,)),
+              staticmethod: (staticmethod(probe), ("function",), (probe,)),
+              classmethod: (classmethod(probe), ("function",), (probe,)),
+              property: (property(a, b, c, d), ("fget", "fset", "fdel", "__doc__"), (a, b, c, d))}
+    out = {}
+    for t, (obj, fields, values) in probes.items():
+        places = _places_of(obj, values)
+        if places is not None:
+            out[t] = tuple(zip(fields, places))
+    return out
 
 
 def _namespace_kind(name):
@@ -3446,7 +3584,7 @@ def _nested(user_modules, limit=_NESTED_LIMIT):
     return out
 
 
-def _user_data(user_modules, nested=None):
+def _user_data(user_modules, nested=None, cells=True):
     """(name, value, snapshot) of the data the user's own modules share with
     every prediction: containers and numpy arrays, whose contents an
     identity check cannot see (an in-place sort of a prelude's list, an
@@ -3459,7 +3597,9 @@ def _user_data(user_modules, nested=None):
     Tuples and frozensets of nothing but numbers, strings, bytes, None and
     such tuples and frozensets are left out: nothing can change them in
     place (arc-dsl's 26 direction constants: 20 µs a check). nested:
-    _nested's walk of the modules, where the caller has it."""
+    _nested's walk of the modules, where the caller has it. cells: also
+    what each of their functions' closure cells holds, by identity (where
+    _FunctionFields does not read the cells' words)."""
     np = sys.modules.get("numpy")
     ndarray = getattr(np, "ndarray", None)
     own = {name for name, _ in user_modules}
@@ -3502,7 +3642,7 @@ def _user_data(user_modules, nested=None):
                     v = cell.cell_contents
                 except ValueError:
                     continue  # not bound yet
-                if id(cell) not in seen:
+                if cells and id(cell) not in seen:
                     seen.add(id(cell))
                     out.append((f"{name}'s variable {var}", cell, ("cell", v)))
                 add(f"{name}'s variable {var}", v)
@@ -3813,7 +3953,8 @@ def _same_data(v, snap):
     return now == snap
 
 
-def _namespaces(module_list, owners, own=(), functions=None, nested=None, library=None, builtin=None):
+def _namespaces(module_list, owners, own=(), functions=None, nested=None, library=None, builtin=None,
+                held=None):
     """(name, namespace) of every module, of each class and plain object a
     module's globals hold, and of each function a module's globals or such
     a class hold (_function_namespaces), once each (by identity): the dicts
@@ -3827,9 +3968,55 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
     other function a module's globals or a class of theirs hold (their
     fields: _FunctionFields), their own dict and annotations made now, so
     that reading them later does not change their fields; builtin: with
-    (name, builtin function) of those a module's globals hold."""
+    (name, builtin function) of those a module's globals hold; held: with
+    (name, object) of the objects whose fields in C a prediction can
+    change in place with no audited write (_HELD_TYPES: a function's
+    closure cells, a class's staticmethods, classmethods and properties,
+    whose __init__ can be called again). What a function closes over, and
+    what a property's accessors are, are taken as a module's globals
+    would be (numpy's public functions close over their implementation):
+    its functions, classes and plain objects, and so on down."""
     out = []
     taken = set()  # the library's functions and builtins, once each
+    held_ids = set()
+
+    def take_held(name, obj):
+        if held is not None and id(obj) not in held_ids:
+            held_ids.add(id(obj))
+            held.append((name, obj))
+
+    def take_inner(name, v, mine):
+        """A value reached through a function's cell or a property's
+        accessor, which no namespace names: its namespaces, as a global's."""
+        f = _function_of(v)
+        if f is not None and id(f) not in owners:
+            take_function(name, f, mine)
+            if type(v) is not types.FunctionType:
+                take_held(name, v)
+        kind, space = _held_namespace(v)
+        if space is not None and id(v) not in owners:
+            add(f"{kind} {name}", v, space)
+            if kind == "class":
+                add_functions(name, space, mine and space.get("__module__") in own)
+
+    def take_function(name, f, mine):
+        theirs = mine and f.__module__ in own
+        for what, obj, d in _function_namespaces(name, f, theirs):
+            add(what, obj, d)
+        if theirs and functions is not None:
+            functions.append((name, f))
+            taken.add(id(f))
+        elif not theirs:
+            take_library(name, f)
+        for var, cell in zip(_FUNCTION_CODE(f).co_freevars, _FUNCTION_CLOSURE(f) or ()):
+            if id(cell) in held_ids:
+                continue
+            take_held(f"{name}'s variable {var}", cell)
+            try:
+                inner = _CELL_CONTENTS(cell)
+            except ValueError:
+                continue  # not bound yet
+            take_inner(f"{name}'s variable {var}", inner, mine)
 
     def take_library(name, v):
         f = _function_of(v)
@@ -3850,15 +4037,18 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
     def add_functions(name, space, mine):
         for key, v in list(space.items()):
             f = _function_of(v)
-            if f is None and type(v) is _LRU_WRAPPER and (attrs := _own_dict(v)) is not None:
+            t = type(v)
+            if f is None and t is _LRU_WRAPPER and (attrs := _own_dict(v)) is not None:
                 add(f"function {name}.{key}", v, attrs)  # a functools.lru_cache's own attributes
+            if t is staticmethod or t is classmethod:
+                take_held(f"{name}.{key}", v)
+            elif t is property:
+                take_held(f"{name}.{key}", v)
+                for accessor in (v.fget, v.fset, v.fdel):
+                    if accessor is not None:
+                        take_inner(f"{name}.{key}'s accessor", accessor, mine)
             if f is not None and id(f) not in owners:
-                theirs = mine and f.__module__ in own
-                for what, obj, d in _function_namespaces(f"{name}.{key}", f, theirs):
-                    add(what, obj, d)
-                if theirs and functions is not None:
-                    functions.append((f"{name}.{key}", f))
-                    taken.add(id(f))
+                take_function(f"{name}.{key}", f, mine)
             if not mine:
                 take_library(f"{name}.{key}", v)
 
@@ -3891,6 +4081,9 @@ _FUNCTION_DICT = types.FunctionType.__dict__["__dict__"].__get__  # made where t
 _FUNCTION_DEFAULTS, _FUNCTION_KWDEFAULTS, _FUNCTION_MODULE = (
     types.FunctionType.__dict__[name].__get__ for name in ("__defaults__", "__kwdefaults__", "__module__"))
 _FUNCTION_ANNOTATIONS = types.FunctionType.__dict__["__annotations__"].__get__  # likewise
+_FUNCTION_CODE, _FUNCTION_CLOSURE = (types.FunctionType.__dict__[name].__get__ for name in ("__code__", "__closure__"))
+_CELL_CONTENTS = types.CellType.__dict__["cell_contents"].__get__
+_STRUCT_FORMAT = struct.Struct.__dict__["format"].__get__
 
 
 def _annotations(f):
