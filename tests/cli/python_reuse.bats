@@ -538,6 +538,25 @@ check_poison() {
     [ "$(jq -sc 'map(.worker_replaced)[:3]' "$D/reuse.jsonl")" = '[null,null,null]' ] || { cat "$D/reuse.jsonl"; false; }
 }
 
+@test "python reuse: a signal handler installed in C (faulthandler.register in a fresh copy of faulthandler, not the recording one) replaces the process: the next prediction's signal ends it as it ends a fork child" {
+    # The copy's register is the interpreter's own; its handler is out of
+    # signal.getsignal's sight. The worker reads the process's caught and
+    # ignored signals from /proc after every prediction.
+    {
+        job fh $'import importlib.util, signal\nspec = importlib.util.find_spec("faulthandler")\nm = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\ndef transform(g):\n    m.register(signal.SIGUSR1)\n    return 0\n'
+        job fh-after $'import os, signal\ndef transform(g):\n    os.kill(os.getpid(), signal.SIGUSR1)\n    return 0\n'
+        job honest $'import signal\ndef transform(g):\n    signal.signal(signal.SIGUSR2, lambda *a: None)\n    return 1\n'
+        job honest-after $'def transform(g):\n    return 2\n'
+    } > "$D/jobs.jsonl"
+    run_both
+    [ "$(jq -sc 'map([.id, .status, .signal])' "$D/reuse.jsonl")" = "$(jq -sc 'map([.id, .status, .signal])' "$D/fork.jsonl")" ] ||
+        { cat "$D/fork.jsonl" "$D/reuse.jsonl"; false; }
+    [ "$(r "$D/fork.jsonl" fh-after '[.status, .signal]')" = '["signal","SIGUSR1"]' ]
+    [ "$(jq -sc 'map(.worker_replaced)' "$D/reuse.jsonl")" = \
+        "[\"poisoned: SIGUSR1's handler was changed outside Python's signal module\",\"ended: the prediction's process did not survive it\",null,null]" ] ||
+        { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
+}
+
 @test "python reuse: streams' own attributes, sys.argv, tracemalloc, socket and numpy switches, the decimal context, error handlers and faulthandler: the next prediction sees what fork gives it" {
     # Each pair: something honest code does to process-wide state, then a
     # prediction that would see it. Under reuse each is put back, or the

@@ -4221,12 +4221,33 @@ def _status_field(text, key):
         return 0
 
 
+def _signal_name(n):
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def _status_mask(text, key):
+    """The hexadecimal mask after key (b"\nSigCgt:") in a /proc/PID/status
+    text, or -1."""
+    at = text.find(key)
+    if at < 0:
+        return -1
+    end = text.find(b"\n", at + 1)
+    try:
+        return int(text[at + len(key):end if end >= 0 else len(text)].strip(), 16)
+    except ValueError:
+        return -1
+
+
 class ReusedProcess:
     """In a worker: its long-lived sandboxed process (reuse isolation)."""
 
     def __init__(self, pid, pidfd, sock, listener):
         self.pid, self.pidfd, self.sock, self.listener = pid, pidfd, sock, listener
         self.count = 0
+        self.signals = None  # (caught, ignored) as its baseline left them: ready()
         self.announced = False  # its pidfd went to fitrun (with its first STARTED)
         # Opened while the pid is surely this process (not reaped yet),
         # read again from its start after every job: one pread instead of
@@ -4245,13 +4266,31 @@ class ReusedProcess:
             return -1
 
     def status(self):
-        """(resident KiB, peak resident KiB, threads) from its
-        /proc/PID/status; (0, 0, 0) when it cannot be read."""
+        """(resident KiB, peak resident KiB, threads, (caught, ignored))
+        from its /proc/PID/status: the last, the masks of the signals it
+        has a handler for and ignores; (0, 0, 0, None) when it cannot be
+        read."""
         try:
             text = os.pread(self.status_fd, 16384, 0)
         except OSError:
-            return 0, 0, 0
-        return _status_field(text, b"\nVmRSS:"), _status_field(text, b"\nVmHWM:"), _status_field(text, b"\nThreads:")
+            return 0, 0, 0, None
+        return _status_field(text, b"\nVmRSS:"), _status_field(text, b"\nVmHWM:"), \
+            _status_field(text, b"\nThreads:"), (_status_mask(text, b"\nSigCgt:"), _status_mask(text, b"\nSigIgn:"))
+
+    def ready(self):
+        """Once its baseline is built, before its first job: the signals'
+        dispositions it keeps between predictions. Python's handlers are
+        put back by the process itself; one installed in C (a fresh copy
+        of faulthandler's register, out of the recording wrapper's and
+        signal.getsignal's sight) is seen only here, from outside."""
+        self.signals = self.status()[3]
+
+    def signal_changed(self, signals):
+        """The first signal whose disposition differs from ready()'s, or 0."""
+        if self.signals is None or signals is None or -1 in self.signals or -1 in signals:
+            return 0
+        diff = (signals[0] ^ self.signals[0]) | (signals[1] ^ self.signals[1])
+        return (diff & -diff).bit_length()
 
     def end(self):
         """Kill it (and its process group), reap it; returns (wstatus, rusage)."""
@@ -4308,9 +4347,11 @@ class ReuseWorker(Worker):
         # (EOF instead: it died; the job finds it dead). Not when applying
         # the sandbox failed: the message may have gone to receive(), and
         # the first job reports the failure anyway.
+        proc = ReusedProcess(pid, pidfd, ours, listener)
         if _applied(listener):
             ours.recv(16)
-        return ReusedProcess(pid, pidfd, ours, listener)
+            proc.ready()
+        return proc
 
     def run(self, seq, flags, fds):
         t0 = time.monotonic_ns()
@@ -4356,10 +4397,12 @@ class ReuseWorker(Worker):
             return
         p.count += 1
         cpu = p.cpu_ns()
-        rss, hwm, threads = p.status()
+        rss, hwm, threads, signals = p.status()
         why = done or (f"poisoned: {taint}" if taint else "")
         if not why and threads > 1:
             why = f"threads: {threads - 1} left running"
+        if not why and (sig := p.signal_changed(signals)):
+            why = f"poisoned: {_signal_name(sig)}'s handler was changed outside Python's signal module"
         if not why and p.count >= self.max_predictions:
             why = f"max_predictions: {p.count} predictions run"
         if not why and rss > self.max_rss_kb:
