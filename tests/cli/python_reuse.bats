@@ -895,12 +895,12 @@ check_poison() {
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: what a library keeps in C fields that __init__ or a closure's cell can change in place (a staticmethod's, classmethod's or property's function, numpy's implementations behind its public functions and their defaults, a struct.Struct's format, the runtime's own): the next prediction sees what fork gives it" {
+@test "python reuse: what a library keeps in C fields that __init__ or a closure's cell can change in place (a staticmethod's, classmethod's or property's function, numpy's implementations behind its public functions and their defaults, a struct.Struct's format, the runtime's own, singledispatch's cache): the next prediction sees what fork gives it" {
     # Each poisoner writes no dict and makes no audited call: it calls
     # __init__ again on an object a class holds, or assigns a cell that a
     # numpy function closes over, or changes the defaults of the function
     # in that cell. Each reader is honest code that goes through it.
-    printf 'import struct\nHEADER = struct.Struct("<i")\n' >> "$D/prelude.py"
+    printf 'import struct\nHEADER = struct.Struct("<i")\nimport functools\n@functools.singledispatch\ndef show(x):\n    return "base"\n@show.register\ndef _(x: int):\n    return "int"\n' >> "$D/prelude.py"
     local base=$'import numpy.polynomial as P\nB = P._polybase.ABCPolyBase\n'
     {
         job sm $'def transform(g):\n    np.lib.index_tricks.AxisConcatenator.__dict__["concatenate"].__init__(lambda *a, **k: np.zeros(1))\n    return 0\n'
@@ -917,13 +917,17 @@ check_poison() {
         job struct-after $'def transform(g):\n    return list(HEADER.pack(5))\n'
         job frame $'import sys\ndef transform(g):\n    sys.modules["__main__"].JOB_FRAME.__init__("=H")\n    return 0\n'
         job frame-after $'def transform(g):\n    return 1\n'
+        # singledispatch's cache of what each type dispatches to, a dict
+        # in a WeakKeyDictionary its dispatch function closes over.
+        job dispatch $'def transform(g):\n    free = show.dispatch.__code__.co_freevars\n    show.dispatch.__closure__[free.index("dispatch_cache")].cell_contents[int] = lambda x: "P"\n    return show(1)\n'
+        job dispatch-after $'def transform(g):\n    return [show(1), show(1.5)]\n'
     } > "$D/jobs.jsonl"
     same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | [.id, .outputs[0]])' "$D/fork.jsonl")" = \
-        '[["sm-after",[1,2]],["cm-after",[-1,1]],["property-after","x"],["cell-after",[[0,0,0],[0,1,0],[0,0,0]]],["inner-after",1],["struct-after",[5,0,0,0]],["frame-after",1]]' ] ||
+        '[["sm-after",[1,2]],["cm-after",[-1,1]],["property-after","x"],["cell-after",[[0,0,0],[0,1,0],[0,0,0]]],["inner-after",1],["struct-after",[5,0,0,0]],["frame-after",1],["dispatch-after",["int","base"]]]' ] ||
         { jq -c '[.id, .outputs]' "$D/fork.jsonl"; false; }
     [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
-        '["poisoned: numpy.lib.index_tricks.AxisConcatenator.concatenate'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.fromroots'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.symbol'"'"'s fget was changed","poisoned: numpy.lib.arraypad.pad'"'"'s variable implementation was assigned","poisoned: dict numpy.lib.arraysetops.unique'"'"'s variable implementation.__kwdefaults__ was changed (equal_nan replaced)","poisoned: fitrun_prelude.HEADER was given another format","poisoned: __main__.JOB_FRAME was given another format"]' ] ||
+        '["poisoned: numpy.lib.index_tricks.AxisConcatenator.concatenate'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.fromroots'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.symbol'"'"'s fget was changed","poisoned: numpy.lib.arraypad.pad'"'"'s variable implementation was assigned","poisoned: dict numpy.lib.arraysetops.unique'"'"'s variable implementation.__kwdefaults__ was changed (equal_nan replaced)","poisoned: fitrun_prelude.HEADER was given another format","poisoned: __main__.JOB_FRAME was given another format",null]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

@@ -1268,6 +1268,7 @@ class _Namespaces:
         # compared entry by entry instead (it is empty between predictions).
         objects = objects + [d for d in dicts if d is linecache.cache]
         dicts = [d for d in dicts if d is not linecache.cache]
+        dicts += _dispatch_caches(self.functions + self.library_functions, {id(d) for d in dicts})
         self.containers = _PutBack(dicts, found["lists"], self.peek, counted, found["sets"], loose=objects,
                                    slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"],
                                    deques=found["deques"])
@@ -4130,6 +4131,35 @@ def _function_namespaces(name, f, mine):
             out.append((f"dict {name}.registry", real[0], real[0]))
     if mine and (ann := _annotations(f)) is not None:
         out.append((f"dict {name}.__annotations__", ann, ann))
+    return out
+
+
+def _dispatch_caches(functions, skip=()):
+    """The dicts in which each functools.singledispatch function among
+    functions keeps its cache of what it dispatches each type to (the
+    data of a WeakKeyDictionary its dispatch function closes over),
+    except those whose id is in skip: nothing else lists them, and an
+    entry a prediction put there (`cache[int] = f`) decided what every
+    later call with an int ran. Put back as the standard library's
+    containers are; their registries are namespaces."""
+    import weakref
+    out = []
+    for _, f in functions:
+        attrs = _FUNCTION_DICT(f)
+        dispatch = attrs.get("dispatch")
+        if "registry" not in attrs or type(dispatch) is not types.FunctionType:
+            continue
+        free = _FUNCTION_CODE(dispatch).co_freevars
+        if "dispatch_cache" not in free:
+            continue
+        try:
+            cache = _CELL_CONTENTS(_FUNCTION_CLOSURE(dispatch)[free.index("dispatch_cache")])
+        except (ValueError, IndexError, TypeError):
+            continue
+        if type(cache) is weakref.WeakKeyDictionary:
+            data = object.__getattribute__(cache, "__dict__").get("data")
+            if type(data) is dict and id(data) not in skip:
+                out.append(data)
     return out
 
 
