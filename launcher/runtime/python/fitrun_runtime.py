@@ -2714,7 +2714,7 @@ class _ArrayWords:
         """An _ArrayWords for these arrays (kept alive by the caller), or
         None: no reader, not a 64-bit CPython, or a reading that does not
         agree with the arrays' fields."""
-        if peek is None or not arrays or sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        if peek is None or not arrays or not _CPYTHON_64:
             return None
         try:
             words = cls(arrays, peek)
@@ -2764,11 +2764,15 @@ class _ArrayWords:
             self.read_data() == self.data and b"".join(map(memoryview, self.unaligned)) == self.unaligned_bytes
 
 
+# Where objects' fields can be read as 8-byte words at their addresses.
+_CPYTHON_64 = sys.implementation.name == "cpython" and ctypes.sizeof(ctypes.c_void_p) == 8
+
+
 def _places_of(probe, values):
     """The byte offset in the probe (a CPython object, 8-byte words) of the
     field that holds each of values (objects the probe holds, each its
     own), in their order; None where one is not found exactly once."""
-    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+    if not _CPYTHON_64:
         return None
     try:
         words = memoryview(ctypes.string_at(id(probe), type(probe).__basicsize__)).cast("Q")
@@ -3105,7 +3109,7 @@ class _DictVersions:
         """The kinds of namespace ('dict', 'object', 'module', 'class')
         every write to which, on this interpreter, moves the counter, while
         reading does not."""
-        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        if not _CPYTHON_64:
             return set()
 
         class Probe:
@@ -3191,7 +3195,7 @@ def _array_layout(kind, peek):
     item's address and its hash each). Checked on a probe, through the
     sandbox library's readers themselves (ctypes' own readers are audited
     calls); else None."""
-    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+    if not _CPYTHON_64:
         return None
     items = [object(), object(), object()]
     probe = list(items) if kind is list else set(items)
@@ -3314,7 +3318,7 @@ class _FrozenHeap:
     def make(cls, peek=None):
         """Freeze the heap (everything gc.freeze() freezes, and the two
         lists); return the watch, or None (the heap frozen all the same)."""
-        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8 or \
+        if not _CPYTHON_64 or \
                 __import__("sysconfig").get_config_var("Py_GIL_DISABLED"):
             gc.freeze()
             return None
