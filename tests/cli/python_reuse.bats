@@ -895,7 +895,7 @@ check_poison() {
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 
-@test "python reuse: what a library keeps in C fields that __init__ or a closure's cell can change in place (a staticmethod's, classmethod's or property's function, numpy's implementations behind its public functions and their defaults, a struct.Struct's format, the runtime's own, singledispatch's cache): the next prediction sees what fork gives it" {
+@test "python reuse: what a library keeps in C fields that __init__ or a closure's cell can change in place (a staticmethod's, classmethod's or property's function, numpy's implementations behind its public functions and their defaults, a struct.Struct's format, the runtime's own, singledispatch's cache, numpy's repr guard): the next prediction sees what fork gives it" {
     # Each poisoner writes no dict and makes no audited call: it calls
     # __init__ again on an object a class holds, or assigns a cell that a
     # numpy function closes over, or changes the defaults of the function
@@ -921,13 +921,17 @@ check_poison() {
         # in a WeakKeyDictionary its dispatch function closes over.
         job dispatch $'def transform(g):\n    free = show.dispatch.__code__.co_freevars\n    show.dispatch.__closure__[free.index("dispatch_cache")].cell_contents[int] = lambda x: "P"\n    return show(1)\n'
         job dispatch-after $'def transform(g):\n    return [show(1), show(1.5)]\n'
+        # numpy's guard against recursive reprs, a set its printer closes
+        # over, filled with the ids a later array is likely to have.
+        job guard $'import _thread\ndef transform(g):\n    f = np.core.arrayprint._array2string\n    s = f.__closure__[f.__code__.co_freevars.index("repr_running")].cell_contents\n    base, t = id(np.array([1, 2])), _thread.get_ident()\n    s.update((base + 16 * k, t) for k in range(-300000, 300000))\n    return 0\n'
+        job guard-after $'def transform(g):\n    return str(np.array([1, 2]))\n'
     } > "$D/jobs.jsonl"
     same_as_fork
     [ "$(jq -sc 'map(select(.id | endswith("-after")) | [.id, .outputs[0]])' "$D/fork.jsonl")" = \
-        '[["sm-after",[1,2]],["cm-after",[-1,1]],["property-after","x"],["cell-after",[[0,0,0],[0,1,0],[0,0,0]]],["inner-after",1],["struct-after",[5,0,0,0]],["frame-after",1],["dispatch-after",["int","base"]]]' ] ||
+        '[["sm-after",[1,2]],["cm-after",[-1,1]],["property-after","x"],["cell-after",[[0,0,0],[0,1,0],[0,0,0]]],["inner-after",1],["struct-after",[5,0,0,0]],["frame-after",1],["dispatch-after",["int","base"]],["guard-after","[1 2]"]]' ] ||
         { jq -c '[.id, .outputs]' "$D/fork.jsonl"; false; }
     [ "$(jq -sc 'map(select(.id | endswith("-after") | not) | .worker_replaced)' "$D/reuse.jsonl")" = \
-        '["poisoned: numpy.lib.index_tricks.AxisConcatenator.concatenate'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.fromroots'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.symbol'"'"'s fget was changed","poisoned: numpy.lib.arraypad.pad'"'"'s variable implementation was assigned","poisoned: dict numpy.lib.arraysetops.unique'"'"'s variable implementation.__kwdefaults__ was changed (equal_nan replaced)","poisoned: fitrun_prelude.HEADER was given another format","poisoned: __main__.JOB_FRAME was given another format",null]' ] ||
+        '["poisoned: numpy.lib.index_tricks.AxisConcatenator.concatenate'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.fromroots'"'"'s function was changed","poisoned: numpy.polynomial._polybase.ABCPolyBase.symbol'"'"'s fget was changed","poisoned: numpy.lib.arraypad.pad'"'"'s variable implementation was assigned","poisoned: dict numpy.lib.arraysetops.unique'"'"'s variable implementation.__kwdefaults__ was changed (equal_nan replaced)","poisoned: fitrun_prelude.HEADER was given another format","poisoned: __main__.JOB_FRAME was given another format",null,null]' ] ||
         { jq -sc 'map([.id, .worker_replaced])' "$D/reuse.jsonl"; false; }
 }
 

@@ -1210,9 +1210,10 @@ class _Namespaces:
         self.library_functions, self.builtin_functions = [], []  # and every other module's and class's
         nested = _nested(self.user_modules)  # what their data holds below the top level, walked once
         self.held_objects = []  # cells, staticmethods, classmethods, properties: fields in C
+        self.enclosed = []  # the containers the library's functions close over
         self.dicts = _namespaces(self.module_list, self.owners, {name for name, _ in self.user_modules},
                                  self.functions, nested, self.library_functions, self.builtin_functions,
-                                 self.held_objects)
+                                 self.held_objects, self.enclosed)
         # The builtins-and-prelude mapping every prediction's globals fall
         # back to (Runner.fresh_globals): one dict, shared by them all.
         self.dicts.append(("the predictions' builtins", self.builtins))
@@ -1269,6 +1270,11 @@ class _Namespaces:
         objects = objects + [d for d in dicts if d is linecache.cache]
         dicts = [d for d in dicts if d is not linecache.cache]
         dicts += _dispatch_caches(self.functions + self.library_functions, {id(d) for d in dicts})
+        taken = {id(x) for x in dicts + objects + found["lists"] + found["sets"]}
+        enclosed = [x for x in self.enclosed if id(x) not in taken]
+        dicts += [x for x in enclosed if type(x) is dict]
+        found["lists"] += [x for x in enclosed if type(x) is list]
+        found["sets"] += [x for x in enclosed if type(x) is set]
         self.containers = _PutBack(dicts, found["lists"], self.peek, counted, found["sets"], loose=objects,
                                    slotted=found["slotted"], partials=found["partials"], arrays=found["arrays"],
                                    deques=found["deques"])
@@ -3959,7 +3965,7 @@ def _same_data(v, snap):
 
 
 def _namespaces(module_list, owners, own=(), functions=None, nested=None, library=None, builtin=None,
-                held=None):
+                held=None, enclosed=None):
     """(name, namespace) of every module, of each class and plain object a
     module's globals hold, and of each function a module's globals or such
     a class hold (_function_namespaces), once each (by identity): the dicts
@@ -3980,7 +3986,11 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
     whose __init__ can be called again). What a function closes over, and
     what a property's accessors are, are taken as a module's globals
     would be (numpy's public functions close over their implementation):
-    its functions, classes and plain objects, and so on down."""
+    its functions, classes and plain objects, and so on down; enclosed:
+    filled with the lists, sets and dicts that the library's functions
+    close over (numpy's and reprlib's guards against recursive reprs), to
+    be put back as the library's containers are (not the runtime's own:
+    its recording wrappers' lists are its to empty)."""
     out = []
     taken = set()  # the library's functions and builtins, once each
     held_ids = set()
@@ -4021,6 +4031,11 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
                 inner = _CELL_CONTENTS(cell)
             except ValueError:
                 continue  # not bound yet
+            if type(inner) in (list, set, dict):
+                if enclosed is not None and not theirs and f.__module__ != __name__ and id(inner) not in held_ids:
+                    held_ids.add(id(inner))
+                    enclosed.append(inner)
+                continue
             take_inner(f"{name}'s variable {var}", inner, mine)
 
     def take_library(name, v):
