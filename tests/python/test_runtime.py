@@ -1129,6 +1129,28 @@ class ReuseCheck(unittest.TestCase):
             "lib_mod.f's variable impl lib_mod.C.s lib_mod.C.c lib_mod.C.p", "True",
             "lib_mod.C.p's fget was changed", "lib_mod.f's variable impl was assigned"])
 
+    def test_what_a_librarys_functions_close_over_is_taken_to_be_put_back(self):
+        # A list a library function closes over, and the dict a library
+        # object in a closure holds (singledispatch's cache, the user's
+        # function's too: its dispatch function is functools'); not a list
+        # the user's own function closes over (their data is compared).
+        def scenario(fr, base):
+            import types
+            src = ("import functools\ndef make():\n    seen = [1]\n    def f():\n        return seen\n    return f\n"
+                   "f = make()\n@functools.singledispatch\ndef show(x):\n    return 0\n")
+            lib, mine = types.ModuleType("lib_mod"), types.ModuleType("user_mod")
+            exec(src, vars(lib))
+            exec(src, vars(mine))
+            enclosed = []
+            fr._namespaces([("lib_mod", lib), ("user_mod", mine)], set(), {"user_mod"}, [], library=[], held=[],
+                           enclosed=enclosed)
+            cache = lib.show.dispatch.__closure__[lib.show.dispatch.__code__.co_freevars.index("dispatch_cache")]
+            ucache = mine.show.dispatch.__closure__[mine.show.dispatch.__code__.co_freevars.index("dispatch_cache")]
+            ids = {id(x) for x in enclosed}
+            return [str(id(lib.f()) in ids), str(id(mine.f()) in ids), str(id(cache.cell_contents.data) in ids),
+                    str(id(ucache.cell_contents.data) in ids)]
+        self.assertEqual(_in_reused_shape(scenario), ["True", "False", "True", "True"])
+
     def test_the_codec_tables_are_found_and_put_back_whatever_changed_them(self):
         # The interpreter's list of search functions and dict of error
         # handlers, found by the self-test and left as they were; changed

@@ -1269,7 +1269,6 @@ class _Namespaces:
         # compared entry by entry instead (it is empty between predictions).
         objects = objects + [d for d in dicts if d is linecache.cache]
         dicts = [d for d in dicts if d is not linecache.cache]
-        dicts += _dispatch_caches(self.functions + self.library_functions, {id(d) for d in dicts})
         taken = {id(x) for x in dicts + objects + found["lists"] + found["sets"]}
         enclosed = [x for x in self.enclosed if id(x) not in taken]
         dicts += [x for x in enclosed if type(x) is dict]
@@ -3988,9 +3987,10 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
     would be (numpy's public functions close over their implementation):
     its functions, classes and plain objects, and so on down; enclosed:
     filled with the lists, sets and dicts that the library's functions
-    close over (numpy's and reprlib's guards against recursive reprs), to
-    be put back as the library's containers are (not the runtime's own:
-    its recording wrappers' lists are its to empty)."""
+    close over (numpy's and reprlib's guards against recursive reprs), and
+    that the library's plain objects found there hold (singledispatch's
+    caches), to be put back as the library's containers are (not the
+    runtime's own: its recording wrappers' lists are its to empty)."""
     out = []
     taken = set()  # the library's functions and builtins, once each
     held_ids = set()
@@ -4000,9 +4000,17 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
             held_ids.add(id(obj))
             held.append((name, obj))
 
-    def take_inner(name, v, mine):
+    def take_enclosed(v):
+        if enclosed is not None and type(v) in (list, set, dict) and id(v) not in held_ids:
+            held_ids.add(id(v))
+            enclosed.append(v)
+
+    def take_inner(name, v, mine, runtime=False):
         """A value reached through a function's cell or a property's
-        accessor, which no namespace names: its namespaces, as a global's."""
+        accessor, which no namespace names: its namespaces, as a global's;
+        and the containers a library's object there holds (a
+        singledispatch function's cache: a dict in the WeakKeyDictionary
+        its dispatch function closes over)."""
         f = _function_of(v)
         if f is not None and id(f) not in owners:
             take_function(name, f, mine)
@@ -4013,6 +4021,9 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
             add(f"{kind} {name}", v, space)
             if kind == "class":
                 add_functions(name, space, mine and space.get("__module__") in own)
+            elif not runtime and type.__dict__["__module__"].__get__(type(v)) not in own:
+                for x in list(dict.values(space)):
+                    take_enclosed(x)
 
     def take_function(name, f, mine):
         theirs = mine and f.__module__ in own
@@ -4031,12 +4042,12 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
                 inner = _CELL_CONTENTS(cell)
             except ValueError:
                 continue  # not bound yet
+            runtime = f.__module__ == __name__  # its recording wrappers' lists are its own to empty
             if type(inner) in (list, set, dict):
-                if enclosed is not None and not theirs and f.__module__ != __name__ and id(inner) not in held_ids:
-                    held_ids.add(id(inner))
-                    enclosed.append(inner)
+                if not theirs and not runtime:
+                    take_enclosed(inner)
                 continue
-            take_inner(f"{name}'s variable {var}", inner, mine)
+            take_inner(f"{name}'s variable {var}", inner, mine, runtime)
 
     def take_library(name, v):
         f = _function_of(v)
@@ -4150,35 +4161,6 @@ def _function_namespaces(name, f, mine):
             out.append((f"dict {name}.registry", real[0], real[0]))
     if mine and (ann := _annotations(f)) is not None:
         out.append((f"dict {name}.__annotations__", ann, ann))
-    return out
-
-
-def _dispatch_caches(functions, skip=()):
-    """The dicts in which each functools.singledispatch function among
-    functions keeps its cache of what it dispatches each type to (the
-    data of a WeakKeyDictionary its dispatch function closes over),
-    except those whose id is in skip: nothing else lists them, and an
-    entry a prediction put there (`cache[int] = f`) decided what every
-    later call with an int ran. Put back as the standard library's
-    containers are; their registries are namespaces."""
-    import weakref
-    out = []
-    for _, f in functions:
-        attrs = _FUNCTION_DICT(f)
-        dispatch = attrs.get("dispatch")
-        if "registry" not in attrs or type(dispatch) is not types.FunctionType:
-            continue
-        free = _FUNCTION_CODE(dispatch).co_freevars
-        if "dispatch_cache" not in free:
-            continue
-        try:
-            cache = _CELL_CONTENTS(_FUNCTION_CLOSURE(dispatch)[free.index("dispatch_cache")])
-        except (ValueError, IndexError, TypeError):
-            continue
-        if type(cache) is weakref.WeakKeyDictionary:
-            data = object.__getattribute__(cache, "__dict__").get("data")
-            if type(data) is dict and id(data) not in skip:
-                out.append(data)
     return out
 
 
