@@ -1991,8 +1991,6 @@ class _RecordedRegistrations:
         if self.poison:
             return f"poisoned: {self.poison[0]} was called"
         put = self._restore_tables()
-        if put.startswith("poisoned"):
-            return put
         if self.added and self.unregister is None:
             return "poisoned: codecs.register was called (no codecs.unregister before Python 3.10)"
         put = "put back" if put or self.added or self.exits or self.handlers else ""
@@ -2009,19 +2007,17 @@ class _RecordedRegistrations:
 
     def _restore_tables(self, len=len, all=all, map=map, is_=lambda a, b: a is b, keys=dict.keys,
                         values=dict.values, setitem=list.__setitem__, clear=dict.clear, update=dict.update):
-        """The codec tables as the zygote left them: '' (they were), 'put
-        back', or 'poisoned: ...' where the lookup cache cannot be emptied
-        (before Python 3.10). Clears the wrappers' records of what they
-        cover. Only lists' and dicts' own methods, bound before any
-        prediction: the handlers' names are exact strs (the interpreter
-        makes them), no one's __eq__ runs."""
+        """The codec tables as the zygote left them: '' (they were) or
+        'put back'. Clears the wrappers' records of what they cover. Only
+        lists' and dicts' own methods, bound before any prediction: the
+        handlers' names are exact strs (the interpreter makes them), no
+        one's __eq__ runs. (The search functions' list is found only where
+        codecs.unregister exists, which empties the lookup cache.)"""
         put = ""
         path, base = self.search_path, self.search_base
         if path is not None:
             self.added.clear()
             if len(path) != len(base) or not all(map(is_, path, base)):
-                if self.unregister is None:
-                    return "poisoned: the codec search functions were changed (no codecs.unregister before Python 3.10)"
                 setitem(path, slice(None), base)
                 self.empty_codec_cache()
                 put = "put back"
@@ -3464,8 +3460,9 @@ class _FunctionFields:
 # The objects whose fields, kept in C, Python code changes in place with
 # no audited write and no dict written: a closure's cell (its
 # cell_contents is writable), and a staticmethod, classmethod or property,
-# whose __init__ can be called again on it (`type(np.r_).__dict__[
-# "concatenate"].__init__(f)`). Each field holds its value's address.
+# whose __init__ can be called again on it (numpy's
+# `AxisConcatenator.__dict__["concatenate"].__init__(f)`). Each field
+# holds its value's address.
 _HELD_TYPES = (types.CellType, staticmethod, classmethod, property)
 
 
