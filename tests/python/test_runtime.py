@@ -956,14 +956,17 @@ class ReuseCheck(unittest.TestCase):
         self.assertTrue(out[3].startswith("poisoned: module json was changed"), out)
 
     def test_status_fields_of_a_reused_process(self):
-        # What its worker reads from /proc/PID/status after every job.
+        # What its worker reads from /proc/PID/status after every job: the
+        # numbers, and the signal masks (hexadecimal; -1 where missing).
         def scenario(fr, base):
             text = b"Name:\tpython3\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t3"
             return [str([fr._status_field(text, k) for k in (b"\nVmRSS:", b"\nVmHWM:", b"\nThreads:")]),
                     str(fr._status_field(b"Name:\tx\nVmRSS:\n", b"\nVmRSS:")),
                     str(fr._status_field(text, b"\nVmSwap:")),
-                    str(fr.ReusedProcess(os.getpid(), -1, None, -1).status()[2])]
-        self.assertEqual(_in_reused_shape(scenario), ["[1024, 2048, 3]", "0", "0", "1"])
+                    str(fr.ReusedProcess(os.getpid(), -1, None, -1).status()[2]),
+                    str([fr._status_mask(b"Name:\tx\nSigIgn:\t0000000000001000\nSigCgt:\t0000000180000002", k)
+                         for k in (b"\nSigCgt:", b"\nSigIgn:", b"\nSigBlk:")])]
+        self.assertEqual(_in_reused_shape(scenario), ["[1024, 2048, 3]", "0", "0", "1", "[6442450946, 4096, -1]"])
 
     def test_only_data_that_can_change_in_place_is_compared(self):
         # Tuples and frozensets of atoms cannot change: left out. A tuple

@@ -2005,7 +2005,7 @@ class _RecordedRegistrations:
             self.register_error(name, before)
         return put
 
-    def _restore_tables(self, len=len, all=all, map=map, is_=lambda a, b: a is b, keys=dict.keys,
+    def _restore_tables(self, len=len, all=all, map=map, is_=_is, keys=dict.keys,
                         values=dict.values, setitem=list.__setitem__, clear=dict.clear, update=dict.update):
         """The codec tables as the zygote left them: '' (they were) or
         'put back'. Clears the wrappers' records of what they cover. Only
@@ -3990,16 +3990,16 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
     runtime's own: its recording wrappers' lists are its to empty)."""
     out = []
     taken = set()  # the library's functions and builtins, once each
-    held_ids = set()
+    kept = set()  # the ids of what went to held or enclosed, once each
 
     def take_held(name, obj):
-        if held is not None and id(obj) not in held_ids:
-            held_ids.add(id(obj))
+        if held is not None and id(obj) not in kept:
+            kept.add(id(obj))
             held.append((name, obj))
 
     def take_enclosed(v):
-        if enclosed is not None and type(v) in (list, set, dict) and id(v) not in held_ids:
-            held_ids.add(id(v))
+        if enclosed is not None and type(v) in (list, set, dict) and id(v) not in kept:
+            kept.add(id(v))
             enclosed.append(v)
 
     def take_inner(name, v, mine, runtime=False):
@@ -4031,15 +4031,15 @@ def _namespaces(module_list, owners, own=(), functions=None, nested=None, librar
             taken.add(id(f))
         elif not theirs:
             take_library(name, f)
+        runtime = f.__module__ == __name__  # its recording wrappers' lists are its own to empty
         for var, cell in zip(_FUNCTION_CODE(f).co_freevars, _FUNCTION_CLOSURE(f) or ()):
-            if id(cell) in held_ids:
+            if id(cell) in kept:
                 continue
             take_held(f"{name}'s variable {var}", cell)
             try:
                 inner = _CELL_CONTENTS(cell)
             except ValueError:
                 continue  # not bound yet
-            runtime = f.__module__ == __name__  # its recording wrappers' lists are its own to empty
             if type(inner) in (list, set, dict):
                 if not theirs and not runtime:
                     take_enclosed(inner)
@@ -4237,14 +4237,20 @@ def _catchable_signals():
             and signal.getsignal(n) is not None]
 
 
-def _status_field(text, key):
-    """The number after key (b"\\nVmRSS:") in a /proc/PID/status text, or 0."""
+def _status_line(text, key):
+    """What follows key (b"\\nVmRSS:") on its line of a /proc/PID/status
+    text, or b"" where there is no such line."""
     at = text.find(key)
     if at < 0:
-        return 0
+        return b""
     end = text.find(b"\n", at + 1)
+    return text[at + len(key):end if end >= 0 else len(text)]
+
+
+def _status_field(text, key):
+    """The number after key (b"\\nVmRSS:") in a /proc/PID/status text, or 0."""
     try:
-        return int(text[at + len(key):end if end >= 0 else len(text)].split()[0])
+        return int(_status_line(text, key).split()[0])
     except (ValueError, IndexError):
         return 0
 
@@ -4257,14 +4263,10 @@ def _signal_name(n):
 
 
 def _status_mask(text, key):
-    """The hexadecimal mask after key (b"\nSigCgt:") in a /proc/PID/status
+    """The hexadecimal mask after key (b"\\nSigCgt:") in a /proc/PID/status
     text, or -1."""
-    at = text.find(key)
-    if at < 0:
-        return -1
-    end = text.find(b"\n", at + 1)
     try:
-        return int(text[at + len(key):end if end >= 0 else len(text)].strip(), 16)
+        return int(_status_line(text, key).strip(), 16)
     except ValueError:
         return -1
 
