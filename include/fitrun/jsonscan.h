@@ -71,11 +71,13 @@ bool fr_json_whole(const char *s, size_t n, int max_depth, enum fr_json_mode mod
 /* s[0, n) is one JSON object (whitespace around it allowed; mode SKIP or
  * STRICT, LINE is taken as STRICT). For each
  * wanted key keys[i] (plain ASCII names), out[i] is its value's span, or
- * {NULL, 0} when absent; other members are scanned and skipped. The
+ * {NULL, 0} when absent; other members are scanned and skipped. counts
+ * (NULL: not wanted) gets the elements of each wanted array value, the
+ * members of each object value, else 0. The
  * object itself counts as one level of max_depth. Returns 0, or -1 when
  * the text is not such an object, or a wanted key occurs twice. */
 int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nkeys, struct fr_json_span out[],
-                    int max_depth, enum fr_json_mode mode);
+                    size_t counts[], int max_depth, enum fr_json_mode mode);
 
 /* One member of a job line's object, as fr_json_line records it. */
 struct fr_json_member {
@@ -101,6 +103,11 @@ int fr_json_line(const char *s, size_t n, struct fr_json_member **members, size_
  * decoded), or NULL. */
 const struct fr_json_member *fr_json_member_find(const struct fr_json_member *m, size_t n, const char *key);
 
+/* The length of the value that starts at s[0] in a checked text (SKIP:
+ * found by its quotes and brackets alone, at any depth), or n when it does
+ * not end within s[0, n). */
+size_t fr_json_checked_len(const char *s, size_t n);
+
 /* Walking a checked array or object span, one element or member at a
  * time (SKIP scans: the span must have been checked before). */
 struct fr_json_iter {
@@ -109,6 +116,9 @@ struct fr_json_iter {
 void fr_json_iter_init(struct fr_json_iter *it, struct fr_json_span container);
 /* Next array element; false at the end. */
 bool fr_json_iter_next(struct fr_json_iter *it, struct fr_json_span *value);
+/* Is the next element `text`, byte for byte? If so it is taken (value
+ * set); if not, nothing is (the walk stays where it was, between elements). */
+bool fr_json_iter_same(struct fr_json_iter *it, struct fr_json_span text, struct fr_json_span *value);
 /* Next object member (key: the string literal, quotes included). */
 bool fr_json_iter_member(struct fr_json_iter *it, struct fr_json_span *key, struct fr_json_span *value);
 

@@ -173,6 +173,9 @@ static int number_in_range(const char *p, size_t len, bool integral)
         return 1;
     if (integral && digits > INT64_SAFE_DIGITS + 1)
         return 0;
+    /* Without an exponent, fewer than 309 digits stay below DBL_MAX. */
+    if (!integral && len < 309 && !memchr(p, 'e', len) && !memchr(p, 'E', len))
+        return 1;
     char small[FR_JSON_NUMBER_MAX + 1], *buf = number_copy(p, len, small, sizeof small);
     if (!buf)
         return -1;
@@ -549,8 +552,12 @@ int fr_json_line(const char *s, size_t n, struct fr_json_member **members, size_
 
 const struct fr_json_member *fr_json_member_find(const struct fr_json_member *m, size_t n, const char *key)
 {
+    /* The literal's first byte rules out most members without a full
+     * compare: the key's first character, the closing quote of "", or the
+     * '\\' of an escape (compared in full). */
+    char first = key[0] ? key[0] : '"';
     for (size_t i = 0; i < n; i++)
-        if (key_is(m[i].key.p, m[i].key.n, key))
+        if (m[i].key.n > 1 && (m[i].key.p[1] == first || m[i].key.p[1] == '\\') && key_is(m[i].key.p, m[i].key.n, key))
             return &m[i];
     return NULL;
 }
@@ -567,11 +574,14 @@ static bool key_is(const char *s, size_t n, const char *want)
 }
 
 int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nkeys, struct fr_json_span out[],
-                    int max_depth, enum fr_json_mode mode)
+                    size_t counts[], int max_depth, enum fr_json_mode mode)
 {
     struct scan sc = scan_of(s, n, max_depth, mode == FR_JSON_LINE ? FR_JSON_STRICT : mode);
-    for (size_t k = 0; k < nkeys; k++)
+    for (size_t k = 0; k < nkeys; k++) {
         out[k] = (struct fr_json_span){NULL, 0};
+        if (counts)
+            counts[k] = 0;
+    }
     size_t i = skip_ws(&sc, 0);
     if (i >= n || s[i] != '{' || max_depth < 1)
         return -1;
@@ -595,6 +605,9 @@ int fr_json_members(const char *s, size_t n, const char *const keys[], size_t nk
             if (out[k].p)
                 return -1; /* which one would count? */
             out[k] = (struct fr_json_span){s + v0, i - v0};
+            /* The value, at depth 1, was the last container closed there. */
+            if (counts && (s[v0] == '[' || s[v0] == '{'))
+                counts[k] = sc.count1;
         }
         i = skip_ws(&sc, i);
         if (i >= n)
@@ -621,12 +634,90 @@ static void iter_skip(struct fr_json_iter *it)
         it->p++;
 }
 
+/* The bytes of v that are [ ] { } or '"', each as its high bit (0: none).
+ * OR-ing 0x20 into every byte folds '[' into '{' and ']' into '}' (no
+ * other byte becomes either); '"' stays itself, and so does only 0x02,
+ * which checked text holds nowhere outside a string (a false alarm only
+ * costs the caller a look at that byte). A byte of x is zero where
+ * (x - ones) & ~x sets its high bit; above a zero byte the borrow may set
+ * more, so only the lowest bit set is sure to be one. */
+static uint64_t structure8(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = ones * 0x80;
+    uint64_t w = v | ones * 0x20, a = w ^ ones * '{', b = w ^ ones * '}', q = w ^ ones * '"';
+    return (((a - ones) & ~a) | ((b - ones) & ~b) | ((q - ones) & ~q)) & highs;
+}
+
+/* The index of the first byte at or after s[i] that may be a quote or a
+ * bracket, or n. */
+static size_t next_structure(const char *s, size_t i, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; n - i >= 8; i += 8) {
+        uint64_t v, m;
+        memcpy(&v, s + i, 8);
+        if ((m = structure8(v)))
+            return i + (size_t)(__builtin_ctzll(m) >> 3); /* the lowest address is the lowest byte */
+    }
+#endif
+    while (i < n && s[i] != '"' && s[i] != '[' && s[i] != ']' && s[i] != '{' && s[i] != '}')
+        i++;
+    return i;
+}
+
+/* s[i] == '"' of a checked literal: the index after its closing quote, or n. */
+static size_t checked_string_end(const char *s, size_t i, size_t n)
+{
+    for (i++; i < n;) {
+        uint64_t v;
+        while (n - i >= 8 && (memcpy(&v, s + i, 8), plain8(v, 0)))
+            i += 8;
+        if (i >= n)
+            break;
+        if (s[i] == '"')
+            return i + 1;
+        i += s[i] == '\\' ? 2 : 1;
+    }
+    return n;
+}
+
+/* A checked text has no stray quote or bracket, so the end of a value in
+ * it is where its quotes and brackets balance: no call per element, no
+ * recursion, no depth to bound (the check that made the text bounded it). */
+size_t fr_json_checked_len(const char *s, size_t n)
+{
+    if (!n)
+        return 0;
+    size_t i = 0, depth = 0;
+    if (s[0] != '[' && s[0] != '{' && s[0] != '"') {
+        while (i < n && s[i] != ',' && s[i] != ']' && s[i] != '}' && s[i] != ':' && s[i] != ' ' && s[i] != '\t' &&
+               s[i] != '\n' && s[i] != '\r')
+            i++;
+        return i;
+    }
+    for (;;) {
+        if ((i = next_structure(s, i, n)) >= n)
+            return n;
+        char c = s[i];
+        if (c == '"') {
+            i = checked_string_end(s, i, n);
+            if (!depth)
+                return i;
+            continue;
+        }
+        if (c == '[' || c == '{')
+            depth++;
+        else if ((c == ']' || c == '}') && !--depth)
+            return i + 1;
+        i++;
+    }
+}
+
 static struct fr_json_span iter_take(struct fr_json_iter *it, bool string)
 {
-    struct scan sc = {.s = it->p, .n = (size_t)(it->end - it->p), .max_depth = FR_JSON_SKIP_DEPTH};
-    size_t len = string ? string_end(&sc, 0, true) : value_end(&sc, 0, 0);
-    if (len == BAD)
-        len = sc.n; /* not checked text after all: take the rest, end the walk */
+    size_t n = (size_t)(it->end - it->p);
+    /* Not checked text after all: n, the rest, which ends the walk. */
+    size_t len = string ? checked_string_end(it->p, 0, n) : fr_json_checked_len(it->p, n);
     struct fr_json_span v = {it->p, len};
     it->p += len;
     return v;
@@ -638,6 +729,21 @@ bool fr_json_iter_next(struct fr_json_iter *it, struct fr_json_span *value)
     if (it->p >= it->end)
         return false;
     *value = iter_take(it, false);
+    return true;
+}
+
+bool fr_json_iter_same(struct fr_json_iter *it, struct fr_json_span text, struct fr_json_span *value)
+{
+    iter_skip(it);
+    size_t left = (size_t)(it->end - it->p);
+    /* A value of a checked text that starts with the whole of another
+     * value's text is that value, or a number it is the start of ("1" of
+     * "12"): the byte after it tells. */
+    if (!text.n || left < text.n || memcmp(it->p, text.p, text.n) ||
+        (left > text.n && !memchr(",] \t\n\r", it->p[text.n], 6)))
+        return false;
+    *value = (struct fr_json_span){it->p, text.n};
+    it->p += text.n;
     return true;
 }
 

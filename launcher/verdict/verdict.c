@@ -2,11 +2,10 @@
  * `passed` (Python's ==). See include/fitrun/verdict.h.
  *
  * Outputs are compared as text against the expected value's text (a span
- * of the job line), in one pass over both that always consumes both
- * values (fr_json_value skips what no longer needs comparing): no tree is
- * built for either, so a prediction's output costs fitrun nothing beyond
- * its text. Objects are the exception that sorts: each side's members are
- * listed and sorted by key. */
+ * of the job line), in one pass over both that stops at the first
+ * difference: no tree is built for either, so a prediction's output costs
+ * fitrun nothing beyond its text. Objects are the exception that sorts:
+ * each side's members are listed and sorted by key. */
 #include "fitrun/verdict.h"
 
 #include <math.h>
@@ -41,8 +40,7 @@ static void skip_ws(struct cursor *c)
 
 static void skip_value(struct cursor *c)
 {
-    size_t n = fr_json_value(c->p, (size_t)(c->end - c->p), FR_JSON_SKIP_DEPTH, FR_JSON_SKIP);
-    c->p = n ? c->p + n : c->end; /* unchecked text: give up on the rest */
+    c->p += fr_json_checked_len(c->p, (size_t)(c->end - c->p));
 }
 
 /* Python's int == float: exact, as CPython compares them. */
@@ -65,12 +63,46 @@ static bool is_numeric(char c)
     return c == 't' || c == 'f' || c == '-' || (c >= '0' && c <= '9');
 }
 
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A byte of a JSON number token. */
+static bool is_number_char(char c)
+{
+    return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* The checked number p[0, len) when it has no exponent and at most 15
+ * digits: its digits and its power of ten are then exact doubles, and one
+ * division rounds as strtod does (Clinger's fast path). */
+static bool small_decimal(const char *p, size_t len, double *out)
+{
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    uint64_t m = 0;
+    int digits = 0, frac = -1;
+    for (size_t i = p[0] == '-'; i < len; i++) {
+        if (p[i] == '.') {
+            frac = 0;
+            continue;
+        }
+        if (!is_digit(p[i]) || ++digits > 15)
+            return false;
+        m = m * 10 + (uint64_t)(p[i] - '0');
+        frac += frac >= 0;
+    }
+    double d = (double)m / p10[frac < 0 ? 0 : frac];
+    *out = p[0] == '-' ? -d : d;
+    return true;
+}
+
 /* The number or bool at c (moved past it). False when out of memory. */
 static bool read_num(struct cursor *c, struct num *out)
 {
     const char *start = c->p;
     /* One digit alone (most of an ARC grid): no copy, no strtoll. */
-    if (*c->p >= '0' && *c->p <= '9' && (c->end - c->p == 1 || !memchr("+-.eE0123456789", c->p[1], 15))) {
+    if (is_digit(*c->p) && (c->end - c->p == 1 || !is_number_char(c->p[1]))) {
         *out = (struct num){.integral = true, .i = *c->p - '0'};
         c->p++;
         return true;
@@ -81,12 +113,14 @@ static bool read_num(struct cursor *c, struct num *out)
         return true;
     }
     out->integral = true;
-    while (c->p < c->end && memchr("+-.eE0123456789", *c->p, 15)) {
+    while (c->p < c->end && is_number_char(*c->p)) {
         if (*c->p == '.' || *c->p == 'e' || *c->p == 'E')
             out->integral = false;
         c->p++;
     }
     size_t len = (size_t)(c->p - start);
+    if (!out->integral && small_decimal(start, len, &out->d))
+        return true;
     char small[FR_JSON_NUMBER_MAX + 1], *buf = len < sizeof small ? small : malloc(len + 1);
     if (!buf)
         return false;
@@ -158,9 +192,11 @@ static void skip_separator(struct cursor *c)
     skip_ws(c);
 }
 
+/* Python's list ==: as long, and equal element by element. The first
+ * difference decides (no JSON value raises, and none is unequal to itself),
+ * so nothing after it is read. */
 static bool array_equal(struct cursor *e, struct cursor *o)
 {
-    bool same = true;
     e->p++; /* '[' */
     o->p++;
     skip_ws(e);
@@ -168,19 +204,12 @@ static bool array_equal(struct cursor *e, struct cursor *o)
     for (;;) {
         bool e_end = e->p >= e->end || *e->p == ']', o_end = o->p >= o->end || *o->p == ']';
         if (e_end || o_end) {
-            same = same && e_end && o_end;
-            for (; !e_end; skip_separator(e), e_end = e->p >= e->end || *e->p == ']')
-                skip_value(e);
-            for (; !o_end; skip_separator(o), o_end = o->p >= o->end || *o->p == ']')
-                skip_value(o);
+            if (!e_end || !o_end)
+                return false;
             break;
         }
-        if (same)
-            same = equal(e, o);
-        else {
-            skip_value(e);
-            skip_value(o);
-        }
+        if (!equal(e, o))
+            return false;
         skip_separator(e);
         skip_separator(o);
     }
@@ -188,7 +217,7 @@ static bool array_equal(struct cursor *e, struct cursor *o)
         e->p++; /* ']' */
     if (o->p < o->end)
         o->p++;
-    return same;
+    return true;
 }
 
 /* An object's members, keys as text, sorted by key. */
@@ -275,7 +304,8 @@ static struct fr_json_span take(struct cursor *c)
     return s;
 }
 
-/* Compare, and always move both cursors past their whole values. */
+/* Compare; when equal, both cursors move past their whole values (when
+ * not, they are left where the difference was found). */
 static bool equal(struct cursor *e, struct cursor *o)
 {
     if (e->p >= e->end || o->p >= o->end)
@@ -338,8 +368,8 @@ char *fr_passed_json(struct fr_json_span expected, const char *outputs, size_t o
     fr_json_iter_init(&out, (struct fr_json_span){outputs, outputs_len});
     buf[o++] = '[';
     for (bool first = true; fr_json_iter_next(&it, &e); first = false) {
-        bool has = fr_json_iter_next(&out, &v);
-        const char *word = e.p[0] == 'n' ? "null" : has && fr_py_equal(e, v) ? "true" : "false";
+        bool same = fr_json_iter_same(&out, e, &v), has = same || fr_json_iter_next(&out, &v);
+        const char *word = e.p[0] == 'n' ? "null" : same || (has && fr_py_equal(e, v)) ? "true" : "false";
         if (!first)
             buf[o++] = ',';
         size_t wl = strlen(word);

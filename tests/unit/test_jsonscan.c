@@ -100,19 +100,30 @@ static void test_members(void **state)
     const char *keys[] = {"id", "code", "inputs", "entry"};
     struct fr_json_span v[4];
     const char *job = "{\"i\\u0064\": \"x\", \"expected\": [[1]], \"code\": \"c\", \"inputs\": [1, {\"id\": 2}]}";
-    assert_int_equal(fr_json_members(job, strlen(job), keys, 4, v, 100, FR_JSON_SKIP), 0);
+    assert_int_equal(fr_json_members(job, strlen(job), keys, 4, v, NULL, 100, FR_JSON_SKIP), 0);
     assert_int_equal(v[0].n, 3);
     assert_memory_equal(v[0].p, "\"x\"", 3);
     assert_memory_equal(v[2].p, "[1, {\"id\": 2}]", v[2].n);
     assert_null(v[3].p);
     const char *dup = "{\"id\": 1, \"id\": 2}";
-    assert_int_equal(fr_json_members(dup, strlen(dup), keys, 4, v, 100, FR_JSON_SKIP), -1);
+    assert_int_equal(fr_json_members(dup, strlen(dup), keys, 4, v, NULL, 100, FR_JSON_SKIP), -1);
     const char *trail = "{\"id\": 1} x";
-    assert_int_equal(fr_json_members(trail, strlen(trail), keys, 4, v, 100, FR_JSON_SKIP), -1);
-    assert_int_equal(fr_json_members("[1]", 3, keys, 4, v, 100, FR_JSON_SKIP), -1);
-    assert_int_equal(fr_json_members("{}", 2, keys, 4, v, 100, FR_JSON_SKIP), 0);
+    assert_int_equal(fr_json_members(trail, strlen(trail), keys, 4, v, NULL, 100, FR_JSON_SKIP), -1);
+    assert_int_equal(fr_json_members("[1]", 3, keys, 4, v, NULL, 100, FR_JSON_SKIP), -1);
+    assert_int_equal(fr_json_members("{}", 2, keys, 4, v, NULL, 100, FR_JSON_SKIP), 0);
+    size_t counts[4];
+    const char *sized = "{\"inputs\": [[1,2],3, [4]], \"id\": 7, \"code\": {\"a\": [1, 2, 3], \"b\": []}}";
+    assert_int_equal(fr_json_members(sized, strlen(sized), keys, 4, v, counts, 100, FR_JSON_STRICT), 0);
+    assert_int_equal(counts[0], 0); /* a scalar */
+    assert_int_equal(counts[1], 2);
+    assert_int_equal(counts[2], 3);
+    assert_int_equal(counts[3], 0); /* absent */
+    const char *empty = "{\"inputs\": [], \"code\": [0,1,2,3,4,5,6,7,8]}";
+    assert_int_equal(fr_json_members(empty, strlen(empty), keys, 4, v, counts, 100, FR_JSON_STRICT), 0);
+    assert_int_equal(counts[2], 0);
+    assert_int_equal(counts[1], 9);
     const char *nul_key = "{\"id\": 1, \"\\u0000\": 2}";
-    assert_int_equal(fr_json_members(nul_key, strlen(nul_key), keys, 4, v, 100, FR_JSON_STRICT), -1);
+    assert_int_equal(fr_json_members(nul_key, strlen(nul_key), keys, 4, v, NULL, 100, FR_JSON_STRICT), -1);
 }
 
 static void test_iterate_and_decode(void **state)
@@ -137,6 +148,41 @@ static void test_iterate_and_decode(void **state)
     assert_true(fr_json_iter_member(&it, &k, &e));
     assert_memory_equal(e.p, "[2]", 3);
     assert_false(fr_json_iter_member(&it, &k, &e));
+
+    /* Quotes and brackets inside strings, escaped quotes and backslashes,
+     * long runs either side of the 8-byte steps. */
+    const char *hard[] = {"\"a\\\\\"",
+                          "\"]\\\"[\"",
+                          "[\"]]]\", \"\\\\\", [[\"{\"]]]",
+                          "{\"k]\":[1,{\"}\":\"\\\"\"}]}",
+                          "[[0,1,2,3,4,5,6,7,8,9],[9,8,7,6,5,4,3,2,1,0]]",
+                          "\"abcdefghijklmnopqrstuvwxyz\\\\\"",
+                          "-12.5e3",
+                          "true"};
+    for (size_t i = 0; i < sizeof hard / sizeof *hard; i++) {
+        size_t hn = strlen(hard[i]);
+        char tail[128];
+        snprintf(tail, sizeof tail, "%s, 1]", hard[i]);
+        assert_true(fr_json_whole(hard[i], hn, 10, FR_JSON_STRICT));
+        assert_int_equal(fr_json_checked_len(hard[i], hn), hn);
+        assert_int_equal(fr_json_checked_len(tail, strlen(tail)), hn);
+    }
+    assert_int_equal(fr_json_checked_len("[[1]", 4), 4); /* no end: all of it */
+    assert_int_equal(fr_json_checked_len("\"ab", 3), 3);
+    assert_int_equal(fr_json_checked_len("\"a\\", 3), 3);
+
+    /* An element taken when it is another text byte for byte, not when
+     * that text is only its start. */
+    const char *outs = "[[1,2], 12, 3]";
+    fr_json_iter_init(&it, (struct fr_json_span){outs, strlen(outs)});
+    assert_true(fr_json_iter_same(&it, (struct fr_json_span){"[1,2]", 5}, &e));
+    assert_memory_equal(e.p, "[1,2]", 5);
+    assert_false(fr_json_iter_same(&it, (struct fr_json_span){"1", 1}, &e));
+    assert_false(fr_json_iter_same(&it, (struct fr_json_span){"13", 2}, &e));
+    assert_true(fr_json_iter_same(&it, (struct fr_json_span){"12", 2}, &e));
+    assert_true(fr_json_iter_same(&it, (struct fr_json_span){"3", 1}, &e));
+    assert_false(fr_json_iter_same(&it, (struct fr_json_span){"3", 1}, &e));
+    assert_false(fr_json_iter_next(&it, &e));
 
     char buf[32];
     const char *s = "\"a\\u0000\\u00e9\\ud83d\\ude00\\n\"";
@@ -212,6 +258,17 @@ static void agree(const char *s, size_t n)
 static void agree_str(const char *s)
 {
     agree(s, strlen(s));
+}
+
+/* A number valid in a job line (any length) is a finite double, and so
+ * is the same number in a STRICT scan unless it is too long for one. */
+static void strict_agrees_with_line(const char *num, size_t n)
+{
+    bool line = fr_json_whole(num, n, 10, FR_JSON_LINE), strict = fr_json_whole(num, n, 10, FR_JSON_STRICT);
+    json_t *j = json_loadb(num, n, JOB_FLAGS, NULL);
+    assert_int_equal(line, j != NULL);
+    assert_int_equal(strict, line && n <= FR_JSON_NUMBER_MAX);
+    json_decref(j);
 }
 
 static void test_line_edges(void **state)
@@ -316,6 +373,16 @@ static void test_line_edges(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         agree_str(cases[i]);
+    /* Decimals without an exponent around DBL_MAX's 309 digits: finite
+     * below it (found without strtod), jansson's overflow above. */
+    for (int digits = 305; digits <= 312; digits++) {
+        char big[400];
+        int o = sprintf(big, "{\"n\":");
+        memset(big + o, '9', (size_t)digits);
+        sprintf(big + o + digits, ".5}");
+        agree_str(big);
+        strict_agrees_with_line(big + o, (size_t)digits + 2);
+    }
     agree("{\"a\":\"x\0y\"}", 11);
     agree("{\"a\":1}\0", 8);
     /* Levels around jansson's limit (2048, the top value being 1). */
@@ -371,6 +438,21 @@ static uint64_t next_rand(void)
     return rng;
 }
 
+/* On checked text, the quote-and-bracket walk ends a value where the
+ * scanner does; on any text it stays within it. */
+static void checked_agrees(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && strchr(" \t\r\n", s[i]) && s[i])
+        i++;
+    size_t len = fr_json_checked_len(s + i, n - i);
+    assert_true(len <= n - i);
+    if (fr_json_whole(s, n, FR_JSON_SKIP_DEPTH, FR_JSON_STRICT) &&
+        len != fr_json_value(s + i, n - i, FR_JSON_SKIP_DEPTH, FR_JSON_SKIP))
+        fail_msg("checked length %zu, scanned %zu: %s", len,
+                 fr_json_value(s + i, n - i, FR_JSON_SKIP_DEPTH, FR_JSON_SKIP), shown(s, n));
+}
+
 static void test_line_mutations(void **state)
 {
     (void)state;
@@ -414,6 +496,7 @@ static void test_line_mutations(void **state)
             }
         }
         agree(buf, n);
+        checked_agrees(buf, n);
     }
 }
 

@@ -39,6 +39,14 @@ static void test_python_equality(void **state)
     assert_true(eq("0.1", "1e-1"));
     assert_false(eq("0.1", "0.10000000000000002"));
     assert_true(eq("1e16", "10000000000000000"));
+    /* short decimals (divided exactly) and long ones (strtod) alike */
+    assert_true(eq("[1, 2.5, -0.125]", "[1.0, 2.50, -0.1250]"));
+    assert_true(eq("3", "3.000000000000000"));
+    assert_true(eq("123456789012345", "123456789012345.0"));
+    assert_true(eq("0.30000000000000004", "0.3000000000000000444"));
+    assert_false(eq("0.3", "0.30000000000000004"));
+    assert_true(eq("0.1", "0.1000000000000000055511151231257827"));
+    assert_false(eq("[[1,2],[3,4]]", "[[1,2],[3,4.000000001]]"));
     /* None only equals None */
     assert_true(eq("null", "null"));
     assert_false(eq("null", "0"));

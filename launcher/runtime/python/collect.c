@@ -136,6 +136,7 @@ enum { R_OUTPUTS, R_TYPE, R_MESSAGE, R_LINE, R_MEMORY, R_SANDBOX, R_NKEYS };
 
 struct report {
     struct fr_json_span f[R_NKEYS];
+    size_t count[R_NKEYS]; /* elements of an array field (outputs) */
 };
 
 static bool span_is(struct fr_json_span v, char first)
@@ -177,7 +178,7 @@ static bool parse_report(const struct stream *rep, struct report *r)
                                               "error_line", "memory",     "sandbox_error"};
     long n;
     if (rep->over || !rep->len ||
-        fr_json_members(rep->buf, rep->len, keys, R_NKEYS, r->f, 2 + PY_MAX_NESTING, FR_JSON_STRICT) < 0)
+        fr_json_members(rep->buf, rep->len, keys, R_NKEYS, r->f, r->count, 2 + PY_MAX_NESTING, FR_JSON_STRICT) < 0)
         return false;
     if (r->f[R_SANDBOX].p)
         return integer_span(r->f[R_SANDBOX], &n);
@@ -200,14 +201,8 @@ static bool report_failed(const struct report *r)
  * outputs for inputs the job does not have. */
 static bool outputs_fit(const struct pyslot *s, const struct report *r)
 {
-    const struct fr_json_member *inputs = fr_job_member(s->job, "inputs");
-    size_t n = 0;
-    struct fr_json_iter it;
-    struct fr_json_span v;
-    fr_json_iter_init(&it, r->f[R_OUTPUTS]);
-    while (n <= inputs->count && fr_json_iter_next(&it, &v))
-        n++;
-    return n == inputs->count || (n < inputs->count && report_failed(r));
+    size_t n = r->count[R_OUTPUTS], want = fr_job_member(s->job, "inputs")->count;
+    return n == want || (n < want && report_failed(r));
 }
 
 /* A checked string literal as text of at most max bytes (cut at a
