@@ -41,7 +41,7 @@ for r in $(seq "$rounds"); do
     done
 done
 /usr/bin/python3 - "$tmp" "$1" "$2" <<'PY'
-import json, statistics, sys
+import statistics, sys
 tmp, a, b = sys.argv[1], sys.argv[2].split("=")[0], sys.argv[3].split("=")[0]
 runs = {}
 for line in open(f"{tmp}/runs"):
@@ -51,13 +51,5 @@ def med(name, i):
     return statistics.median(x[i] for x in runs[name])
 for i, what in ((0, "launcher us/pred"), (1, "tree CPU ms/pred"), (2, "faults/pred")):
     print(f"median {what:17} {a} {med(a, i):8.2f}  {b} {med(b, i):8.2f}  {b}/{a} {med(b, i) / med(a, i):.2f}")
-def load(p):
-    out = {}
-    for line in open(p):
-        j = json.loads(line)
-        out[j["id"]] = (j["status"], j.get("passed"), j.get("outputs"), j.get("error_type"))
-    return out
-ra, rb = load(f"{tmp}/out.{a}"), load(f"{tmp}/out.{b}")
-diff = [k for k in ra if ra[k] != rb.get(k)] + [k for k in rb if k not in ra]
-print(f"results: {len(ra)} and {len(rb)}, {len(diff)} differ (id, status, passed, outputs, error_type)")
 PY
+/usr/bin/python3 "$(dirname "$0")/same_results.py" "$tmp/out.${1%%=*}" "$tmp/out.${2%%=*}" || true

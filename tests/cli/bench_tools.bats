@@ -94,6 +94,26 @@ print(scale.scheduled_makespan([3, 3, 3, 9], 2), scale.scheduled_makespan([9, 3,
     [[ "$output" == *"$D/nowhere/jobs.jsonl: not found"* ]]
 }
 
+@test "launcher_instructions: two builds' instructions per prediction, their ratio and the same results; a static build refused" {
+    dyn=$D/dyn
+    cmake -S "$SRC" -B "$dyn" -DFITRUN_STATIC=OFF -DFITRUN_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$dyn" --target fitrun fitrun_sandbox_shared -j 2 >/dev/null
+    run --separate-stderr "$SRC/bench/launcher_instructions.sh" --profile "$MINI/profile.ini" \
+        --jobs "$MINI/jobs.jsonl" --small 2 a="$dyn" b="$dyn"
+    echo "$output"
+    echo "$stderr"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ a:\ [0-9,]+\ instructions\ for\ 14\ jobs,\ [0-9,]+\ for\ 2:\ [0-9,]+\ per\ prediction ]]
+    # The same build twice: the same count, to within the loop's turns.
+    [[ "$output" =~ per\ prediction\ b/a:\ (0\.9[5-9]|1\.0[0-5]) ]]
+    [[ "$output" =~ b:\ own\ instructions\ per\ prediction,\ top\ functions ]]
+    [[ "$output" =~ results:\ 14\ and\ 14,\ 0\ differ ]]
+    run "$SRC/bench/launcher_instructions.sh" --profile "$MINI/profile.ini" --jobs "$MINI/jobs.jsonl" \
+        a="$(dirname "$FITRUN")" b="$dyn"
+    [ "$status" -eq 2 ]
+    [[ "$output" =~ "is linked statically: configure" ]]
+}
+
 @test "wake_floor: a system call's cost, then both ways of dispatching, each with a median" {
     local bin=${FITRUN_BUILD:-$(dirname "$FITRUN")}/bench/wake_floor
     [ -x "$bin" ] || skip "no $bin (a build with the benchmarks)"

@@ -12,7 +12,12 @@
  *    value by itself (and as long for the SKIP scan);
  *  - fr_json_members: each span found is a whole value inside the text,
  *    equal (json_equal) to jansson's member of that name;
- *  - iterating an array visits exactly jansson's elements, each equal;
+ *  - iterating an array visits exactly jansson's elements, each equal,
+ *    and taking an element as the same text as itself takes all of it;
+ *  - in a STRICT text, a value's end found by its quotes and brackets
+ *    (fr_json_checked_len) is the scanner's, and on any text within it;
+ *  - fr_json_members counts jansson's elements of an array member and
+ *    members of an object member;
  *  - a string decodes to jansson's bytes, NULs included, and never to
  *    more bytes than its literal. */
 #include <jansson.h>
@@ -68,7 +73,10 @@ static void check_at(const char *s, size_t n, int depth)
     if (len) {
         FUZZ_CHECK(fr_json_whole(s, len, depth, FR_JSON_STRICT), "the value's %zu bytes are not a value alone", len);
         FUZZ_CHECK(fr_json_value(s, len, depth, FR_JSON_SKIP) == len, "SKIP and STRICT lengths differ");
+        FUZZ_CHECK(!strict || fr_json_checked_len(s, n) == len, "the checked length %zu is not the value's %zu",
+                   fr_json_checked_len(s, n), len);
     }
+    FUZZ_CHECK(fr_json_checked_len(s, n) <= n, "a checked length beyond the text");
 
     if (strict) {
         struct fr_json_span it = {s, n};
@@ -89,11 +97,19 @@ static void check_at(const char *s, size_t n, int depth)
                 i++;
             }
             FUZZ_CHECK(i == json_array_size(j), "%zu elements, jansson has %zu", i, json_array_size(j));
+            struct fr_json_iter again, same;
+            struct fr_json_span a, b;
+            fr_json_iter_init(&again, it);
+            fr_json_iter_init(&same, it);
+            while (fr_json_iter_next(&again, &a))
+                FUZZ_CHECK(fr_json_iter_same(&same, a, &b) && b.p == a.p && b.n == a.n,
+                           "an element not taken as the same text as itself");
         }
     }
 
     struct fr_json_span out[NKEYS];
-    if (fr_json_members(s, n, keys, NKEYS, out, depth, FR_JSON_STRICT) == 0) {
+    size_t counts[NKEYS];
+    if (fr_json_members(s, n, keys, NKEYS, out, counts, depth, FR_JSON_STRICT) == 0) {
         FUZZ_CHECK(strict && json_is_object(j), "members of a text that is no STRICT object");
         for (size_t i = 0; i < NKEYS; i++) {
             json_t *m = json_object_get(j, keys[i]);
@@ -102,6 +118,8 @@ static void check_at(const char *s, size_t n, int depth)
             FUZZ_CHECK(out[i].p >= s && out[i].p + out[i].n <= s + n, "span of %s outside the text", keys[i]);
             FUZZ_CHECK(m, "%s found, but jansson has no such member", keys[i]);
             check_value_span(out[i], m, depth);
+            size_t want = json_is_array(m) ? json_array_size(m) : json_is_object(m) ? json_object_size(m) : 0;
+            FUZZ_CHECK(counts[i] == want, "%s counted %zu, jansson has %zu", keys[i], counts[i], want);
         }
     }
     json_decref(j);
