@@ -9,7 +9,9 @@
  * does not know either, signals the pid that /proc/self/fdinfo gives. Only the launcher runs under valgrind
  * (--trace-children=no): its Python processes exec'ed from it run
  * natively and apply their real seccomp filter. For measuring only. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
