@@ -900,6 +900,12 @@ check_poison() {
     # __init__ again on an object a class holds, or assigns a cell that a
     # numpy function closes over, or changes the defaults of the function
     # in that cell. Each reader is honest code that goes through it.
+    # A CPU budget of its own: filling numpy's repr guard with 600,000
+    # ids takes 0.56 s of CPU under fork where a page fault costs 15 µs,
+    # and went past 1 s under reuse there.
+    sed -i 's/^cpu_time = 1s$/cpu_time = 10s/' "$D/p.ini" "$D/fork.ini"
+    grep -q '^cpu_time = 10s$' "$D/p.ini"
+    grep -q '^cpu_time = 10s$' "$D/fork.ini"
     printf 'import struct\nHEADER = struct.Struct("<i")\nimport functools\n@functools.singledispatch\ndef show(x):\n    return "base"\n@show.register\ndef _(x: int):\n    return "int"\n' >> "$D/prelude.py"
     local base=$'import numpy.polynomial as P\nB = P._polybase.ABCPolyBase\n'
     {
