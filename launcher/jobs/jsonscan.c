@@ -91,17 +91,33 @@ static size_t unicode_escape_end(const struct scan *sc, size_t i)
     return lo >= 0xDC00 && lo <= 0xDFFF ? i + 6 : BAD;
 }
 
-/* Are the 8 bytes of v all plain string content: none a '"', '\\' or
- * control character, nor (with hi = all high bits) a non-ASCII byte?
- * Each test sets a byte's high bit for every byte it matches (and maybe
- * for bytes after one it matches, which only sends the caller to its
- * byte-by-byte path). */
-static bool plain8(uint64_t v, uint64_t hi)
+/* The bytes of v that are not plain string content, each as its high bit
+ * (0: all plain): a '"', '\\' or control character, or (with hi = all
+ * high bits) a non-ASCII byte. Each test sets a byte's high bit for every
+ * byte it matches, and maybe for bytes after one it matches (a borrow),
+ * so the lowest bit set is always a byte that matches. */
+static uint64_t special8(uint64_t v, uint64_t hi)
 {
     const uint64_t ones = 0x0101010101010101u, highs = ones * 0x80;
     uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    uint64_t t = ((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | (v & hi);
-    return !(t & highs);
+    return (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | (v & hi)) & highs;
+}
+
+/* The index of the first byte at or after s[i] that special8 flags, or
+ * of the last bytes (fewer than 8), which the caller reads one by one. */
+static size_t skip_plain(const char *s, size_t i, size_t n, uint64_t hi)
+{
+    for (; n - i >= 8; i += 8) {
+        uint64_t v, m;
+        memcpy(&v, s + i, 8);
+        if ((m = special8(v, hi))) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            i += (size_t)(__builtin_ctzll(m) >> 3); /* the lowest address is the lowest byte */
+#endif
+            return i;
+        }
+    }
+    return i;
 }
 
 /* s[i] == '"'. A key, in strict mode, holds no \u0000: jansson, which
@@ -113,9 +129,7 @@ static size_t string_end(const struct scan *sc, size_t i, bool key)
     /* Non-ASCII bytes need a look only when UTF-8 is checked. */
     uint64_t hi = sc->strict ? 0x8080808080808080u : 0;
     for (i++; i < n;) {
-        uint64_t v;
-        while (n - i >= 8 && (memcpy(&v, s + i, 8), plain8(v, hi)))
-            i += 8;
+        i = skip_plain(s, i, n, hi);
         if (i >= n)
             break;
         unsigned char c = (unsigned char)s[i];
@@ -669,9 +683,7 @@ static size_t next_structure(const char *s, size_t i, size_t n)
 static size_t checked_string_end(const char *s, size_t i, size_t n)
 {
     for (i++; i < n;) {
-        uint64_t v;
-        while (n - i >= 8 && (memcpy(&v, s + i, 8), plain8(v, 0)))
-            i += 8;
+        i = skip_plain(s, i, n, 0);
         if (i >= n)
             break;
         if (s[i] == '"')
