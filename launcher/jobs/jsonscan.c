@@ -103,6 +103,20 @@ static uint64_t special8(uint64_t v, uint64_t hi)
     return (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | (v & hi)) & highs;
 }
 
+/* Where in a word read from memory the byte of the lowest high bit of m
+ * (m != 0) lies: the lowest address is the lowest byte on a little-endian
+ * machine; elsewhere the word's start, from which the caller's byte-by-byte
+ * path finds it. */
+static size_t first_flagged(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return (size_t)(__builtin_ctzll(m) >> 3);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 /* The index of the first byte at or after s[i] that special8 flags, or
  * of the last bytes (fewer than 8), which the caller reads one by one. */
 static size_t skip_plain(const char *s, size_t i, size_t n, uint64_t hi)
@@ -110,12 +124,8 @@ static size_t skip_plain(const char *s, size_t i, size_t n, uint64_t hi)
     for (; n - i >= 8; i += 8) {
         uint64_t v, m;
         memcpy(&v, s + i, 8);
-        if ((m = special8(v, hi))) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            i += (size_t)(__builtin_ctzll(m) >> 3); /* the lowest address is the lowest byte */
-#endif
-            return i;
-        }
+        if ((m = special8(v, hi)))
+            return i + first_flagged(m);
     }
     return i;
 }
@@ -178,17 +188,22 @@ static char *number_copy(const char *p, size_t len, char *buf, size_t size)
     return c;
 }
 
+/* What number_end read: no fraction and no exponent, a fraction only, or
+ * an exponent. */
+enum number_kind { NUMBER_INTEGER, NUMBER_DECIMAL, NUMBER_EXPONENT };
+
 /* An integer fits in int64, anything else is a finite double (what
  * jansson's strtoll and strtod checks accept). -1 when out of memory. */
-static int number_in_range(const char *p, size_t len, bool integral)
+static int number_in_range(const char *p, size_t len, enum number_kind kind)
 {
+    bool integral = kind == NUMBER_INTEGER;
     size_t digits = len - (p[0] == '-');
     if (integral && digits <= INT64_SAFE_DIGITS)
         return 1;
     if (integral && digits > INT64_SAFE_DIGITS + 1)
         return 0;
     /* Without an exponent, fewer than 309 digits stay below DBL_MAX. */
-    if (!integral && len < 309 && !memchr(p, 'e', len) && !memchr(p, 'E', len))
+    if (kind == NUMBER_DECIMAL && len < 309)
         return 1;
     char small[FR_JSON_NUMBER_MAX + 1], *buf = number_copy(p, len, small, sizeof small);
     if (!buf)
@@ -206,9 +221,9 @@ static int number_in_range(const char *p, size_t len, bool integral)
 }
 
 /* Strict: at most FR_JSON_NUMBER_MAX characters, and in range. */
-static bool number_fits(const char *p, size_t len, bool integral)
+static bool number_fits(const char *p, size_t len, enum number_kind kind)
 {
-    return len <= FR_JSON_NUMBER_MAX && number_in_range(p, len, integral) == 1;
+    return len <= FR_JSON_NUMBER_MAX && number_in_range(p, len, kind) == 1;
 }
 
 static size_t digits_end(const struct scan *sc, size_t i)
@@ -224,7 +239,7 @@ static size_t number_end(struct scan *sc, size_t i)
 {
     const char *s = sc->s;
     size_t n = sc->n, start = i;
-    bool integral = true;
+    enum number_kind kind = NUMBER_INTEGER;
     if (s[i] == '-')
         i++;
     if (i < n && s[i] == '0')
@@ -232,12 +247,12 @@ static size_t number_end(struct scan *sc, size_t i)
     else if ((i = digits_end(sc, i)) == BAD)
         return BAD;
     if (i < n && s[i] == '.') {
-        integral = false;
+        kind = NUMBER_DECIMAL;
         if ((i = digits_end(sc, i + 1)) == BAD)
             return BAD;
     }
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        integral = false;
+        kind = NUMBER_EXPONENT;
         i++;
         if (i < n && (s[i] == '+' || s[i] == '-'))
             i++;
@@ -245,12 +260,12 @@ static size_t number_end(struct scan *sc, size_t i)
             return BAD;
     }
     if (sc->line) {
-        int r = number_in_range(s + start, i - start, integral);
+        int r = number_in_range(s + start, i - start, kind);
         if (r < 0)
             sc->nomem = true;
         return r == 1 ? i : BAD;
     }
-    if (sc->strict && !number_fits(s + start, i - start, integral))
+    if (sc->strict && !number_fits(s + start, i - start, kind))
         return BAD;
     return i;
 }
@@ -666,14 +681,12 @@ static uint64_t structure8(uint64_t v)
  * bracket, or n. */
 static size_t next_structure(const char *s, size_t i, size_t n)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     for (; n - i >= 8; i += 8) {
         uint64_t v, m;
         memcpy(&v, s + i, 8);
         if ((m = structure8(v)))
-            return i + (size_t)(__builtin_ctzll(m) >> 3); /* the lowest address is the lowest byte */
+            return i + first_flagged(m);
     }
-#endif
     while (i < n && s[i] != '"' && s[i] != '[' && s[i] != ']' && s[i] != '{' && s[i] != '}')
         i++;
     return i;

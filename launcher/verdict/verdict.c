@@ -58,14 +58,14 @@ struct num {
     double d;
 };
 
-static bool is_numeric(char c)
-{
-    return c == 't' || c == 'f' || c == '-' || (c >= '0' && c <= '9');
-}
-
 static bool is_digit(char c)
 {
     return c >= '0' && c <= '9';
+}
+
+static bool is_numeric(char c)
+{
+    return c == 't' || c == 'f' || c == '-' || is_digit(c);
 }
 
 /* A byte of a JSON number token. */
