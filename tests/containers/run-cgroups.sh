@@ -17,7 +17,8 @@
 # The image is the matrix's (run-matrix.sh builds it: fitrun-test:containers,
 # with /usr/bin/python3); this build tree is mounted at /b, so the fitrun
 # under test is this tree's, with its runtime script and sandbox library.
-# Prints PASS/FAIL per shape; SKIP (exit 0) without root or without the image.
+# Prints PASS/FAIL per shape; SKIP (exit 0) without root or without the
+# image (FAIL without the image where CI=true).
 # Env: FITRUN (its directory is the build tree), FITRUN_SRC.
 set -uo pipefail
 
@@ -29,7 +30,15 @@ IMAGE=localhost/fitrun-test:containers
 NAME=fitrun-test-cgroups-$$
 
 [ "$(id -u)" = 0 ] || { echo "SKIP containers cgroups: not root"; exit 0; }
-podman image exists "$IMAGE" 2> /dev/null || { echo "SKIP containers cgroups: no $IMAGE (run run-matrix.sh first)"; exit 0; }
+# ctest runs run-matrix.sh first (a fixture); CI must run these, never skip them.
+if ! podman image exists "$IMAGE" 2> /dev/null; then
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL containers cgroups: no $IMAGE (run-matrix.sh builds it; it did not run or removed it)"
+        exit 1
+    fi
+    echo "SKIP containers cgroups: no $IMAGE (run run-matrix.sh first)"
+    exit 0
+fi
 
 # One podman test at a time (run-matrix.sh's lock, taken the same way:
 # flock -o, so that podman's lingering children do not hold it).
