@@ -148,6 +148,23 @@ teardown() { run_teardown; }
     [ -z "$stderr" ]
 }
 
+@test "the summary gives fitrun's own CPU per result, without its jobs' CPU" {
+    # Two jobs that each spend about half a second of CPU in a shell loop.
+    spin='i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done'
+    { job s1 sh -c "$spin"; job s2 sh -c "$spin"; } > jobs.jsonl
+    run -0 --separate-stderr "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --cpu-time 30s --wall-time 60s
+    line=$(grep "fitrun's own CPU: " <<< "$stderr")
+    [[ $line =~ own\ CPU:\ ([0-9]+)\ ms,\ ([0-9]+)\ us\ per\ result\ \(user\ ([0-9]+),\ system\ ([0-9]+)\)$ ]]
+    ms=${BASH_REMATCH[1]} per=${BASH_REMATCH[2]} user=${BASH_REMATCH[3]} sys=${BASH_REMATCH[4]}
+    jobs_ms=$(jq -s 'map(.cpu_ms) | add' out.jsonl)
+    # The jobs' CPU is theirs, not the launcher's.
+    [ "$jobs_ms" -gt 200 ]
+    [ "$ms" -lt $((jobs_ms / 2)) ]
+    # The per-result figure is the total over 2 results; user + system is it.
+    [ $((ms * 1000 / 2 - per)) -ge -500 ] && [ $((ms * 1000 / 2 - per)) -le 500 ]
+    [ $((user + sys - per)) -ge -1 ] && [ $((user + sys - per)) -le 1 ]
+}
+
 @test "a command that cannot be executed: error with exit 127 and why" {
     { job missing /nonexistent/prog; job notexec /tmp; } > jobs.jsonl
     run -0 "$FITRUN" run --jobs jobs.jsonl --out out.jsonl --quiet
