@@ -1,6 +1,7 @@
 /* proc.c — what the process asks the kernel about itself: where its
  * binary is and the monotonic clock (see fitrun/common.h). */
 #include <errno.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,4 +32,9 @@ uint64_t fr_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t fr_timeval_us(const struct timeval *tv)
+{
+    return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
 }

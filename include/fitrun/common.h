@@ -5,7 +5,7 @@
  *   parse.c   the units people write in profiles and on the command line
  *   text.c    UTF-8, terminal-safe text, human sizes, identifiers
  *   env.c     a variable of an envp array
- *   proc.c    the running binary's path, the monotonic clock
+ *   proc.c    the running binary's path, the monotonic clock, timevals
  *   proctree.c  the CPU time of a running process tree
  * Parsers and text functions are pure. */
 #ifndef FITRUN_COMMON_H
@@ -133,6 +133,9 @@ int fr_received_fds(struct msghdr *mh, int *fds, int max);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fr_now_ns(void);
+/* A timeval (a rusage's ru_utime or ru_stime) in microseconds. */
+struct timeval;
+uint64_t fr_timeval_us(const struct timeval *tv);
 
 /* CPU time (user + system, ns) of pid and of every descendant it has now
  * (the children of each of their threads, at any depth), each one's own

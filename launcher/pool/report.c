@@ -194,11 +194,6 @@ static int by_count(const void *a, const void *b)
     return strcmp(x->type, y->type);
 }
 
-static double tv_us(struct timeval tv)
-{
-    return (double)tv.tv_sec * 1e6 + (double)tv.tv_usec;
-}
-
 /* The launcher's own CPU (this process: not its workers, not the
  * predictions) per result, which is what caps one launcher's rate: a
  * launcher that spends 100 us a result feeds at most 10,000 results/s,
@@ -209,7 +204,7 @@ static void own_cpu_print(long done)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) < 0)
         return;
-    double user = tv_us(ru.ru_utime), sys = tv_us(ru.ru_stime), n = (double)done;
+    double user = (double)fr_timeval_us(&ru.ru_utime), sys = (double)fr_timeval_us(&ru.ru_stime), n = (double)done;
     fprintf(stderr, "  fitrun's own CPU: %.0f ms, %.0f us per result (user %.0f, system %.0f)\n", (user + sys) / 1e3,
             (user + sys) / n, user / n, sys / n);
 }

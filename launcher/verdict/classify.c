@@ -31,14 +31,13 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "fitrun/common.h"
 #include "fitrun/sandbox.h"
 #include "fitrun/verdict.h"
 
 static uint64_t cpu_used_ms(const struct rusage *ru)
 {
-    uint64_t us = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec +
-                  (uint64_t)ru->ru_stime.tv_sec * 1000000u + (uint64_t)ru->ru_stime.tv_usec;
-    return us / 1000u;
+    return (fr_timeval_us(&ru->ru_utime) + fr_timeval_us(&ru->ru_stime)) / 1000u;
 }
 
 /* Rule 5: did RLIMIT_CPU end it? */
