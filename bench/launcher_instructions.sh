@@ -32,7 +32,9 @@ command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/fitrun-instructions.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-gcc -O2 -shared -fPIC -o "$tmp/probes.so" "$here/valgrind_probes.c" -ldl
+# The project's warnings (CMakeLists.txt), as an error: this is its only build.
+gcc -std=c17 -O2 -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Werror \
+    -shared -fPIC -o "$tmp/probes.so" "$here/valgrind_probes.c" -ldl
 n=$(grep -c . "$jobs")
 head -n "$small" "$jobs" > "$tmp/small.jsonl"
 for spec in "$@"; do

@@ -36,8 +36,14 @@ static long pidfd_kill(int fd, int sig)
     if (f < 0)
         return -1;
     ssize_t n = read(f, buf, sizeof buf - 1);
-    close(f);
-    buf[n > 0 ? n : 0] = '\0';
+    int saved = errno;
+    if (close(f) < 0 && n >= 0)
+        return -1;
+    if (n < 0) {
+        errno = saved;
+        return -1;
+    }
+    buf[n] = '\0';
     const char *p = strstr(buf, "Pid:");
     long pid = p ? strtol(p + 4, NULL, 10) : -1;
     if (pid <= 0) {
