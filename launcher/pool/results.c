@@ -25,11 +25,6 @@
 #include "fitrun/verdict.h"
 #include "internal.h"
 
-static uint64_t tv_ms(const struct timeval *tv)
-{
-    return (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
-}
-
 /* Held lines are written once they fill this (also bounds a run of
  * invalid lines read in one iteration)... */
 #define POOL_RESULTS_BATCH (64u << 10)
@@ -178,7 +173,9 @@ static char *replaced_field(const struct fr_raw *raw, struct fr_result_field *f)
 void pool_write_finished(struct fr_host *h, int s, const struct fr_raw *raw, uint64_t now)
 {
     struct slot *sl = &h->slots[s];
-    uint64_t cpu_ms = raw->has_rusage ? tv_ms(&raw->ru.ru_utime) + tv_ms(&raw->ru.ru_stime) : 0;
+    /* Each part truncated to ms on its own, as results have always said. */
+    uint64_t cpu_ms =
+        raw->has_rusage ? fr_timeval_us(&raw->ru.ru_utime) / 1000u + fr_timeval_us(&raw->ru.ru_stime) / 1000u : 0;
     /* Orphans of the job were re-parented to fitrun: no rusage of the job
      * holds their CPU (host.c read it as the session was released). Not
      * after fitrun killed the job: the runtime read its whole tree just

@@ -373,11 +373,12 @@ out:
  * clocks do not split user from system). */
 static void add_unreaped_cpu(struct rusage *ru, uint64_t tree_ns)
 {
-    uint64_t have_us = fr_timeval_us(&ru->ru_utime) + fr_timeval_us(&ru->ru_stime);
+    uint64_t had_user_us = fr_timeval_us(&ru->ru_utime);
+    uint64_t have_us = had_user_us + fr_timeval_us(&ru->ru_stime);
     uint64_t tree_us = tree_ns / 1000u;
     if (tree_us <= have_us)
         return;
-    uint64_t user_us = fr_timeval_us(&ru->ru_utime) + (tree_us - have_us);
+    uint64_t user_us = had_user_us + (tree_us - have_us);
     ru->ru_utime.tv_sec = (time_t)(user_us / 1000000u);
     ru->ru_utime.tv_usec = (suseconds_t)(user_us % 1000000u);
 }
